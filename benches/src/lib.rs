@@ -1,0 +1,1 @@
+//! Baselines the mapper is measured against.

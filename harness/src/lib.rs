@@ -1,0 +1,9 @@
+//! pi-harness: record/replay test harness, reference provider and conformance suite
+//! for programs that drive the pi coding agent CLI headless (`pi --mode json`).
+//!
+//! Modules, one concept each:
+//! - [`cassette`]: the recorded-run format (v1), read and written.
+//! - [`message`]: the normalized message stream every provider emits.
+
+pub mod cassette;
+pub mod message;
