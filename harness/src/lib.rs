@@ -7,3 +7,8 @@
 
 pub mod cassette;
 pub mod message;
+pub mod procs;
+pub mod supervisor;
+pub mod mapper;
+pub mod provider;
+pub mod retry;
