@@ -293,7 +293,7 @@ pub fn build_argv(req: &Request, version: &str) -> Result<Vec<String>, String> {
 static VERSIONS: OnceLock<Mutex<HashMap<PathBuf, String>>> = OnceLock::new();
 
 /// `pi --version`, once per binary path. 0.73.1 prints it on stderr, 0.87.1 on stdout.
-pub async fn probe_version(pi: &Path) -> Result<String, String> {
+pub async fn probe_version(pi: &Path, env: &[(String, String)]) -> Result<String, String> {
     let cache = VERSIONS.get_or_init(Default::default);
     if let Some(v) = cache.lock().expect("version cache").get(pi) {
         return Ok(v.clone());
@@ -303,6 +303,7 @@ pub async fn probe_version(pi: &Path) -> Result<String, String> {
         Command::new(pi)
             .arg("--version")
             .env("PI_OFFLINE", "1")
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .kill_on_drop(true)
             .output(),
@@ -447,7 +448,7 @@ impl Run {
             Some(v) => v.clone(),
             None => {
                 let probe = tokio::select! {
-                    v = probe_version(&pi) => v,
+                    v = probe_version(&pi, &req.env) => v,
                     _ = cancel.cancelled() => {
                         let mut out = vec![Message::TerminalCancelled { exit: None }];
                         return self.send_all(&mut out).await;
