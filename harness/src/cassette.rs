@@ -492,6 +492,35 @@ impl Cassette {
         Ok(())
     }
 
+    /// Write the cassette to a file, gzip-compressed when the name ends in `.gz`
+    /// (the form [`Cassette::load`] reads back).
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        let file = std::io::BufWriter::new(std::fs::File::create(path)?);
+        if path.extension().is_some_and(|e| e == "gz") {
+            let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::best());
+            self.write_to(&mut gz)?;
+            gz.finish()?
+                .into_inner()
+                .map_err(|e| e.into_error())?
+                .sync_all()
+        } else {
+            let mut file = file;
+            self.write_to(&mut file)?;
+            file.into_inner().map_err(|e| e.into_error())?.sync_all()
+        }
+    }
+
+    /// Every byte the cassette writes to stderr, in order.
+    pub fn stderr_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for r in &self.records {
+            if let Action::Stderr(b) = &r.action {
+                out.extend_from_slice(&b.data);
+            }
+        }
+        out
+    }
+
     /// The cassette as a string (see [`Cassette::write_to`]).
     pub fn to_jsonl(&self) -> String {
         let mut buf = Vec::new();
