@@ -97,8 +97,9 @@ pub struct Scenario {
 #[serde(deny_unknown_fields)]
 pub struct Expect {
     /// Flag -> requirement. A string: present with that value; `true`: present
-    /// (a switch); `false`: absent. Flags are named by their long spelling; a short
-    /// alias on the command line satisfies it.
+    /// (a switch); `false`: absent. Keys are the long flag name without its leading
+    /// dashes (`"mode"`, `"session-id"`); a short alias on the command line (`-p`)
+    /// satisfies the long name (`"print"`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub flags: BTreeMap<String, FlagRule>,
     /// The effective prompt: stdin (when piped) joined with the argv messages the way pi joins them.
