@@ -1002,3 +1002,227 @@ mod tests {
         );
     }
 }
+
+// ---------------------------------------------------------------------------
+// Streaming reading
+
+/// Reads a cassette one line at a time, so a tool can walk a cassette of any size without
+/// holding it in memory (`pi-harness map`). It applies the rules of [`Cassette::parse`] (header
+/// first, one action per record, nothing after the final record, a final record at the end) and
+/// reports problems the same way (`file:line: ...`); only one line is held at a time.
+pub struct CassetteReader<R> {
+    path: PathBuf,
+    input: R,
+    header: Header,
+    lineno: usize,
+    buf: Vec<u8>,
+    /// Key and line of the previous record, and whether it was final.
+    last: Option<(&'static str, usize, bool)>,
+    done: bool,
+}
+
+impl CassetteReader<Box<dyn BufRead + Send>> {
+    /// Open a cassette file; `.gz` files are decompressed.
+    pub fn open(path: &Path) -> Result<Self, CassetteError> {
+        let file = std::fs::File::open(path).map_err(|source| CassetteError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let input: Box<dyn BufRead + Send> = if path.extension().is_some_and(|e| e == "gz") {
+            Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(file)))
+        } else {
+            Box::new(BufReader::new(file))
+        };
+        CassetteReader::new(path, input)
+    }
+}
+
+impl<R: BufRead> CassetteReader<R> {
+    /// Read and check the header line; `path` only names the source in errors.
+    pub fn new(path: &Path, mut input: R) -> Result<Self, CassetteError> {
+        let mut buf = Vec::new();
+        if !read_line(&mut input, &mut buf, path)? {
+            return Err(CassetteError::invalid(
+                path,
+                1,
+                "empty file: a cassette starts with a header line",
+            ));
+        }
+        let header = parse_header(path, 1, line_text(path, 1, &buf)?)?;
+        Ok(CassetteReader {
+            path: path.to_path_buf(),
+            input,
+            header,
+            lineno: 1,
+            buf,
+            last: None,
+            done: false,
+        })
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    fn read_record(&mut self) -> Result<Option<Record>, CassetteError> {
+        if !read_line(&mut self.input, &mut self.buf, &self.path)? {
+            return match self.last {
+                Some((_, _, true)) => Ok(None),
+                Some((_, line, false)) => Err(CassetteError::invalid(
+                    &self.path,
+                    line,
+                    "the last record must be `exit`, `signal` or `hang` (how the process ends)",
+                )),
+                None => Err(CassetteError::invalid(
+                    &self.path,
+                    1,
+                    "no records after the header: a cassette must at least say how the process ends",
+                )),
+            };
+        }
+        self.lineno += 1;
+        let record = parse_record(
+            &self.path,
+            self.lineno,
+            line_text(&self.path, self.lineno, &self.buf)?,
+        )?;
+        if let Some((key, line, true)) = self.last {
+            return Err(CassetteError::invalid(
+                &self.path,
+                self.lineno,
+                format!(
+                    "record after the final `{key}` record on line {line} (exit, signal and hang end a cassette)"
+                ),
+            ));
+        }
+        self.last = Some((record.action.key(), record.line, record.action.is_final()));
+        Ok(Some(record))
+    }
+}
+
+impl<R: BufRead> Iterator for CassetteReader<R> {
+    type Item = Result<Record, CassetteError>;
+
+    /// The next record; after an error or the last record, `None`.
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let r = self.read_record().transpose();
+        if !matches!(r, Some(Ok(_))) {
+            self.done = true;
+        }
+        r
+    }
+}
+
+/// Read one line into `buf` without its `\n`; false at the end of the input.
+fn read_line(
+    input: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    path: &Path,
+) -> Result<bool, CassetteError> {
+    buf.clear();
+    let n = input
+        .read_until(b'\n', buf)
+        .map_err(|source| CassetteError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    }
+    Ok(n > 0)
+}
+
+fn line_text<'a>(path: &Path, lineno: usize, line: &'a [u8]) -> Result<&'a str, CassetteError> {
+    if line.is_empty() {
+        return Err(CassetteError::invalid(
+            path,
+            lineno,
+            "empty line (every line is one JSON object)",
+        ));
+    }
+    std::str::from_utf8(line).map_err(|e| {
+        CassetteError::invalid(
+            path,
+            lineno,
+            format!(
+                "not UTF-8 at byte {} (binary data belongs in a *_b64 field)",
+                e.valid_up_to()
+            ),
+        )
+    })
+}
+
+/// Parse one record line (`lineno` is 1-based; `path` only names the source in errors).
+pub fn parse_record_line(path: &Path, lineno: usize, text: &str) -> Result<Record, CassetteError> {
+    parse_record(path, lineno, text)
+}
+
+/// True when `line` (one line, without its `\n`) looks like a cassette header: a JSON object
+/// whose `format` is `"pi-cassette"`. Used to tell a cassette from raw pi stdout.
+pub fn is_header_line(line: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct Probe<'a> {
+        #[serde(borrow)]
+        format: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_slice::<Probe>(line).is_ok_and(|p| p.format.as_deref() == Some(FORMAT_NAME))
+}
+
+#[cfg(test)]
+mod streaming_tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"format":"pi-cassette","version":1,"pi":{"version":"0.87.1","dialect":"delta-only"},"scenario":{"name":"t","description":"d"},"origin":{"kind":"hand-made","timing":"synthetic"}}"#;
+
+    fn both(body: &str) -> (Result<Cassette, String>, Result<Vec<Record>, String>) {
+        let data = format!("{HEADER}\n{body}");
+        let path = Path::new("s.cassette.jsonl");
+        let whole = Cassette::parse(path, data.as_bytes()).map_err(|e| e.to_string());
+        let streamed = CassetteReader::new(path, data.as_bytes())
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string()));
+        (whole, streamed)
+    }
+
+    #[test]
+    fn agrees_with_the_whole_file_parser() {
+        let cases = [
+            "{\"dt_ms\":0,\"stdout\":{\"type\":\"a\"}}\n{\"dt_ms\":0,\"stderr\":\"x\"}\n{\"dt_ms\":1,\"exit\":0}\n",
+            "{\"dt_ms\":0,\"stdout\":{\"type\":\"a\"}}\n{\"dt_ms\":1,\"exit\":0}",
+            "{\"dt_ms\":0,\"stdout\":{}}\n",
+            "{\"dt_ms\":0,\"exit\":0}\n{\"dt_ms\":0,\"stdout\":{}}\n",
+            "{\"dt_ms\":0,\"stdout\":{}}\n\n{\"dt_ms\":0,\"exit\":0}\n",
+            "{\"dt_ms\":0,\"stdout\":{},\"exit\":0}\n",
+            "",
+            "{\"dt_ms\":0,\"signal\":\"SIGKILL\"}\n",
+        ];
+        for body in cases {
+            let (whole, streamed) = both(body);
+            match (whole, streamed) {
+                (Ok(c), Ok(recs)) => assert_eq!(c.records, recs, "{body:?}"),
+                (Err(a), Err(b)) => assert_eq!(a, b, "{body:?}"),
+                (a, b) => panic!("{body:?}: whole {a:?} vs streamed {b:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn header_problems_and_probe() {
+        let e = CassetteReader::new(Path::new("f"), &b""[..])
+            .err()
+            .unwrap()
+            .to_string();
+        assert_eq!(e, "f:1: empty file: a cassette starts with a header line");
+        let e = CassetteReader::new(Path::new("f"), &b"{\"type\":\"session\"}\n"[..])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.starts_with("f:1: header field `format` missing"), "{e}");
+        assert!(is_header_line(HEADER.as_bytes()));
+        assert!(!is_header_line(br#"{"type":"session","format":"x"}"#));
+        assert!(!is_header_line(b"not json"));
+    }
+}
