@@ -293,3 +293,35 @@ fn rss_kib(pid: u32) -> u64 {
         })
         .unwrap_or(0)
 }
+
+/// stdout on a pseudo-terminal: colours, unless NO_COLOR is set.
+#[test]
+fn colour_only_on_a_terminal_without_no_color() {
+    let path = cassettes().join("tool_bash.pi87.cassette.jsonl");
+    for (no_color, want_colour) in [(None, true), (Some("1"), false)] {
+        let pty = nix::pty::openpty(None, None).unwrap();
+        let mut cmd = std::process::Command::new(bin());
+        cmd.arg("map")
+            .arg(&path)
+            .stdout(Stdio::from(pty.slave))
+            .stderr(Stdio::null());
+        match no_color {
+            Some(v) => cmd.env("NO_COLOR", v),
+            None => cmd.env_remove("NO_COLOR"),
+        };
+        let mut child = cmd.spawn().unwrap();
+        drop(cmd); // our copy of the slave end, so the master sees the end
+        let mut master = std::fs::File::from(pty.master);
+        let mut seen = Vec::new();
+        // Reading the master ends with EIO once the child is gone.
+        let _ = std::io::Read::read_to_end(&mut master, &mut seen);
+        assert!(child.wait().unwrap().success());
+        let text = String::from_utf8_lossy(&seen);
+        assert!(text.contains("== completed"), "{text}");
+        assert_eq!(
+            text.contains("\x1b["),
+            want_colour,
+            "NO_COLOR={no_color:?}: {text:?}"
+        );
+    }
+}

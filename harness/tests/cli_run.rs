@@ -457,3 +457,133 @@ fn help_has_examples_and_exit_codes() {
         assert!(help.contains("Exit status:"), "{cmd:?}: {help}");
     }
 }
+
+#[test]
+fn second_sigint_waits_for_cleanup_and_leaks_nothing() {
+    let w = World::new("cli-sigint2");
+    let mut recs = conversation("working");
+    recs.truncate(6);
+    recs.push(
+        r#"{"dt_ms":0,"spawn":{"id":"bash","own_session":true,"ignore_sigterm":true}}"#.into(),
+    );
+    recs.push(HANG.into());
+    // pi ignores SIGTERM: only the SIGKILL after the grace period ends it.
+    let c = w.cassette(
+        "i",
+        "0.87.1",
+        "{}",
+        r#"{"on_sigterm":{"action":"ignore"}}"#,
+        &recs,
+    );
+    let mut proc = std::process::Command::new(bin())
+        .args([
+            "run",
+            "--json",
+            "--grace",
+            "800ms",
+            "--pi-version",
+            "0.87.1",
+            "--pi",
+        ])
+        .arg(fake_pi())
+        .arg("hi")
+        .env(MARKER_VAR, &w.marker)
+        .env("FAKE_PI_CASSETTE", &c)
+        .env("FAKE_PI_SPEED", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // pi-harness, supervisor, fake-pi, tool child.
+    assert_eq!(w.wait_alive(4, Duration::from_secs(10)).len(), 4);
+    let pid = nix::unistd::Pid::from_raw(proc.id() as i32);
+    let mut stderr = BufReader::new(proc.stderr.take().unwrap());
+    let int = nix::sys::signal::Signal::SIGINT;
+    nix::sys::signal::kill(pid, int).unwrap();
+    let first_sigint = Instant::now();
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert!(line.contains("SIGINT: cancelling"), "{line}");
+    nix::sys::signal::kill(pid, int).unwrap();
+    line.clear();
+    stderr.read_line(&mut line).unwrap();
+    assert!(line.contains("SIGINT: still stopping"), "{line}");
+    let out = wait_output(proc, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(130));
+    assert!(
+        first_sigint.elapsed() >= Duration::from_millis(800),
+        "exited before the grace period"
+    );
+    match terminal(&messages(&out.stdout)) {
+        Message::TerminalCancelled { exit: Some(e) } => {
+            assert_eq!(e.signal.as_deref(), Some("SIGKILL"))
+        }
+        other => panic!("{other:?}"),
+    }
+    w.assert_none_left();
+}
+
+/// A `pi` that replays the Nth cassette on its Nth start (fake-pi behind a shell wrapper).
+fn attempts(w: &World, cassettes: &[std::path::PathBuf]) -> std::path::PathBuf {
+    let wrapper = w.dir.path().join("pi-attempts");
+    let mut script = format!(
+        "#!/bin/sh\nn=$(cat '{dir}/count' 2>/dev/null || echo 0)\nn=$((n+1))\necho $n > '{dir}/count'\n",
+        dir = w.dir.path().display()
+    );
+    for (i, c) in cassettes.iter().enumerate() {
+        script.push_str(&format!(
+            "[ $n -eq {} ] && export FAKE_PI_CASSETTE='{}'\n",
+            i + 1,
+            c.display()
+        ));
+    }
+    script.push_str(&format!("exec '{}' \"$@\"\n", fake_pi().display()));
+    std::fs::write(&wrapper, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    wrapper
+}
+
+#[test]
+fn retry_is_announced_and_the_second_attempt_completes() {
+    let w = World::new("cli-retry");
+    let mut dead = conversation("lost");
+    dead.truncate(6);
+    dead.push(r#"{"dt_ms":0,"signal":"SIGKILL"}"#.into());
+    let mut ok = conversation("recovered");
+    ok.push(ENDS_OK.into());
+    let c1 = w.cassette("a1", "0.87.1", "{}", "{}", &dead);
+    let c2 = w.cassette("a2", "0.87.1", "{}", "{}", &ok);
+    let pi = attempts(&w, &[c1.clone(), c2]);
+    let a = pih()
+        .args([
+            "run",
+            "--retry",
+            "2",
+            "--retry-delay",
+            "10ms",
+            "--pi-version",
+            "0.87.1",
+            "--pi",
+        ])
+        .arg(&pi)
+        .arg("hi")
+        .env(MARKER_VAR, &w.marker)
+        .env("FAKE_PI_SPEED", "0")
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(0);
+    let stdout = String::from_utf8_lossy(&a.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains("~~ retrying (the answer above is discarded): attempt 2/3 in "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("recovered\n== completed"), "{stdout}");
+    assert_eq!(
+        std::fs::read_to_string(w.dir.path().join("count"))
+            .unwrap()
+            .trim(),
+        "2"
+    );
+    w.assert_none_left();
+}
