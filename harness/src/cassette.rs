@@ -1210,6 +1210,28 @@ mod streaming_tests {
     }
 
     #[test]
+    fn opens_plain_and_gzip_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = format!("{HEADER}\n{{\"dt_ms\":0,\"stdout\":{{\"type\":\"a\"}}}}\n{{\"dt_ms\":0,\"exit\":3}}\n");
+        let plain = dir.path().join("c.cassette.jsonl");
+        std::fs::write(&plain, &body).unwrap();
+        let gz = dir.path().join("c.cassette.jsonl.gz");
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(body.as_bytes()).unwrap();
+        std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+        for path in [&plain, &gz] {
+            let reader = CassetteReader::open(path).unwrap();
+            assert_eq!(reader.header().scenario.name, "t");
+            let recs: Vec<Record> = reader.collect::<Result<_, _>>().unwrap();
+            assert_eq!(recs.len(), 2);
+            assert_eq!(recs[1].action, Action::Exit(3));
+            assert_eq!(recs[1].line, 3);
+        }
+        let e = CassetteReader::open(&dir.path().join("nope")).err().unwrap().to_string();
+        assert!(e.contains("nope: cannot read cassette"), "{e}");
+    }
+
+    #[test]
     fn header_problems_and_probe() {
         let e = CassetteReader::new(Path::new("f"), &b""[..])
             .err()

@@ -100,9 +100,11 @@ pub fn clap_one_line(rendered: &str) -> String {
     if !out.starts_with("error:") {
         out = format!("error: {out}");
     }
-    let usage = rendered
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Usage: "));
+    // clap's suggestions (`tip: a similar argument exists: '--json'`) are worth keeping.
+    for tip in rendered.lines().filter_map(|l| l.trim().strip_prefix("tip: ")) {
+        out.push_str(&format!("; {tip}"));
+    }
+    let usage = rendered.lines().find_map(|l| l.trim().strip_prefix("Usage: "));
     if let Some(usage) = usage {
         let cmd: Vec<&str> = usage
             .split_whitespace()
@@ -179,7 +181,7 @@ mod tests {
         let rendered = "error: unexpected argument '--bogus' found\n\n  tip: to pass '--bogus' as a value, use '-- --bogus'\n\nUsage: pi-harness run [OPTIONS] <PROMPT>\n\nFor more information, try '--help'.\n";
         assert_eq!(
             clap_one_line(rendered),
-            "error: unexpected argument '--bogus' found (see 'pi-harness run --help')"
+            "error: unexpected argument '--bogus' found; to pass '--bogus' as a value, use '-- --bogus' (see 'pi-harness run --help')"
         );
         let rendered = "error: the following required arguments were not provided:\n  <PROMPT>\n\nUsage: pi-harness run <PROMPT>\n";
         assert_eq!(

@@ -6,6 +6,7 @@
 //! last with its reason, exit code or signal, stderr tail and invalid lines. Colours (ANSI) only
 //! when asked for: the caller decides with [`super::use_color`].
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use serde_json::Value;
@@ -55,6 +56,8 @@ pub struct Renderer {
     paint: Paint,
     /// Assistant text was printed and its line is not finished.
     open_line: bool,
+    /// Tool output already shown, per tool call id (updates carry the whole output so far).
+    shown: HashMap<String, String>,
 }
 
 impl Renderer {
@@ -62,6 +65,7 @@ impl Renderer {
         Renderer {
             paint: Paint(color),
             open_line: false,
+            shown: HashMap::new(),
         }
     }
 
@@ -101,21 +105,31 @@ impl Renderer {
                 )
             }
             Message::ToolUpdate { id, partial } => {
-                p.dim(&format!(".. tool {id} update: {}", short(partial)))
+                // Show only what is new since the last update, like a terminal would.
+                let text = value_text(partial);
+                let shown = self.shown.entry(id.clone()).or_default();
+                let new = match text.strip_prefix(shown.as_str()) {
+                    Some(rest) => rest.to_string(),
+                    None => text.clone(),
+                };
+                *shown = text;
+                if new.trim().is_empty() {
+                    return String::new();
+                }
+                let lines: Vec<String> = cut_lines(&new).iter().map(|l| p.dim(&format!("   | {l}"))).collect();
+                lines.join("\n")
             }
             Message::ToolCompleted { id, result } => {
-                format!(
-                    "{}{}",
-                    p.green(&format!("<- tool {id} done:")),
-                    indent(&lines_of(result))
-                )
+                let text = value_text(result);
+                match self.shown.remove(id) {
+                    // The output was streamed already.
+                    Some(shown) if shown == text => p.green(&format!("<- tool {id} done")),
+                    _ => format!("{}{}", p.green(&format!("<- tool {id} done:")), indent(&cut_lines(&text))),
+                }
             }
             Message::ToolFailed { id, error } => {
-                format!(
-                    "{}{}",
-                    p.red(&format!("<- tool {id} failed:")),
-                    indent(&lines_of(error))
-                )
+                self.shown.remove(id);
+                format!("{}{}", p.red(&format!("<- tool {id} failed:")), indent(&cut_lines(&value_text(error))))
             }
             Message::RetryScheduled {
                 source,
@@ -253,9 +267,9 @@ fn short(v: &Value) -> String {
 }
 
 /// The readable text of a tool result: pi's `content[].text` joined, a string as it is,
-/// anything else as compact JSON; at most [`MAX_LINES`] lines.
-fn lines_of(v: &Value) -> Vec<String> {
-    let text = match v {
+/// anything else as compact JSON.
+fn value_text(v: &Value) -> String {
+    match v {
         Value::String(s) => s.clone(),
         Value::Object(o) => match o.get("content").and_then(Value::as_array) {
             Some(items) => items
@@ -266,13 +280,13 @@ fn lines_of(v: &Value) -> Vec<String> {
             None => v.to_string(),
         },
         _ => v.to_string(),
-    };
+    }
+}
+
+/// At most [`MAX_LINES`] lines of `text`, each cut at [`MAX_VALUE_CHARS`].
+fn cut_lines(text: &str) -> Vec<String> {
     let all: Vec<&str> = text.trim_end().lines().collect();
-    let mut out: Vec<String> = all
-        .iter()
-        .take(MAX_LINES)
-        .map(|l| truncate(l, MAX_VALUE_CHARS))
-        .collect();
+    let mut out: Vec<String> = all.iter().take(MAX_LINES).map(|l| truncate(l, MAX_VALUE_CHARS)).collect();
     if all.len() > MAX_LINES {
         out.push(format!("... ({} more lines)", all.len() - MAX_LINES));
     }
@@ -417,6 +431,25 @@ mod tests {
         assert_eq!(
             render_all(&[m], false),
             "~~ retrying (the answer above is discarded): attempt 2/3 in 1.5 s: 503 Service Unavailable\n"
+        );
+    }
+
+    #[test]
+    fn tool_updates_show_only_new_output() {
+        let upd = |t: &str| Message::ToolUpdate {
+            id: "c".into(),
+            partial: json!({"content": [{"type": "text", "text": t}]}),
+        };
+        let msgs = [
+            upd(""),
+            upd("hi\n"),
+            upd("hi\nthere\n"),
+            Message::ToolCompleted { id: "c".into(), result: json!({"content": [{"type": "text", "text": "hi\nthere\n"}]}) },
+            Message::ToolFailed { id: "d".into(), error: json!("boom") },
+        ];
+        assert_eq!(
+            render_all(&msgs, false),
+            "   | hi\n   | there\n<- tool c done\n<- tool d failed: boom\n"
         );
     }
 
