@@ -1212,7 +1212,9 @@ mod streaming_tests {
     #[test]
     fn opens_plain_and_gzip_files() {
         let dir = tempfile::tempdir().unwrap();
-        let body = format!("{HEADER}\n{{\"dt_ms\":0,\"stdout\":{{\"type\":\"a\"}}}}\n{{\"dt_ms\":0,\"exit\":3}}\n");
+        let body = format!(
+            "{HEADER}\n{{\"dt_ms\":0,\"stdout\":{{\"type\":\"a\"}}}}\n{{\"dt_ms\":0,\"exit\":3}}\n"
+        );
         let plain = dir.path().join("c.cassette.jsonl");
         std::fs::write(&plain, &body).unwrap();
         let gz = dir.path().join("c.cassette.jsonl.gz");
@@ -1227,7 +1229,10 @@ mod streaming_tests {
             assert_eq!(recs[1].action, Action::Exit(3));
             assert_eq!(recs[1].line, 3);
         }
-        let e = CassetteReader::open(&dir.path().join("nope")).err().unwrap().to_string();
+        let e = CassetteReader::open(&dir.path().join("nope"))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("nope: cannot read cassette"), "{e}");
     }
 

@@ -226,18 +226,12 @@ fn missing_file_and_bad_flag_are_one_line() {
     assert_eq!(one_error_line(&a), "error: /: is a directory");
 }
 
-/// 256 MB of pi-like stdout piped in from a writer thread: all of it is counted, and the
-/// process's peak memory stays far below the input size.
+/// 256 MB of pi 0.73.1-like stdout piped in from a writer thread: one long answer whose every
+/// token line carries two snapshots of the text so far (the quadratic growth of that version).
+/// All of it is counted, and the process's peak memory stays far below the input size.
 #[test]
 fn large_input_streams_in_bounded_memory() {
-    const TOTAL: usize = 256 << 20;
-    let delta = "x".repeat(8000);
-    let line = format!(
-        "{{\"type\":\"message_update\",\"assistantMessageEvent\":{{\"type\":\"text_delta\",\"contentIndex\":0,\"delta\":\"{delta}\"}}}}\n"
-    );
-    let block: String = line.repeat(16);
-    let blocks = TOTAL / block.len();
-    let sent = blocks * block.len();
+    const TOTAL: u64 = 256 << 20;
     let mut child = std::process::Command::new(bin())
         .arg("map")
         .stdin(Stdio::piped())
@@ -245,19 +239,61 @@ fn large_input_streams_in_bounded_memory() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let mut stdin = std::io::BufWriter::with_capacity(1 << 20, child.stdin.take().unwrap());
     let pid = child.id();
     let writer = std::thread::spawn(move || {
-        let mut peak_seen = 0u64;
-        for i in 0..blocks {
-            stdin.write_all(block.as_bytes()).unwrap();
-            if i % 64 == 0 {
+        let (mut sent, mut lines, mut peak_seen) = (0u64, 0u64, 0u64);
+        let mut send = |line: String, sent: &mut u64, lines: &mut u64| {
+            stdin.write_all(line.as_bytes()).unwrap();
+            stdin.write_all(b"\n").unwrap();
+            *sent += line.len() as u64 + 1;
+            *lines += 1;
+        };
+        send(
+            r#"{"type":"session","version":3,"id":"big","timestamp":"T","cwd":"/w"}"#.into(),
+            &mut sent,
+            &mut lines,
+        );
+        send(r#"{"type":"agent_start"}"#.into(), &mut sent, &mut lines);
+        send(
+            r#"{"type":"message_start","message":{"role":"assistant","content":[]}}"#.into(),
+            &mut sent,
+            &mut lines,
+        );
+        let mut text = String::new();
+        while sent < TOTAL {
+            text.push_str("abc ");
+            let snap =
+                format!(r#"{{"role":"assistant","content":[{{"type":"text","text":"{text}"}}]}}"#);
+            send(
+                format!(
+                    r#"{{"type":"message_update","assistantMessageEvent":{{"type":"text_delta","contentIndex":0,"delta":"abc ","partial":{snap}}},"message":{snap}}}"#
+                ),
+                &mut sent,
+                &mut lines,
+            );
+            if lines % 256 == 0 {
                 peak_seen = peak_seen.max(rss_kib(pid));
             }
         }
-        peak_seen
+        let end = format!(
+            r#"{{"role":"assistant","content":[{{"type":"text","text":"{text}"}}],"stopReason":"stop"}}"#
+        );
+        send(
+            format!(r#"{{"type":"message_end","message":{end}}}"#),
+            &mut sent,
+            &mut lines,
+        );
+        send(
+            r#"{"type":"agent_end","messages":[]}"#.into(),
+            &mut sent,
+            &mut lines,
+        );
+        drop(send);
+        stdin.flush().unwrap();
+        (sent, lines, peak_seen, text.len())
     });
-    let peak_seen = writer.join().unwrap();
+    let (sent, lines, peak_seen, answer) = writer.join().unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
@@ -266,7 +302,8 @@ fn large_input_streams_in_bounded_memory() {
     );
     let s = summary(&out.stderr);
     assert_eq!(field(&s, "bytes"), sent as f64, "{s}");
-    assert_eq!(field(&s, "lines"), (blocks * 16) as f64, "{s}");
+    assert_eq!(field(&s, "lines"), lines as f64, "{s}");
+    assert_eq!(field(&s, "invalid lines"), 0.0, "{s}");
     let peak_mb = s
         .rsplit("peak RSS ")
         .next()
@@ -274,7 +311,7 @@ fn large_input_streams_in_bounded_memory() {
         .trim_end_matches(" MB")
         .parse::<f64>()
         .unwrap();
-    eprintln!("{s}; highest RSS seen from outside: {} KiB", peak_seen);
+    eprintln!("{s}; answer {answer} bytes; highest RSS seen from outside: {peak_seen} KiB");
     assert!(
         peak_mb < 64.0,
         "peak RSS {peak_mb} MB for {} MB of input",

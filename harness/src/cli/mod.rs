@@ -101,10 +101,15 @@ pub fn clap_one_line(rendered: &str) -> String {
         out = format!("error: {out}");
     }
     // clap's suggestions (`tip: a similar argument exists: '--json'`) are worth keeping.
-    for tip in rendered.lines().filter_map(|l| l.trim().strip_prefix("tip: ")) {
+    for tip in rendered
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("tip: "))
+    {
         out.push_str(&format!("; {tip}"));
     }
-    let usage = rendered.lines().find_map(|l| l.trim().strip_prefix("Usage: "));
+    let usage = rendered
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Usage: "));
     if let Some(usage) = usage {
         let cmd: Vec<&str> = usage
             .split_whitespace()

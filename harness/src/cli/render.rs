@@ -116,7 +116,10 @@ impl Renderer {
                 if new.trim().is_empty() {
                     return String::new();
                 }
-                let lines: Vec<String> = cut_lines(&new).iter().map(|l| p.dim(&format!("   | {l}"))).collect();
+                let lines: Vec<String> = cut_lines(&new)
+                    .iter()
+                    .map(|l| p.dim(&format!("   | {l}")))
+                    .collect();
                 lines.join("\n")
             }
             Message::ToolCompleted { id, result } => {
@@ -124,12 +127,20 @@ impl Renderer {
                 match self.shown.remove(id) {
                     // The output was streamed already.
                     Some(shown) if shown == text => p.green(&format!("<- tool {id} done")),
-                    _ => format!("{}{}", p.green(&format!("<- tool {id} done:")), indent(&cut_lines(&text))),
+                    _ => format!(
+                        "{}{}",
+                        p.green(&format!("<- tool {id} done:")),
+                        indent(&cut_lines(&text))
+                    ),
                 }
             }
             Message::ToolFailed { id, error } => {
                 self.shown.remove(id);
-                format!("{}{}", p.red(&format!("<- tool {id} failed:")), indent(&cut_lines(&value_text(error))))
+                format!(
+                    "{}{}",
+                    p.red(&format!("<- tool {id} failed:")),
+                    indent(&cut_lines(&value_text(error)))
+                )
             }
             Message::RetryScheduled {
                 source,
@@ -286,7 +297,11 @@ fn value_text(v: &Value) -> String {
 /// At most [`MAX_LINES`] lines of `text`, each cut at [`MAX_VALUE_CHARS`].
 fn cut_lines(text: &str) -> Vec<String> {
     let all: Vec<&str> = text.trim_end().lines().collect();
-    let mut out: Vec<String> = all.iter().take(MAX_LINES).map(|l| truncate(l, MAX_VALUE_CHARS)).collect();
+    let mut out: Vec<String> = all
+        .iter()
+        .take(MAX_LINES)
+        .map(|l| truncate(l, MAX_VALUE_CHARS))
+        .collect();
     if all.len() > MAX_LINES {
         out.push(format!("... ({} more lines)", all.len() - MAX_LINES));
     }
@@ -444,8 +459,14 @@ mod tests {
             upd(""),
             upd("hi\n"),
             upd("hi\nthere\n"),
-            Message::ToolCompleted { id: "c".into(), result: json!({"content": [{"type": "text", "text": "hi\nthere\n"}]}) },
-            Message::ToolFailed { id: "d".into(), error: json!("boom") },
+            Message::ToolCompleted {
+                id: "c".into(),
+                result: json!({"content": [{"type": "text", "text": "hi\nthere\n"}]}),
+            },
+            Message::ToolFailed {
+                id: "d".into(),
+                error: json!("boom"),
+            },
         ];
         assert_eq!(
             render_all(&msgs, false),
