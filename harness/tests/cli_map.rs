@@ -289,7 +289,6 @@ fn large_input_streams_in_bounded_memory() {
             &mut sent,
             &mut lines,
         );
-        drop(send);
         stdin.flush().unwrap();
         (sent, lines, peak_seen, text.len())
     });
