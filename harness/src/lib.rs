@@ -4,6 +4,8 @@
 //! Modules, one concept each:
 //! - [`cassette`]: the recorded-run format (v1), read and written.
 //! - [`message`]: the normalized message stream every provider emits.
+//! - [`pi_cli`]: real pi's command-line grammar per version (flags, errors, stdin join).
 
 pub mod cassette;
 pub mod message;
+pub mod pi_cli;
