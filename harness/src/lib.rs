@@ -4,8 +4,10 @@
 //! Modules, one concept each:
 //! - [`cassette`]: the recorded-run format (v1), read and written.
 //! - [`message`]: the normalized message stream every provider emits.
+//! - [`import`]: captured pi stdout -> cassette (`pi-harness cassette import`).
 //! - [`pi_cli`]: real pi's command-line grammar per version (flags, errors, stdin join).
 
 pub mod cassette;
+pub mod import;
 pub mod message;
 pub mod pi_cli;
