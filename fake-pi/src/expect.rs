@@ -26,21 +26,26 @@ fn quote_list(items: &[impl AsRef<str>]) -> String {
     format!("[{}]", items.join(", "))
 }
 
-/// The flag an `expect.flags` key names: `--model`, `model` or a short alias like `-t`.
+/// The flag an `expect.flags` key names: the long name without dashes (`model`).
 fn lookup(grammar: &Grammar, key: &str) -> Option<&'static FlagSpec> {
     if key.starts_with('-') {
-        grammar.flag(key)
-    } else {
-        grammar.flag(&format!("--{key}"))
+        return None;
     }
+    grammar.flag(&format!("--{key}"))
 }
 
 /// Problems in the expectations themselves (the cassette is wrong, not the caller).
 pub fn validate(expect: &Expect, grammar: &Grammar) -> Result<(), String> {
     for (key, rule) in &expect.flags {
+        if key.starts_with('-') {
+            return Err(format!(
+                "header field `expect.flags.{key}`: keys are long flag names without dashes (`{}`)",
+                key.trim_start_matches('-')
+            ));
+        }
         let Some(spec) = lookup(grammar, key) else {
             return Err(format!(
-                "header field `expect.flags.{key}`: pi {} has no such flag",
+                "header field `expect.flags.{key}`: pi {} has no flag --{key}",
                 grammar.version()
             ));
         };
@@ -188,12 +193,12 @@ mod tests {
     }
 
     #[test]
-    fn flags_by_long_or_short_spelling() {
+    fn flags_by_long_name_satisfied_by_short_alias() {
         let e = flags(&[
-            ("--model", FlagRule::Value("fake-model".into())),
-            ("--tools", FlagRule::Value("read".into())),
+            ("model", FlagRule::Value("fake-model".into())),
+            ("tools", FlagRule::Value("read".into())),
             ("no-session", FlagRule::Present(true)),
-            ("--offline", FlagRule::Present(false)),
+            ("offline", FlagRule::Present(false)),
         ]);
         assert!(run(
             &e,
@@ -205,10 +210,10 @@ mod tests {
         assert_eq!(
             run(&e, &["--model", "gpt-4o", "--offline"], None, &[]),
             vec![
-                "expect.flags.--model: expected \"fake-model\", got \"gpt-4o\"",
-                "expect.flags.--offline: expected absent, got present",
-                "expect.flags.--tools: expected \"read\", got absent",
+                "expect.flags.model: expected \"fake-model\", got \"gpt-4o\"",
                 "expect.flags.no-session: expected present, got absent",
+                "expect.flags.offline: expected absent, got present",
+                "expect.flags.tools: expected \"read\", got absent",
             ]
         );
     }
@@ -256,13 +261,18 @@ mod tests {
     #[test]
     fn invalid_expectations() {
         let g73 = Grammar::for_version("0.73.1").unwrap();
-        let e = flags(&[("--exclude-tools", FlagRule::Value("bash".into()))]);
+        let e = flags(&[("exclude-tools", FlagRule::Value("bash".into()))]);
         assert_eq!(
             validate(&e, &g73).unwrap_err(),
-            "header field `expect.flags.--exclude-tools`: pi 0.73.1 has no such flag"
+            "header field `expect.flags.exclude-tools`: pi 0.73.1 has no flag --exclude-tools"
         );
         assert!(validate(&e, &g()).is_ok());
-        let e = flags(&[("--no-session", FlagRule::Value("yes".into()))]);
+        let e = flags(&[("no-session", FlagRule::Value("yes".into()))]);
         assert!(validate(&e, &g()).unwrap_err().contains("takes no value"));
+        let e = flags(&[("--model", FlagRule::Value("m".into()))]);
+        assert_eq!(
+            validate(&e, &g()).unwrap_err(),
+            "header field `expect.flags.--model`: keys are long flag names without dashes (`model`)"
+        );
     }
 }

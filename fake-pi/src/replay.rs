@@ -39,7 +39,7 @@ impl Speed {
             return Ok(Speed::Factor(1.0));
         };
         match text.trim().parse::<f64>() {
-            Ok(v) if v == 0.0 => Ok(Speed::Instant),
+            Ok(0.0) => Ok(Speed::Instant),
             Ok(v) if v.is_finite() && v > 0.0 => Ok(Speed::Factor(v)),
             _ => Err(format!(
                 "FAKE_PI_SPEED={text:?}: expected 0 (instant) or a positive number (1 = recorded timing, 10 = ten times faster)"

@@ -161,7 +161,7 @@ fn print_flag_and_double_dash() {
         let c = sb.cassette(
             "p",
             v,
-            r#""expect":{"argv_messages":[],"flags":{"--print":true}}"#,
+            r#""expect":{"argv_messages":[],"flags":{"print":true}}"#,
             OK,
         );
         sb.cmd(&c).args(["-p", "@f"]).assert().success();
@@ -170,7 +170,7 @@ fn print_flag_and_double_dash() {
     let c = sb.cassette(
         "dd",
         "0.87.1",
-        r#""expect":{"argv_messages":["-y","--model"],"flags":{"--model":false}}"#,
+        r#""expect":{"argv_messages":["-y","--model"],"flags":{"model":false}}"#,
         OK,
     );
     sb.cmd(&c)
@@ -319,7 +319,7 @@ fn expectations_name_field_expected_and_actual() {
     let c = sb.cassette(
         "e",
         "0.87.1",
-        r#""expect":{"flags":{"--model":"fake-model","--tools":"read","--no-session":true,"--offline":false},"env":["PI_TEST_KEY"],"never_in_argv":[{"env":"PI_TEST_KEY"},{"literal":"sk-live"}]}"#,
+        r#""expect":{"flags":{"model":"fake-model","tools":"read","no-session":true,"offline":false},"env":["PI_TEST_KEY"],"never_in_argv":[{"env":"PI_TEST_KEY"},{"literal":"sk-live"}]}"#,
         OK,
     );
     // Satisfied, with a short alias standing in for --tools.
@@ -351,10 +351,10 @@ fn expectations_name_field_expected_and_actual() {
     assert_eq!(
         lines,
         vec![
-            format!("fake-pi: expectation mismatch: expect.flags.--model: expected \"fake-model\", got \"gpt-4o\" (cassette {file})"),
-            format!("fake-pi: expectation mismatch: expect.flags.--no-session: expected present, got absent (cassette {file})"),
-            format!("fake-pi: expectation mismatch: expect.flags.--offline: expected absent, got present (cassette {file})"),
-            format!("fake-pi: expectation mismatch: expect.flags.--tools: expected \"read\", got absent (cassette {file})"),
+            format!("fake-pi: expectation mismatch: expect.flags.model: expected \"fake-model\", got \"gpt-4o\" (cassette {file})"),
+            format!("fake-pi: expectation mismatch: expect.flags.no-session: expected present, got absent (cassette {file})"),
+            format!("fake-pi: expectation mismatch: expect.flags.offline: expected absent, got present (cassette {file})"),
+            format!("fake-pi: expectation mismatch: expect.flags.tools: expected \"read\", got absent (cassette {file})"),
             format!("fake-pi: expectation mismatch: expect.never_in_argv[0]: expected the value of $PI_TEST_KEY nowhere in argv, got it in argv[5] (cassette {file})"),
             format!("fake-pi: expectation mismatch: expect.never_in_argv[1]: expected the literal \"sk-live\" nowhere in argv, got it in argv[6] (cassette {file})"),
         ]
@@ -414,11 +414,11 @@ fn error_classes() {
     let flag = sb.cassette(
         "f",
         "0.73.1",
-        r#""expect":{"flags":{"--exclude-tools":"bash"}}"#,
+        r#""expect":{"flags":{"exclude-tools":"bash"}}"#,
         OK,
     );
     sb.cmd(&flag).assert().code(98).stderr(format!(
-        "fake-pi: invalid cassette: {}:1: header field `expect.flags.--exclude-tools`: pi 0.73.1 has no such flag\n",
+        "fake-pi: invalid cassette: {}:1: header field `expect.flags.exclude-tools`: pi 0.73.1 has no flag --exclude-tools\n",
         flag.display()
     ));
     // 96: fake-pi misuse.
