@@ -456,3 +456,50 @@ fn gzipped_cassettes_replay() {
     sb.cmd(&gz).assert().code(4).stdout("{\"a\":1}\n");
     sb.finish();
 }
+
+/// A terminal on stdin: pi 0.73.1 is then interactive and prints `--version` on stdout,
+/// and stdin is not read (no EOF needed).
+#[test]
+fn a_terminal_on_stdin() {
+    let sb = Sandbox::new();
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let tty = || Stdio::from(pty.slave.try_clone().unwrap());
+    let c73 = sb.cassette("t", "0.73.1", "", OK);
+    let out = sb
+        .process(&c73)
+        .arg("--version")
+        .stdin(tty())
+        .output()
+        .unwrap();
+    assert_eq!(
+        (out.stdout.as_slice(), out.stderr.as_slice()),
+        (&b"0.73.1\n"[..], &b""[..])
+    );
+    // With -p pi is not interactive: back to stderr.
+    let out = sb
+        .process(&c73)
+        .args(["-p", "--version"])
+        .stdin(tty())
+        .output()
+        .unwrap();
+    assert_eq!(
+        (out.stdout.as_slice(), out.stderr.as_slice()),
+        (&b""[..], &b"0.73.1\n"[..])
+    );
+    // The terminal is never read: the run goes on although nobody types anything.
+    let c = sb.cassette("p", "0.87.1", r#""expect":{"prompt":"from argv"}"#, OK);
+    let out = sb
+        .process(&c)
+        .args(["-p", "from argv"])
+        .stdin(tty())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, b"{\"type\":\"session\"}\n");
+    sb.finish();
+}

@@ -260,13 +260,7 @@ fn a_child_holding_stdout_keeps_the_reader_from_eof() {
         ],
     );
     let mut child = sb.process(&c).spawn().unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut all = Vec::new();
-        let _ = stdout.read_to_end(&mut all);
-        let _ = tx.send(all);
-    });
+    let rx = drain(child.stdout.take().unwrap());
     assert_eq!(wait_exit(&mut child).code(), Some(0));
     assert!(
         rx.recv_timeout(Duration::from_millis(300)).is_err(),
@@ -422,5 +416,52 @@ fn a_reader_that_goes_away_ends_fake_pi_quietly() {
         .read_to_string(&mut err)
         .unwrap();
     assert_eq!(err, "");
+    sb.finish();
+}
+
+/// Read stdout to EOF in a thread; the receiver gets everything once EOF comes.
+fn drain(mut stdout: ChildStdout) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let _ = stdout.read_to_end(&mut all);
+        let _ = tx.send(all);
+    });
+    rx
+}
+
+#[test]
+fn a_grandchild_holds_stdout_only_when_told_to() {
+    let sb = Sandbox::new();
+    // The child holds stdout for 100 ms; its grandchild keeps it (or not) after that.
+    for hold in [true, false] {
+        let c = sb.cassette(
+            "gh",
+            "0.87.1",
+            "",
+            &[
+                &format!(r#"{{"dt_ms":0,"spawn":{{"id":"c","hold_stdout":true,"lifetime_ms":100,"grandchild":{{"hold_stdout":{hold}}}}}}}"#),
+                r#"{"dt_ms":0,"exit":0}"#,
+            ],
+        );
+        let mut child = sb.process(&c).spawn().unwrap();
+        let rx = drain(child.stdout.take().unwrap());
+        assert_eq!(wait_exit(&mut child).code(), Some(0));
+        wait_until(LONG, || fake_children(&sb).len() == 1); // the child is gone, the grandchild stays
+        let grandchild = fake_children(&sb)[0].0;
+        if hold {
+            assert!(
+                rx.recv_timeout(Duration::from_millis(300)).is_err(),
+                "the grandchild holds stdout"
+            );
+            sb.kill_and_await(&[grandchild]);
+            rx.recv_timeout(LONG)
+                .expect("EOF once the grandchild is gone");
+        } else {
+            rx.recv_timeout(LONG)
+                .expect("EOF although the grandchild lives");
+            sb.kill_and_await(&[grandchild]);
+        }
+    }
     sb.finish();
 }
