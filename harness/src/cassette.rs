@@ -361,7 +361,13 @@ impl CassetteError {
 struct RawRecord<'a> {
     #[serde(serialize_with = "write_ms")]
     dt_ms: Option<f64>,
-    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    /// `"stdout": null` is the line `null`, so presence is kept apart from the value.
+    #[serde(
+        borrow,
+        default,
+        deserialize_with = "present_raw",
+        skip_serializing_if = "Option::is_none"
+    )]
     stdout: Option<&'a RawValue>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     stdout_text: Option<String>,
@@ -381,6 +387,11 @@ struct RawRecord<'a> {
     hang: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     spawn: Option<Spawn>,
+}
+
+/// A present field, whatever its JSON value (`null` included).
+fn present_raw<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
 }
 
 /// Signals a cassette may name for `signal` records.
@@ -982,6 +993,20 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("knows format version 1, the file says 2"), "{e}");
+    }
+
+    #[test]
+    fn a_null_line_is_stored_as_json_null_and_read_back() {
+        let r = Record::stdout_line(0.0, b"null", true);
+        assert_eq!(r.action.key(), "stdout");
+        let c = Cassette {
+            header: parse("{\"dt_ms\":0,\"exit\":0}").unwrap().header,
+            records: vec![r, Record::new(0.0, Action::Exit(0))],
+        };
+        let text = c.to_jsonl();
+        assert!(text.contains("{\"dt_ms\":0,\"stdout\":null}\n"), "{text}");
+        let back = Cassette::parse(Path::new("x"), text.as_bytes()).unwrap();
+        assert_eq!(back.stdout_bytes(), b"null\n");
     }
 
     #[test]
