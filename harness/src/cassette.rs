@@ -701,7 +701,11 @@ pub fn is_verbatim_json(text: &str) -> bool {
     }
 }
 
-fn parse_header(path: &Path, lineno: usize, text: &str) -> Result<Header, CassetteError> {
+pub(crate) fn parse_header(
+    path: &Path,
+    lineno: usize,
+    text: &str,
+) -> Result<Header, CassetteError> {
     // Check the format marker first so a wrong file gets a plain answer.
     let probe: serde_json::Value = serde_json::from_str(text)
         .map_err(|e| CassetteError::invalid(path, lineno, format!("header is not JSON: {e}")))?;
@@ -754,7 +758,11 @@ fn parse_header(path: &Path, lineno: usize, text: &str) -> Result<Header, Casset
     Ok(header)
 }
 
-fn parse_record(path: &Path, lineno: usize, text: &str) -> Result<Record, CassetteError> {
+pub(crate) fn parse_record(
+    path: &Path,
+    lineno: usize,
+    text: &str,
+) -> Result<Record, CassetteError> {
     let bad = |msg: String| CassetteError::invalid(path, lineno, msg);
     let raw: RawRecord = serde_json::from_str(text).map_err(|e| bad(format!("record: {e}")))?;
     let dt_ms = raw

@@ -5,7 +5,9 @@
 //! - [`cassette`]: the recorded-run format (v1), read and written.
 //! - [`message`]: the normalized message stream every provider emits.
 //! - [`import`]: captured pi stdout -> cassette (`pi-harness cassette import`).
+//! - [`lint`]: cassette checks reported as `file:line: what` (`pi-harness cassette lint`).
 
 pub mod cassette;
 pub mod import;
+pub mod lint;
 pub mod message;
