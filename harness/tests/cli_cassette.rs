@@ -379,14 +379,18 @@ fn lint_passes_every_committed_cassette() {
             }
         }
     }
-    assert_eq!(files.len(), 18);
+    assert!(
+        files.len() >= 18,
+        "7 imports and 11 faults at least: {files:?}"
+    );
+    let summary = format!("{} cassette(s) ok", files.len());
     let out = cmd()
         .args(["cassette", "lint"])
         .args(&files)
         .assert()
         .success();
     assert!(out.get_output().stdout.is_empty());
-    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains("18 cassette(s) ok"));
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains(&summary));
 }
 
 #[test]
