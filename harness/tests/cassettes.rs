@@ -366,3 +366,44 @@ fn cross_line_rules_are_the_parsers_job() {
         assert!(err.starts_with(want), "{err}");
     }
 }
+
+#[test]
+fn the_examples_in_format_md_are_valid() {
+    let schema = Schema::load();
+    let doc = std::fs::read_to_string(cassettes_dir().join("FORMAT.md")).unwrap();
+    let blocks: Vec<&str> = doc
+        .split("```jsonl\n")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap())
+        .collect();
+    assert_eq!(blocks.len(), 2, "FORMAT.md has two jsonl examples");
+    // The first is a complete cassette.
+    let path = Path::new("FORMAT.md example 1");
+    Cassette::parse(path, blocks[0].as_bytes()).unwrap();
+    assert_eq!(
+        schema.check(path, blocks[0].as_bytes()),
+        Vec::<String>::new()
+    );
+    // The second is an excerpt of records: each line is a valid record.
+    for line in blocks[1].lines() {
+        let value: Value = serde_json::from_str(line).unwrap();
+        let errors: Vec<String> = schema
+            .record
+            .iter_errors(&value)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{line}: {errors:?}");
+    }
+    // Every record example in the records table is valid too.
+    let mut checked = 0;
+    for example in doc
+        .lines()
+        .filter(|l| l.starts_with("| `") && l.contains("| `{\"dt_ms\""))
+    {
+        let json = example.split('`').nth(3).unwrap();
+        let value: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{json}: {e}"));
+        assert!(schema.record.is_valid(&value), "{json}");
+        checked += 1;
+    }
+    assert_eq!(checked, 9, "one example per action");
+}
