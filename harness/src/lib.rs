@@ -5,9 +5,11 @@
 //! - [`cassette`]: the recorded-run format (v1), read and written.
 //! - [`message`]: the normalized message stream every provider emits.
 //! - [`import`]: captured pi stdout -> cassette (`pi-harness cassette import`).
+//! - [`lint`]: cassette checks reported as `file:line: what` (`pi-harness cassette lint`).
 //! - [`pi_cli`]: real pi's command-line grammar per version (flags, errors, stdin join).
 
 pub mod cassette;
 pub mod import;
+pub mod lint;
 pub mod message;
 pub mod pi_cli;
