@@ -6,12 +6,16 @@
 //! - [`message`]: the normalized message stream every provider emits.
 //! - [`cli`]: the `run` and `map` commands of the `pi-harness` binary.
 //! - [`import`]: captured pi stdout -> cassette (`pi-harness cassette import`).
+//! - [`lint`]: cassette checks reported as `file:line: what` (`pi-harness cassette lint`).
+//! - [`pi_cli`]: real pi's command-line grammar per version (flags, errors, stdin join).
 
 pub mod cassette;
 pub mod cli;
 pub mod import;
+pub mod lint;
 pub mod mapper;
 pub mod message;
+pub mod pi_cli;
 pub mod procs;
 pub mod provider;
 pub mod retry;

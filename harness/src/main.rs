@@ -24,13 +24,23 @@ enum Command {
 #[derive(Subcommand)]
 enum CassetteCommand {
     /// Turn a captured `pi --mode json` stdout into a cassette.
-    Import(pi_harness::import::ImportArgs),
+    Import(Box<pi_harness::import::ImportArgs>),
+    /// Check cassettes: format, schema points, timing, secrets left in. Exit 1 on any problem.
+    #[command(
+        after_help = "Example:\n  pi-harness cassette lint cassettes/*.cassette.jsonl cassettes/faults/*\n\nEach problem is printed as FILE:LINE: WHAT (without LINE: about the whole file)."
+    )]
+    Lint {
+        /// Cassette files (`.cassette.jsonl`, or `.gz`).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<std::path::PathBuf>,
+    },
 }
 
 fn main() {
     let cli = Cli::try_parse().unwrap_or_else(|e| pi_harness::cli::exit_on_clap_error(e));
     let code = match cli.command {
-        Command::Cassette(CassetteCommand::Import(args)) => pi_harness::import::run_import(args),
+        Command::Cassette(CassetteCommand::Import(args)) => pi_harness::import::run_import(*args),
+        Command::Cassette(CassetteCommand::Lint { files }) => pi_harness::lint::run_lint(&files),
         Command::Run(args) => pi_harness::cli::run::run_command(args),
         Command::Map(args) => pi_harness::cli::map::map_command(args),
     };
