@@ -587,3 +587,47 @@ fn retry_is_announced_and_the_second_attempt_completes() {
     );
     w.assert_none_left();
 }
+
+/// Ctrl-C at a terminal: SIGINT goes to the whole foreground process group, so pi-supervisor
+/// gets it as well as pi-harness. The outcome is still `cancelled` (130) with nothing left.
+#[test]
+fn ctrl_c_to_the_process_group_is_a_cancel() {
+    use std::os::unix::process::CommandExt;
+    for round in 0..5 {
+        let w = World::new("cli-ctrlc");
+        let c = hanging_tool(&w);
+        let proc = std::process::Command::new(bin())
+            .args(["run", "--json", "--pi-version", "0.87.1", "--pi"])
+            .arg(fake_pi())
+            .arg("hi")
+            .env(MARKER_VAR, &w.marker)
+            .env("FAKE_PI_CASSETTE", &c)
+            .env("FAKE_PI_SPEED", "0")
+            .process_group(0)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        assert_eq!(
+            w.wait_alive(5, Duration::from_secs(10)).len(),
+            5,
+            "the tool tree did not start"
+        );
+        let group = nix::unistd::Pid::from_raw(-(proc.id() as i32));
+        nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGINT).unwrap();
+        let out = wait_output(proc, Duration::from_secs(30));
+        let msgs = messages(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(130),
+            "round {round}: {:?} stderr: {}",
+            msgs.last(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            matches!(terminal(&msgs), Message::TerminalCancelled { .. }),
+            "{msgs:#?}"
+        );
+        w.assert_none_left();
+    }
+}

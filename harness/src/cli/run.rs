@@ -130,9 +130,18 @@ pub fn plan(
     stdin: impl FnOnce() -> std::io::Result<String>,
 ) -> Result<Plan, CliError> {
     let pi = match &args.pi {
-        Some(p) => {
-            let meta = std::fs::metadata(p)
-                .map_err(|e| CliError::usage(format!("--pi {}: {}", p.display(), io_text(&e))))?;
+        Some(given) => {
+            // A bare name (`--pi pi87`) is looked up on PATH, like a shell would.
+            let bare = !given.as_os_str().as_encoded_bytes().contains(&b'/');
+            let p = match bare.then(|| which(&given.to_string_lossy())).flatten() {
+                Some(found) => found,
+                None => given.clone(),
+            };
+            let p = &p;
+            let meta = std::fs::metadata(p).map_err(|e| {
+                let hint = if bare { " (not on PATH either)" } else { "" };
+                CliError::usage(format!("--pi {}: {}{hint}", p.display(), io_text(&e)))
+            })?;
             if meta.is_dir() {
                 return Err(CliError::usage(format!(
                     "--pi {}: is a directory, not the pi binary",
@@ -462,6 +471,19 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.message, "--pi /no/such/pi: no such file");
         assert_eq!(e.code, EXIT_USAGE);
+        let e = plan(
+            args(&["--pi", "no-such-pi-anywhere", "x"]),
+            |_| None,
+            || unreachable!(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.message,
+            "--pi no-such-pi-anywhere: no such file (not on PATH either)"
+        );
+        // A bare name is found on PATH.
+        let p = plan(args(&["--pi", "sh", "x"]), |_| None, || unreachable!()).unwrap();
+        assert!(p.request.pi_path.unwrap().is_absolute());
         let e = plan(args(&["--pi", "/", "x"]), |_| None, || unreachable!()).unwrap_err();
         assert!(e.message.contains("is a directory"), "{}", e.message);
         let e = plan(
