@@ -16,7 +16,7 @@ enum Command {
     #[command(subcommand)]
     Cassette(CassetteCommand),
     /// Run the reference provider against pi (real or fake) and print the normalized stream.
-    Run(pi_harness::cli::run::RunArgs),
+    Run(Box<pi_harness::cli::run::RunArgs>),
     /// Map a captured pi stdout or a cassette to the normalized stream.
     Map(pi_harness::cli::map::MapArgs),
 }
@@ -41,7 +41,7 @@ fn main() {
     let code = match cli.command {
         Command::Cassette(CassetteCommand::Import(args)) => pi_harness::import::run_import(*args),
         Command::Cassette(CassetteCommand::Lint { files }) => pi_harness::lint::run_lint(&files),
-        Command::Run(args) => pi_harness::cli::run::run_command(args),
+        Command::Run(args) => pi_harness::cli::run::run_command(*args),
         Command::Map(args) => pi_harness::cli::map::map_command(args),
     };
     std::process::exit(code);
