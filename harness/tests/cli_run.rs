@@ -631,3 +631,78 @@ fn ctrl_c_to_the_process_group_is_a_cancel() {
         w.assert_none_left();
     }
 }
+
+/// A reader that never reads: pi-harness stops reading the stream (backpressure reaches pi),
+/// and Ctrl-C still cancels in order and ends the process, nothing left behind.
+#[test]
+fn ctrl_c_works_while_stdout_is_not_read() {
+    let w = World::new("cli-stuck");
+    let mut recs = conversation("x");
+    recs.truncate(5);
+    let chunk = "y".repeat(1000);
+    for _ in 0..3000 {
+        recs.push(out(
+            0,
+            &format!(r#"{{"type":"message_update","assistantMessageEvent":{{"type":"text_delta","contentIndex":0,"delta":"{chunk}"}}}}"#),
+        ));
+    }
+    recs.push(HANG.into());
+    let c = w.cassette("stuck", "0.87.1", "{}", "{}", &recs);
+    let mut proc = std::process::Command::new(bin())
+        .args(["run", "--json", "--pi-version", "0.87.1", "--pi"])
+        .arg(fake_pi())
+        .arg("hi")
+        .env(MARKER_VAR, &w.marker)
+        .env("FAKE_PI_CASSETTE", &c)
+        .env("FAKE_PI_SPEED", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = proc.stdout.take().unwrap(); // held open, never read
+    assert_eq!(w.wait_alive(3, Duration::from_secs(10)).len(), 3);
+    // Wait until the output pipe is full and stays so: pi-harness is blocked on stdout.
+    let end = Instant::now() + Duration::from_secs(10);
+    let mut last = -1;
+    loop {
+        let mut queued: nix::libc::c_int = 0;
+        // FIONREAD: bytes waiting in the pipe.
+        let rc = unsafe {
+            nix::libc::ioctl(
+                std::os::fd::AsRawFd::as_raw_fd(&stdout),
+                nix::libc::FIONREAD,
+                &mut queued,
+            )
+        };
+        assert_eq!(rc, 0);
+        if queued > 0 && queued == last {
+            break;
+        }
+        last = queued;
+        assert!(
+            Instant::now() < end,
+            "the output never filled the pipe ({queued} bytes)"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let started = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(proc.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = wait_output(proc, Duration::from_secs(20));
+    drop(stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    w.assert_none_left();
+}

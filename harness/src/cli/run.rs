@@ -11,11 +11,14 @@ use std::io::{IsTerminal, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_core::Stream;
 use tokio::io::AsyncWriteExt;
 use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::{mpsc, Notify};
 use tokio_stream::StreamExt;
 use tokio_util::sync::CancellationToken;
 
@@ -291,7 +294,10 @@ pub fn run_command(args: RunArgs) -> i32 {
         }
     };
     let color = use_color(std::io::stdout().is_terminal());
-    runtime.block_on(execute(plan, color))
+    let code = runtime.block_on(execute(plan, color));
+    // A write to a stdout nobody reads may still be pending on a blocking thread: do not wait for it.
+    runtime.shutdown_background();
+    code
 }
 
 async fn execute(plan: Plan, color: bool) -> i32 {
@@ -317,48 +323,40 @@ async fn execute(plan: Plan, color: bool) -> i32 {
         )),
         None => Box::pin(provider.execute(plan.request, cancel.clone())),
     };
-    let mut out = tokio::io::stdout();
+    let output = Output::spawn(cancel.clone());
     let mut renderer = Renderer::new(color);
-    let mut output_open = true;
     let mut terminal: Option<Message> = None;
+    let mut signalled = false;
     let cancel_at = plan.cancel_after.map(|d| tokio::time::Instant::now() + d);
     let grace = plan.options.grace + plan.options.kill_wait;
 
     loop {
+        // Backpressure while the run goes on (a slow reader slows pi); once cancelled, drain
+        // the stream whatever stdout does, so the provider is never stuck before its cleanup.
+        let room = output.pending() < MAX_PENDING || cancel.is_cancelled();
         let why: &str = tokio::select! {
-            m = stream.next() => {
+            m = stream.next(), if room => {
                 let Some(m) = m else { break };
-                if output_open {
-                    let text = if plan.json {
-                        let mut line = serde_json::to_string(&m).expect("a message always serializes");
-                        line.push('\n');
-                        line
-                    } else {
-                        renderer.render(&m)
-                    };
-                    if !text.is_empty() {
-                        let written = async {
-                            out.write_all(text.as_bytes()).await?;
-                            out.flush().await
-                        }
-                        .await;
-                        if written.is_err() {
-                            // Nobody reads any more: stop the run in order, print nothing else.
-                            output_open = false;
-                            cancel.cancel();
-                        }
-                    }
-                }
+                let text = if plan.json {
+                    let mut line = serde_json::to_string(&m).expect("a message always serializes");
+                    line.push('\n');
+                    line
+                } else {
+                    renderer.render(&m)
+                };
+                output.write(text);
                 if m.is_terminal() {
                     terminal = Some(m);
                 }
                 continue;
             }
+            _ = output.drained.notified(), if !room => continue,
             _ = sigint.recv() => "SIGINT",
             _ = sigterm.recv() => "SIGTERM",
             _ = sighup.recv() => "SIGHUP",
             _ = sleep_until(cancel_at), if !cancel.is_cancelled() => "--cancel-after",
         };
+        signalled |= why != "--cancel-after";
         if cancel.is_cancelled() {
             eprintln!(
                 "pi-harness: {why}: still stopping pi; it ends within {:.1} s (nothing is left behind)",
@@ -372,12 +370,89 @@ async fn execute(plan: Plan, color: bool) -> i32 {
             cancel.cancel();
         }
     }
+    // The run is over and nothing of it is left. Let the output finish; a signal now, or a
+    // reader that does not read after a signal-cancel, ends pi-harness at once.
+    let flush_limit = signalled.then(|| tokio::time::Instant::now() + FLUSH_AFTER_SIGNAL);
+    tokio::select! {
+        _ = output.finish() => {}
+        _ = sigint.recv() => {}
+        _ = sigterm.recv() => {}
+        _ = sighup.recv() => {}
+        _ = sleep_until(flush_limit) => {}
+    }
     match &terminal {
         Some(t) => exit_code(t),
         None => {
             eprintln!("error: the run ended without a terminal message");
             EXIT_FAILED
         }
+    }
+}
+
+/// Messages waiting for stdout above which the stream is no longer read (while not cancelled).
+const MAX_PENDING: usize = 256;
+/// How long the output may take to drain after a run cancelled by a signal.
+const FLUSH_AFTER_SIGNAL: Duration = Duration::from_secs(2);
+
+/// stdout, written by its own task so that a reader that stalls never delays signal handling.
+struct Output {
+    tx: mpsc::UnboundedSender<String>,
+    pending: Arc<AtomicUsize>,
+    drained: Arc<Notify>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Output {
+    /// Start the writer; a write error (nobody reads any more) cancels the run.
+    fn spawn(cancel: CancellationToken) -> Output {
+        let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+        let pending = Arc::new(AtomicUsize::new(0));
+        let drained = Arc::new(Notify::new());
+        let (p, d) = (pending.clone(), drained.clone());
+        let task = tokio::spawn(async move {
+            let mut out = tokio::io::stdout();
+            let mut broken = false;
+            while let Some(text) = rx.recv().await {
+                if !broken {
+                    let written = async {
+                        out.write_all(text.as_bytes()).await?;
+                        out.flush().await
+                    }
+                    .await;
+                    if written.is_err() {
+                        broken = true;
+                        cancel.cancel();
+                    }
+                }
+                p.fetch_sub(1, Ordering::AcqRel);
+                d.notify_one();
+            }
+        });
+        Output {
+            tx,
+            pending,
+            drained,
+            task,
+        }
+    }
+
+    fn pending(&self) -> usize {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    fn write(&self, text: String) {
+        if !text.is_empty() {
+            self.pending.fetch_add(1, Ordering::AcqRel);
+            if self.tx.send(text).is_err() {
+                self.pending.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// Close the queue and wait until everything queued was written.
+    async fn finish(self) {
+        drop(self.tx);
+        let _ = self.task.await;
     }
 }
 
