@@ -4,6 +4,20 @@
 //! Modules, one concept each:
 //! - [`cassette`]: the recorded-run format (v1), read and written.
 //! - [`message`]: the normalized message stream every provider emits.
+//! - [`llm_script`]: what the scripted LLM answers, rendered to SSE bytes.
+//! - [`llm_server`]: the scripted LLM server on loopback, with its request log.
+//! - [`redact`]: turning run-specific values into stable placeholders.
+//! - [`procs`]: child subreaper and `/proc` process-tree snapshots.
+//! - [`recorder`]: recording real pi into a cassette.
+//! - [`corpus`]: the corpus manifest and re-recording it.
+//! - [`drift`]: comparing fresh and committed recordings.
 
 pub mod cassette;
+pub mod corpus;
+pub mod drift;
+pub mod llm_script;
+pub mod llm_server;
 pub mod message;
+pub mod procs;
+pub mod recorder;
+pub mod redact;
