@@ -72,6 +72,13 @@ pub fn read_proc(pid: i32) -> Option<ProcInfo> {
     })
 }
 
+/// Where file descriptor `fd` of `pid` points (`pipe:[1234]`, a path), if readable.
+pub fn fd_target(pid: i32, fd: i32) -> Option<String> {
+    std::fs::read_link(format!("/proc/{pid}/fd/{fd}"))
+        .ok()
+        .map(|p| p.display().to_string())
+}
+
 /// Every process visible in `/proc`.
 pub fn all_procs() -> Vec<ProcInfo> {
     let Ok(dir) = std::fs::read_dir("/proc") else {

@@ -9,7 +9,7 @@
 //! not contain the API key. Pure steps (argument parsing, building records and the header)
 //! are separate functions with tests.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -363,7 +363,13 @@ pub fn build_records(
 
 /// The `spawn` records that reproduce pi's tool children seen at signal time (pure):
 /// one per direct child of pi, with a grandchild when that child had one.
-pub fn spawns_for(pi_pid: i32, pi_sid: i32, tree: &[ProcInfo]) -> Vec<Spawn> {
+/// `holds_stdout` lists the pids whose stdout was pi's stdout.
+pub fn spawns_for(
+    pi_pid: i32,
+    pi_sid: i32,
+    tree: &[ProcInfo],
+    holds_stdout: &BTreeSet<i32>,
+) -> Vec<Spawn> {
     tree.iter()
         .filter(|p| p.ppid == pi_pid)
         .enumerate()
@@ -374,13 +380,13 @@ pub fn spawns_for(pi_pid: i32, pi_sid: i32, tree: &[ProcInfo]) -> Vec<Spawn> {
                 .map(|g| Grandchild {
                     own_session: g.sid != child.sid,
                     ignore_sigterm: false,
-                    hold_stdout: false,
+                    hold_stdout: holds_stdout.contains(&g.pid),
                 });
             Spawn {
                 id: format!("tool-{}", i + 1),
                 own_session: child.sid != pi_sid,
                 ignore_sigterm: false,
-                hold_stdout: false,
+                hold_stdout: holds_stdout.contains(&child.pid),
                 grandchild,
                 lifetime_ms: None,
             }
@@ -750,7 +756,7 @@ fn ending_shape(run: &RunResult) -> (Vec<Spawn>, ProcessBehaviour, Action, Optio
 fn spawns_for_run(run: &RunResult) -> Vec<Spawn> {
     run.signalled
         .as_ref()
-        .map(|s| spawns_for(s.pi_pid, s.pi_sid, &s.tree))
+        .map(|s| spawns_for(s.pi_pid, s.pi_sid, &s.tree, &s.holds_stdout))
         .unwrap_or_default()
 }
 
@@ -810,6 +816,17 @@ fn write_checked(c: &Cassette, out: &Path, key: &str, tmp: &Path) -> anyhow::Res
             bail!("the API key is inside the written file");
         }
         let back = Cassette::parse(&path, &on_disk)?;
+        // Lines stored as base64 (not UTF-8) are not redacted: scan what they replay too.
+        for r in &back.records {
+            if let Action::Stdout(b) | Action::Stderr(b) = &r.action {
+                if redact::contains_secret(&b.data, key) {
+                    bail!(
+                        "the API key is inside the bytes replayed by line {}",
+                        r.line
+                    );
+                }
+            }
+        }
         if back.stdout_bytes() != c.stdout_bytes() || back.records.len() != c.records.len() {
             bail!("the written cassette does not read back as recorded");
         }
@@ -900,6 +917,8 @@ struct SentSignal {
     pi_pid: i32,
     pi_sid: i32,
     tree: Vec<ProcInfo>,
+    /// Descendants whose stdout was pi's stdout.
+    holds_stdout: BTreeSet<i32>,
     pi_gone_after_ms: f64,
 }
 
@@ -1020,6 +1039,12 @@ async fn run_pi(opts: &RecordOptions, args: &[String], env: &PiEnv) -> anyhow::R
                 let all = procs::all_procs();
                 let tree = procs::descendants(&all, pi_pid);
                 let pi_sid = procs::read_proc(pi_pid).map(|p| p.sid).unwrap_or(pi_pid);
+                let pi_out = procs::fd_target(pi_pid, 1);
+                let holds_stdout = tree
+                    .iter()
+                    .filter(|p| pi_out.is_some() && procs::fd_target(p.pid, 1) == pi_out)
+                    .map(|p| p.pid)
+                    .collect();
                 let when = Instant::now();
                 kill(Pid::from_raw(pi_pid), plan.signal).context("sending the signal to pi")?;
                 sent = Some((when, start.elapsed(), SentSignal {
@@ -1029,6 +1054,7 @@ async fn run_pi(opts: &RecordOptions, args: &[String], env: &PiEnv) -> anyhow::R
                     pi_pid,
                     pi_sid,
                     tree,
+                    holds_stdout,
                     pi_gone_after_ms: 0.0,
                 }));
             },
@@ -1051,7 +1077,7 @@ async fn run_pi(opts: &RecordOptions, args: &[String], env: &PiEnv) -> anyhow::R
         }
         if status.is_some() && channel_open {
             // Give the pipes a bounded time to drain after pi's exit.
-            let drain_deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+            let drain_deadline = tokio::time::Instant::now() + Duration::from_secs(1);
             loop {
                 match tokio::time::timeout_at(drain_deadline, rx.recv()).await {
                     Ok(Some(m)) => captured.push(m),
@@ -1292,9 +1318,11 @@ mod tests {
             cmdline: vec![],
         };
         let tree = vec![p(20, 10, 20), p(21, 20, 20)];
-        let sp = spawns_for(10, 10, &tree);
+        let sp = spawns_for(10, 10, &tree, &BTreeSet::from([21]));
         assert_eq!(sp.len(), 1);
         assert!(sp[0].own_session);
+        assert!(!sp[0].hold_stdout);
+        assert_eq!(sp[0].grandchild.as_ref().map(|g| g.hold_stdout), Some(true));
         assert_eq!(
             sp[0].grandchild.as_ref().map(|g| g.own_session),
             Some(false)
