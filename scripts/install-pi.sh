@@ -30,7 +30,7 @@ deps_of() {
 installed_version() { # dir pkg -> version or nothing
   local pj="$1/node_modules/$2/package.json"
   [ -f "$pj" ] || return 0
-  sed -n 's/^  "version": "\([^"]*\)".*/\1/p' "$pj" | head -n1
+  node -e 'process.stdout.write(String(require(process.argv[1]).version))' "$pj"
 }
 
 ensure() { # version -> prints the pi path

@@ -156,7 +156,8 @@ fn message_lines(prefix: &str, m: &Value, out: &mut Vec<String>) {
 /// The coarse stream of a cassette: what must not change when pi is re-recorded.
 /// Timing, usage, timestamps and redacted values are left out; consecutive
 /// `message_update` lines collapse into one line with their count; `tool_execution_update`
-/// lines (their number depends on timing) are dropped.
+/// lines (their number depends on timing) are dropped; consecutive `tool_execution_end` lines
+/// are sorted (parallel tools finish in any order).
 pub fn normalize(c: &Cassette) -> Vec<String> {
     let mut out = Vec::new();
     let mut updates = 0usize;
@@ -264,11 +265,28 @@ pub fn normalize(c: &Cassette) -> Vec<String> {
         }
     }
     flush(&mut updates, &mut out);
+    sort_runs(&mut out, "tool_execution_end ");
     let stderr = stderr.trim();
     if !stderr.is_empty() {
         out.push(format!("stderr {}", short(stderr)));
     }
     out
+}
+
+/// Sort each run of consecutive lines starting with `prefix`: tools of one assistant message
+/// run in parallel and pi reports their ends in completion order, which varies run to run.
+fn sort_runs(lines: &mut [String], prefix: &str) {
+    let mut i = 0;
+    while i < lines.len() {
+        let mut j = i;
+        while j < lines.len() && lines[j].starts_with(prefix) {
+            j += 1;
+        }
+        if j > i + 1 {
+            lines[i..j].sort();
+        }
+        i = j.max(i + 1);
+    }
 }
 
 /// A line diff of `a` (committed) and `b` (fresh) with `context` lines around each change;
@@ -371,6 +389,28 @@ mod tests {
                 "exit 0"
             ]
         );
+    }
+
+    #[test]
+    fn parallel_tool_ends_compare_in_any_order() {
+        let end = |id: &str| {
+            format!(
+                r#"{{"dt_ms":1,"stdout":{{"type":"tool_execution_end","toolCallId":"{id}","toolName":"bash","result":{{"content":[]}},"isError":false}}}}"#
+            )
+        };
+        let a = cassette(&format!(
+            "{}\n{}\n{{\"dt_ms\":0,\"exit\":0}}\n",
+            end("a"),
+            end("b")
+        ));
+        let b = cassette(&format!(
+            "{}\n{}\n{{\"dt_ms\":0,\"exit\":0}}\n",
+            end("b"),
+            end("a")
+        ));
+        assert_eq!(normalize(&a), normalize(&b));
+        let c = cassette(&format!("{}\n{{\"dt_ms\":0,\"exit\":0}}\n", end("a")));
+        assert_ne!(normalize(&a), normalize(&c));
     }
 
     #[test]

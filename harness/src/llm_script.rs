@@ -393,7 +393,7 @@ fn text_chunks(turn: &Turn) -> impl Iterator<Item = &str> {
     let repeat = turn
         .text_repeat
         .iter()
-        .flat_map(|r| std::iter::repeat_n(r.chunk.as_str(), r.count));
+        .flat_map(|r| std::iter::repeat(r.chunk.as_str()).take(r.count));
     turn.text.iter().map(String::as_str).chain(repeat)
 }
 

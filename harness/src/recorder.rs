@@ -745,7 +745,7 @@ fn ending_shape(run: &RunResult) -> (Vec<Spawn>, ProcessBehaviour, Action, Optio
     };
     if !run.leftovers.is_empty() {
         notes.push(format!(
-            "left under the recorder after pi ended (killed): {}",
+            "left under the recorder after pi ended, then killed with their process groups: {}",
             run.leftovers.join(", ")
         ));
     }

@@ -42,7 +42,7 @@ impl Redactor {
             description.to_string(),
         ));
         // Longest first so `/tmp/x/work` wins over `/tmp/x`.
-        self.literals.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        self.literals.sort_by_key(|l| std::cmp::Reverse(l.0.len()));
     }
 
     /// Rewrite one line (or chunk) of output.
@@ -177,11 +177,10 @@ pub fn redact_epoch_ms(text: &str) -> (String, usize) {
         let colon = i + off + 1;
         let value = colon + 1;
         i = value;
-        if !(digits(b, value, 13)
-            && !b
-                .get(value + 13)
-                .is_some_and(|c| c.is_ascii_digit() || *c == b'.' || *c == b'e' || *c == b'E'))
-        {
+        let glued = b
+            .get(value + 13)
+            .is_some_and(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E'));
+        if !digits(b, value, 13) || glued {
             continue;
         }
         // Find the key's opening quote (keys with escapes are not time keys).
