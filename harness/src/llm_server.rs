@@ -385,9 +385,11 @@ async fn serve_connection(mut stream: TcpStream, shared: &Shared) {
             return;
         }
     };
-    let api = if head.path.ends_with("/chat/completions") {
+    // Route on the path without its query (pi 0.87.1 posts `/v1/messages?beta=true`).
+    let route = head.path.split('?').next().unwrap_or_default();
+    let api = if route.ends_with("/chat/completions") {
         Some(Api::OpenAi)
-    } else if head.path.ends_with("/messages") {
+    } else if route.ends_with("/messages") {
         Some(Api::Anthropic)
     } else {
         None

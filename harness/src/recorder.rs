@@ -185,6 +185,16 @@ pub enum Captured {
 
 /// Find pi's package root (the directory with pi's `package.json`) from the executable.
 pub fn pi_package_root(pi: &Path) -> Option<PathBuf> {
+    let found;
+    let pi = if pi.components().count() == 1 {
+        // A bare name: look it up on PATH like the shell would.
+        found = std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|d| d.join(pi))
+            .find(|p| p.is_file())?;
+        found.as_path()
+    } else {
+        pi
+    };
     let real = std::fs::canonicalize(pi).ok()?;
     let mut dir = real.parent();
     while let Some(d) = dir {
@@ -538,6 +548,14 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
     let requests = server.requests();
     server.shutdown().await;
     let run = run?;
+    if let (Some(plan), None) = (&opts.signal, &run.signalled) {
+        bail!(
+            "--at {}+{}: pi never printed a `{}` line, or ended before the delay ran out; nothing written",
+            plan.event,
+            plan.after_ms,
+            plan.event
+        );
+    }
 
     // Redaction: longest literals first (the Redactor sorts), then the patterns.
     let mut redactor = Redactor::new();

@@ -199,7 +199,7 @@ async fn a_scripted_exchange_streams_errors_and_logs() {
     // 4: Anthropic messages streaming.
     let r = post(
         server.addr(),
-        "/v1/messages",
+        "/v1/messages?beta=true",
         &serde_json::json!({"model": "claude-x", "stream": true, "system": "be brief",
             "messages": [{"role": "user", "content": [{"type": "text", "text": "fourth"}]}]}),
     )
@@ -241,7 +241,7 @@ async fn a_scripted_exchange_streams_errors_and_logs() {
     assert_eq!(lines[0]["index"], 1);
     assert_eq!(lines[0]["path"], "/v1/chat/completions");
     assert_eq!(lines[0]["messages"][0]["content"], "first prompt");
-    assert_eq!(lines[3]["path"], "/v1/messages");
+    assert_eq!(lines[3]["path"], "/v1/messages?beta=true");
     assert!(!text.contains("sk-test"), "the API key must not be logged");
 }
 

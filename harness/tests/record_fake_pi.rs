@@ -215,3 +215,21 @@ fn sigint_mid_tool_records_the_orphan_and_leaves_nothing() {
         "{notes}"
     );
 }
+
+#[test]
+fn a_signal_point_that_never_comes_is_an_error() {
+    let s = setup();
+    let out = s.dir.path().join("never.cassette.jsonl");
+    record(
+        &s,
+        &out,
+        "",
+        &["--signal", "SIGTERM", "--at", "tool_execution_start+10"],
+    )
+    .failure()
+    .stderr(predicates::str::contains(
+        "pi never printed a `tool_execution_start` line",
+    ));
+    assert!(!out.exists());
+    assert_nothing_left(&s.marker);
+}
