@@ -10,7 +10,7 @@
 # puts first on PATH. Progress goes to stderr; stdout carries only the paths.
 set -euo pipefail
 
-CACHE="${PI_HARNESS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pi-harness}"
+CACHE="${PI_HARNESS_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/pi-harness}"
 
 pkg_of() {
   case "$1" in

@@ -59,6 +59,9 @@ pub struct ScenarioSpec {
     pub at: Option<String>,
     #[serde(default)]
     pub retry_delay_ms: Option<u64>,
+    /// Wire protocol: `openai` (default) or `anthropic`.
+    #[serde(default)]
+    pub api: Option<String>,
     /// Texts that must reach the model: request index (1-based) -> text.
     #[serde(default)]
     pub delivered: Vec<Delivered>,
@@ -155,6 +158,9 @@ pub fn options_for(
     o.description = s.description.clone();
     o.tags = s.tags.clone();
     o.retry_base_delay_ms = s.retry_delay_ms;
+    if let Some(api) = &s.api {
+        o.api = recorder::parse_api(api).map_err(|e| anyhow!("{}: {e}", s.name))?;
+    }
     o.timeout = Duration::from_secs(150);
     o.progress = true;
     o.source = Some(format!(

@@ -30,6 +30,8 @@ pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 pub const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 /// Most connections served at once.
 pub const MAX_CONNECTIONS: usize = 64;
+/// Requests kept in memory (the file log, when asked for, keeps every one).
+pub const MAX_LOGGED_IN_MEMORY: usize = 1000;
 
 /// How to start the server.
 #[derive(Debug, Clone, Default)]
@@ -137,7 +139,7 @@ impl LlmServer {
         format!("http://{}", self.addr)
     }
 
-    /// Every request logged so far.
+    /// The requests logged so far (the first [`MAX_LOGGED_IN_MEMORY`]).
     pub fn requests(&self) -> Vec<LoggedRequest> {
         self.shared.log.lock().expect("log lock").clone()
     }
@@ -537,7 +539,10 @@ fn log_request(shared: &Shared, entry: LoggedRequest) {
             eprintln!("pi-harness serve-llm: cannot write the request log: {e}");
         }
     }
-    shared.log.lock().expect("log lock").push(entry);
+    let mut log = shared.log.lock().expect("log lock");
+    if log.len() < MAX_LOGGED_IN_MEMORY {
+        log.push(entry);
+    }
 }
 
 #[cfg(test)]

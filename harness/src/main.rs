@@ -75,6 +75,9 @@ enum Command {
         /// Give up after this many seconds.
         #[arg(long, default_value_t = 180)]
         timeout: u64,
+        /// Wire protocol pi speaks to the server: openai (chat-completions) or anthropic (messages).
+        #[arg(long, default_value = "openai")]
+        api: String,
         /// pi's arguments; `{TMP}`/`{CWD}` name the run's temp and working dirs.
         #[arg(last = true, required = true)]
         pi_args: Vec<String>,
@@ -170,6 +173,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             description,
             request_log,
             timeout,
+            api,
             pi_args,
         } => {
             let mut opts = recorder::RecordOptions::new(script, out, pi, pi_args);
@@ -181,6 +185,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             opts.request_log = request_log;
             opts.timeout = Duration::from_secs(timeout);
             opts.progress = true;
+            opts.api = recorder::parse_api(&api).map_err(anyhow::Error::msg)?;
             if let (Some(sig), Some(at)) = (signal, at) {
                 let signal = recorder::parse_signal(&sig).map_err(anyhow::Error::msg)?;
                 let (event, after_ms) = recorder::parse_at(&at).map_err(anyhow::Error::msg)?;

@@ -27,7 +27,7 @@ use crate::cassette::{
     ProcessBehaviour, Record, Scenario, SignalAction, Spawn, TimingKind, FORMAT_NAME,
     FORMAT_VERSION,
 };
-use crate::llm_script::Script;
+use crate::llm_script::{Api, Script};
 use crate::llm_server::{LlmServer, LoggedRequest, ServerOptions};
 use crate::procs::{self, ProcInfo};
 use crate::redact::{self, Redactor};
@@ -116,6 +116,8 @@ pub struct RecordOptions {
     pub path_prepend: Vec<PathBuf>,
     /// How the recording is described in `origin.source`.
     pub source: Option<String>,
+    /// The wire protocol pi is configured to speak to the server.
+    pub api: Api,
 }
 
 impl RecordOptions {
@@ -138,6 +140,7 @@ impl RecordOptions {
             request_log: None,
             path_prepend: Vec::new(),
             source: None,
+            api: Api::OpenAi,
         }
     }
 }
@@ -181,6 +184,35 @@ pub enum Captured {
     /// A stdout line without its `\n`; `bool`: a `\n` followed.
     Line(Vec<u8>, bool),
     Stderr(Vec<u8>),
+}
+
+/// The `models.json` pointing provider `fake`, model `fake-model`, at the server (pure).
+pub fn models_json(api: Api, base_url: &str, key: &str) -> Value {
+    match api {
+        Api::OpenAi => serde_json::json!({"providers": {"fake": {
+            "baseUrl": format!("{base_url}/v1"),
+            "api": "openai-completions",
+            "apiKey": key,
+            "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+            "models": [{"id": "fake-model", "reasoning": true}]
+        }}}),
+        // The Anthropic SDK appends `/v1/messages` itself.
+        Api::Anthropic => serde_json::json!({"providers": {"fake": {
+            "baseUrl": base_url,
+            "api": "anthropic-messages",
+            "apiKey": key,
+            "models": [{"id": "fake-model", "reasoning": true}]
+        }}}),
+    }
+}
+
+/// Parse `--api` (`openai`, `anthropic`).
+pub fn parse_api(text: &str) -> Result<Api, String> {
+    match text {
+        "openai" | "openai-completions" => Ok(Api::OpenAi),
+        "anthropic" | "anthropic-messages" => Ok(Api::Anthropic),
+        other => Err(format!("unknown api {other:?} (openai, anthropic)")),
+    }
 }
 
 /// Find pi's package root (the directory with pi's `package.json`) from the executable.
@@ -487,13 +519,7 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
     .context("starting the scripted LLM server")?;
     let port = server.addr().port();
     let key = format!("pih-key-{}", random_token(24));
-    let models = serde_json::json!({"providers": {"fake": {
-        "baseUrl": format!("{}/v1", server.base_url()),
-        "api": "openai-completions",
-        "apiKey": key,
-        "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
-        "models": [{"id": "fake-model", "reasoning": true}]
-    }}});
+    let models = models_json(opts.api, &server.base_url(), &key);
     write_file(&agent.join("models.json"), &format!("{models:#}\n"))?;
     if let Some(delay) = opts.retry_base_delay_ms {
         let settings = serde_json::json!({"retry": {"baseDelayMs": delay}});
@@ -1239,6 +1265,18 @@ mod tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn models_json_points_each_api_at_the_server() {
+        let m = models_json(Api::OpenAi, "http://127.0.0.1:9", "k");
+        assert_eq!(m["providers"]["fake"]["baseUrl"], "http://127.0.0.1:9/v1");
+        assert_eq!(m["providers"]["fake"]["api"], "openai-completions");
+        let m = models_json(Api::Anthropic, "http://127.0.0.1:9", "k");
+        assert_eq!(m["providers"]["fake"]["baseUrl"], "http://127.0.0.1:9");
+        assert_eq!(m["providers"]["fake"]["api"], "anthropic-messages");
+        assert_eq!(m["providers"]["fake"]["models"][0]["id"], "fake-model");
+        assert!(parse_api("grpc").is_err());
     }
 
     #[test]
