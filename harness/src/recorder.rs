@@ -1053,6 +1053,13 @@ async fn run_pi(opts: &RecordOptions, args: &[String], env: &PiEnv) -> anyhow::R
         opts.scenario.clone()
     };
     while status.is_none() || channel_open {
+        // After a signal pi gets 10 s to end (it ignoring the signal is a finding, not a hang).
+        let limit = match &sent {
+            Some((when, ..)) if status.is_none() => deadline.min(tokio::time::Instant::from_std(
+                *when + Duration::from_secs(10),
+            )),
+            _ => deadline,
+        };
         let signal_sleep = async {
             match (signal_at, &sent) {
                 (Some((when, _)), None) => tokio::time::sleep_until(when.into()).await,
@@ -1077,7 +1084,7 @@ async fn run_pi(opts: &RecordOptions, args: &[String], env: &PiEnv) -> anyhow::R
                 // pi is gone; its output may still be draining. Orphans holding the pipes
                 // open would keep the readers waiting, so they get a deadline below.
             },
-            _ = signal_sleep => {
+            _ = signal_sleep, if status.is_none() => {
                 let (_, after) = signal_at.expect("armed");
                 let plan = opts.signal.as_ref().expect("a plan armed the signal");
                 let all = procs::all_procs();
@@ -1110,13 +1117,16 @@ async fn run_pi(opts: &RecordOptions, args: &[String], env: &PiEnv) -> anyhow::R
                     out_bytes as f64 / 1e6
                 );
             },
-            _ = tokio::time::sleep_until(deadline) => {
+            _ = tokio::time::sleep_until(limit), if status.is_none() => {
                 let _ = child.start_kill();
                 let _ = child.wait().await;
                 cleanup_leftovers();
                 out_task.abort();
                 err_task.abort();
-                bail!("pi did not finish within {:?} (killed); {} stdout lines so far", opts.timeout, captured.len());
+                match &sent {
+                    Some((_, _, s)) => bail!("pi was still running 10 s after {} (killed); nothing written", s.signal.as_str()),
+                    None => bail!("pi did not finish within {:?} (killed); {} stdout lines so far", opts.timeout, captured.len()),
+                }
             },
         }
         if status.is_some() && channel_open {
