@@ -142,7 +142,8 @@ pub fn kill_and_reap(pids: &[i32]) -> Vec<i32> {
 }
 
 /// Wait for each listed pid that is our child (a zombie is collected; a live one is
-/// waited for, so only call this after killing it).
+/// waited for, so only call this after killing it). Other children are left alone: their
+/// owners (tokio, a test) reap them.
 fn reap_children_of_self(pids: &[i32]) {
     let me = std::process::id() as i32;
     for &pid in pids {
@@ -150,11 +151,44 @@ fn reap_children_of_self(pids: &[i32]) {
             let _ = waitpid(Pid::from_raw(pid), None);
         }
     }
-    // Anything else that already died under us (for example a grandchild reparented late).
-    for p in own_children() {
-        if p.is_zombie() {
-            let _ = waitpid(Pid::from_raw(p.pid), Some(WaitPidFlag::WNOHANG));
+}
+
+/// SIGKILL every live process whose environment holds `NAME=value`, and reap those that
+/// end up as our children (orphans reparent to us when we are a subreaper). Polls for up
+/// to two seconds, since killed processes' own children reparent in waves. Returns the
+/// processes found alive (and killed), in the order found.
+pub fn kill_marked(name: &str, value: &str) -> Vec<ProcInfo> {
+    let me = std::process::id() as i32;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    let mut found: Vec<ProcInfo> = Vec::new();
+    let mut killed: BTreeSet<i32> = BTreeSet::new();
+    loop {
+        for pid in pids_with_env(name, value) {
+            if pid == me || !killed.insert(pid) {
+                continue;
+            }
+            if let Some(p) = read_proc(pid) {
+                found.push(p);
+            }
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
         }
+        // Reap the killed ones that are (now) ours; the rest are still reparenting.
+        let mut pending = false;
+        for &pid in &killed {
+            match read_proc(pid) {
+                Some(p) if p.ppid == me && p.is_zombie() => {
+                    let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+                }
+                Some(_) => pending = true,
+                None => {}
+            }
+        }
+        if (!pending && pids_with_env(name, value).is_empty())
+            || std::time::Instant::now() > deadline
+        {
+            return found;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
 

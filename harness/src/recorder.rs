@@ -32,6 +32,10 @@ use crate::llm_server::{LlmServer, LoggedRequest, ServerOptions};
 use crate::procs::{self, ProcInfo};
 use crate::redact::{self, Redactor};
 
+/// Environment variable carrying a per-recording marker into pi and everything it starts,
+/// so leftovers can be found (and only they are killed).
+pub const MARKER_VAR: &str = "PI_HARNESS_RECORDING";
+
 /// Cassettes larger than this (uncompressed) are written gzip-compressed.
 pub const GZIP_THRESHOLD: usize = 1024 * 1024;
 
@@ -789,7 +793,7 @@ fn ending_shape(run: &RunResult) -> (Vec<Spawn>, ProcessBehaviour, Action, Optio
     };
     if !run.leftovers.is_empty() {
         notes.push(format!(
-            "left under the recorder after pi ended, then killed with their process groups: {}",
+            "Still running after pi ended, then killed by the recorder: {}",
             run.leftovers.join(", ")
         ));
     }
@@ -911,7 +915,7 @@ fn pi_command(pi: &Path, args: &[String], env: &PiEnv) -> tokio::process::Comman
         .env("PI_OFFLINE", "1")
         .env("HOME", &env.home)
         .env("PATH", &env.path)
-        .env("PI_HARNESS_RECORDING", &env.marker)
+        .env(MARKER_VAR, &env.marker)
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
         .stdout(Stdio::piped())
@@ -942,8 +946,7 @@ async fn run_prelude(
     let out = tokio::time::timeout(timeout, child.wait_with_output())
         .await
         .map_err(|_| anyhow!("pi did not finish within {timeout:?}"))??;
-    let leftovers = procs::own_children();
-    procs::kill_and_reap(&leftovers.iter().map(|p| p.pid).collect::<Vec<_>>());
+    cleanup_leftovers(&env.marker).await;
     if !out.status.success() {
         bail!(
             "pi exited with {}: {}",
@@ -1120,7 +1123,7 @@ async fn run_pi(opts: &RecordOptions, args: &[String], env: &PiEnv) -> anyhow::R
             _ = tokio::time::sleep_until(limit), if status.is_none() => {
                 let _ = child.start_kill();
                 let _ = child.wait().await;
-                cleanup_leftovers();
+                cleanup_leftovers(&env.marker).await;
                 out_task.abort();
                 err_task.abort();
                 match &sent {
@@ -1206,7 +1209,7 @@ async fn run_pi(opts: &RecordOptions, args: &[String], env: &PiEnv) -> anyhow::R
         }
         None => None,
     };
-    let leftovers = cleanup_leftovers();
+    let leftovers = cleanup_leftovers(&env.marker).await;
     out_task.abort();
     err_task.abort();
     Ok(RunResult {
@@ -1243,30 +1246,14 @@ pub fn summary(o: &RecordOutcome) -> String {
     s
 }
 
-/// Kill and reap every process now parented to us (pi's orphans); returns their commands.
-fn cleanup_leftovers() -> Vec<String> {
-    let mut names = Vec::new();
-    // Orphans can reparent in waves (a child dies, its children come to us): loop a few times.
-    for _ in 0..5 {
-        let kids: Vec<ProcInfo> = procs::own_children()
-            .into_iter()
-            .filter(|p| !p.is_zombie())
-            .collect();
-        let zombies: Vec<i32> = procs::own_children()
-            .into_iter()
-            .filter(|p| p.is_zombie())
-            .map(|p| p.pid)
-            .collect();
-        procs::kill_and_reap(&zombies);
-        if kids.is_empty() {
-            break;
-        }
-        for k in &kids {
-            names.push(format!("`{}`", k.command()));
-        }
-        procs::kill_and_reap(&kids.iter().map(|p| p.pid).collect::<Vec<_>>());
-    }
-    names
+/// Kill (and reap) every process still carrying this recording's marker (pi's orphans and
+/// their children); returns their commands. Unrelated children of this process are left alone.
+async fn cleanup_leftovers(marker: &str) -> Vec<String> {
+    let marker = marker.to_string();
+    let found = tokio::task::spawn_blocking(move || procs::kill_marked(MARKER_VAR, &marker))
+        .await
+        .unwrap_or_default();
+    found.iter().map(|p| format!("`{}`", p.command())).collect()
 }
 
 #[cfg(test)]
