@@ -9,7 +9,7 @@
 //! not contain the API key. Pure steps (argument parsing, building records and the header)
 //! are separate functions with tests.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -257,89 +257,45 @@ fn package_version(root: &Path) -> Option<String> {
 }
 
 /// Flags that take no value (pi 0.73.1 and 0.87.1 `--help`).
-fn is_switch(flag: &str) -> bool {
-    flag.starts_with("--no-")
-        || matches!(
-            flag,
-            "--print"
-                | "-p"
-                | "--continue"
-                | "-c"
-                | "--resume"
-                | "-r"
-                | "--verbose"
-                | "--offline"
-                | "-nt"
-                | "-nbt"
-                | "-ne"
-                | "-ns"
-                | "-np"
-                | "-nc"
-                | "--help"
-                | "-h"
-                | "--version"
-                | "-v"
-        )
-}
-
-fn long_name(flag: &str) -> String {
-    match flag {
-        "-p" => "--print",
-        "-c" => "--continue",
-        "-r" => "--resume",
-        "-t" => "--tools",
-        "-e" => "--extension",
-        "-xt" => "--exclude-tools",
-        "-nt" => "--no-tools",
-        "-nbt" => "--no-builtin-tools",
-        "-ne" => "--no-extensions",
-        "-ns" => "--no-skills",
-        "-np" => "--no-prompt-templates",
-        "-nc" => "--no-context-files",
-        other => other,
-    }
-    .to_string()
-}
-
 /// What the caller must send, read off pi's arguments (after redaction of temp paths).
 /// Flags whose value names a temp path only need to be present.
-pub fn expect_from_args(args: &[String], stdin: Option<&str>) -> Expect {
-    let mut flags = BTreeMap::new();
-    let mut messages = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        if let Some(flag) = a
-            .strip_prefix("--")
-            .map(|_| a.as_str())
-            .or_else(|| (a.starts_with('-') && a.len() > 1).then_some(a.as_str()))
-        {
-            if let Some((name, value)) = flag.split_once('=') {
-                flags.insert(long_name(name), rule_for(value));
-            } else if is_switch(flag) || i + 1 >= args.len() {
-                flags.insert(long_name(flag), FlagRule::Present(true));
-            } else {
-                flags.insert(long_name(flag), rule_for(&args[i + 1]));
-                i += 1;
-            }
-        } else {
-            messages.push(a.clone());
-        }
-        i += 1;
+pub fn expect_from_args(
+    version: &str,
+    args: &[String],
+    stdin: Option<&str>,
+) -> Result<Expect, String> {
+    let grammar = crate::pi_cli::Grammar::for_version(version)
+        .ok_or_else(|| format!("no command-line grammar for pi {version}"))?;
+    let parsed = grammar
+        .parse(args)
+        .map_err(|e| format!("pi {version} rejects these arguments: {}", e.stderr.trim()))?;
+    if let Some(e) = parsed.unknown_flags_error() {
+        return Err(format!(
+            "pi {version} rejects these arguments: {}",
+            e.stderr.trim()
+        ));
     }
-    let prompt = match (stdin, messages.first()) {
-        (Some(s), Some(m)) => Some(format!("{s}{m}")),
-        (Some(s), None) => Some(s.to_string()),
-        (None, Some(m)) => Some(m.clone()),
-        (None, None) => None,
-    };
-    Expect {
+    // expect.flags keys are long names without their dashes; short aliases were resolved by the grammar.
+    let flags = parsed
+        .flags
+        .iter()
+        .map(|(long, values)| {
+            let rule = match values.last() {
+                Some(Some(v)) => rule_for(v),
+                _ => FlagRule::Present(true),
+            };
+            (long.trim_start_matches('-').to_string(), rule)
+        })
+        .collect();
+    // pi trims piped stdin and joins it to the first argv message with no separator.
+    let stdin = stdin.and_then(|s| crate::pi_cli::stdin_content(s.as_bytes()));
+    Ok(Expect {
         flags,
-        prompt,
-        argv_messages: Some(messages),
+        prompt: crate::pi_cli::join_prompt(stdin.as_deref(), &parsed.messages),
+        argv_messages: Some(parsed.messages),
         env: Vec::new(),
         never_in_argv: Vec::new(),
-    }
+    })
 }
 
 fn rule_for(value: &str) -> FlagRule {
@@ -665,7 +621,8 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
             },
             tags: opts.tags.clone(),
         },
-        expect: expect_from_args(&redacted_args, opts.stdin.as_deref()),
+        expect: expect_from_args(&version, &redacted_args, opts.stdin.as_deref())
+            .map_err(anyhow::Error::msg)?,
         process,
         redactions: redactor.used().clone(),
         origin: Origin {
@@ -1293,6 +1250,7 @@ mod tests {
     #[test]
     fn expect_reads_flags_switches_and_messages() {
         let e = expect_from_args(
+            "0.87.1",
             &s(&[
                 "--mode",
                 "json",
@@ -1300,18 +1258,23 @@ mod tests {
                 "--no-session",
                 "--session",
                 "<TMP>/s.jsonl",
-                "--tools=bash",
+                "-t",
+                "bash",
                 "hello",
             ]),
-            Some("from stdin "),
-        );
-        assert_eq!(e.flags["--mode"], FlagRule::Value("json".into()));
-        assert_eq!(e.flags["--print"], FlagRule::Present(true));
-        assert_eq!(e.flags["--no-session"], FlagRule::Present(true));
-        assert_eq!(e.flags["--session"], FlagRule::Present(true));
-        assert_eq!(e.flags["--tools"], FlagRule::Value("bash".into()));
+            Some("  from stdin \n"),
+        )
+        .unwrap();
+        assert_eq!(e.flags["mode"], FlagRule::Value("json".into()));
+        assert_eq!(e.flags["print"], FlagRule::Present(true));
+        assert_eq!(e.flags["no-session"], FlagRule::Present(true));
+        assert_eq!(e.flags["session"], FlagRule::Present(true));
+        assert_eq!(e.flags["tools"], FlagRule::Value("bash".into()));
         assert_eq!(e.argv_messages, Some(s(&["hello"])));
-        assert_eq!(e.prompt.as_deref(), Some("from stdin hello"));
+        // stdin is trimmed the way pi trims it, then joined without a separator
+        assert_eq!(e.prompt.as_deref(), Some("from stdinhello"));
+        let err = expect_from_args("0.73.1", &s(&["--exclude-tools", "bash"]), None).unwrap_err();
+        assert!(err.contains("Unknown option: --exclude-tools"), "{err}");
     }
 
     #[test]
