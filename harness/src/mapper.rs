@@ -33,7 +33,10 @@ pub struct StreamEnd {
 pub enum EndCause {
     Eof,
     Cancelled,
-    Failed { reason: FailureReason, message: String },
+    Failed {
+        reason: FailureReason,
+        message: String,
+    },
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -104,8 +107,13 @@ impl Mapper {
             })
         };
         out.push(match end.cause {
-            EndCause::Cancelled => Message::TerminalCancelled { exit: end.exit.clone() },
-            EndCause::Failed { reason, ref message } => fail(reason, message.clone()),
+            EndCause::Cancelled => Message::TerminalCancelled {
+                exit: end.exit.clone(),
+            },
+            EndCause::Failed {
+                reason,
+                ref message,
+            } => fail(reason, message.clone()),
             EndCause::Eof if self.ended => Message::TerminalCompleted {
                 stop_reason: "stop".into(),
                 usage: Usage::default(),

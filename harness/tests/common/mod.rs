@@ -40,14 +40,28 @@ pub struct World {
 
 impl World {
     pub fn new(name: &str) -> World {
-        let dir = tempfile::Builder::new().prefix(&format!("pih-{name}-")).tempdir().expect("tempdir");
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("pih-{name}-"))
+            .tempdir()
+            .expect("tempdir");
         let marker = format!("{name}-{}-{:016x}", std::process::id(), fastrand::u64(..));
         World { dir, marker }
     }
 
     /// Write a cassette: header for `version` with `expect` and `process` JSON, then `records` lines.
-    pub fn cassette(&self, name: &str, version: &str, expect: &str, process: &str, records: &[String]) -> PathBuf {
-        let dialect = if version == "0.73.1" { "snapshot+delta" } else { "delta-only" };
+    pub fn cassette(
+        &self,
+        name: &str,
+        version: &str,
+        expect: &str,
+        process: &str,
+        records: &[String],
+    ) -> PathBuf {
+        let dialect = if version == "0.73.1" {
+            "snapshot+delta"
+        } else {
+            "delta-only"
+        };
         let mut text = format!(
             r#"{{"format":"pi-cassette","version":1,"pi":{{"version":"{version}","dialect":"{dialect}"}},"scenario":{{"name":"{name}","description":"provider test"}},"expect":{expect},"process":{process},"origin":{{"kind":"hand-made","timing":"synthetic"}}}}"#
         );
@@ -79,21 +93,25 @@ impl World {
         }
     }
 
-    pub fn alive(&self) -> Vec<procs::ProcInfo> {
-        procs::with_env_marker(MARKER_VAR, &self.marker)
+    pub fn alive(&self) -> Vec<i32> {
+        procs::pids_with_env(MARKER_VAR, &self.marker)
     }
 
     /// Prove no process of this test is left; kill and fail if one is.
     pub fn assert_none_left(&self) {
         let left = self.alive();
-        for p in &left {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(p.pid), nix::sys::signal::Signal::SIGKILL);
-        }
-        assert!(left.is_empty(), "processes left behind: {left:?}");
+        let described: Vec<String> = left
+            .iter()
+            .map(|&pid| {
+                procs::read_proc(pid).map_or(pid.to_string(), |p| format!("{pid} {}", p.command()))
+            })
+            .collect();
+        procs::kill_marked(MARKER_VAR, &self.marker);
+        assert!(left.is_empty(), "processes left behind: {described:?}");
     }
 
     /// Wait (bounded) until `n` processes of this test exist; returns them.
-    pub fn wait_alive(&self, n: usize, within: Duration) -> Vec<procs::ProcInfo> {
+    pub fn wait_alive(&self, n: usize, within: Duration) -> Vec<i32> {
         let end = Instant::now() + within;
         loop {
             let a = self.alive();
@@ -122,15 +140,44 @@ pub fn out(dt_ms: u64, json: &str) -> String {
 pub fn conversation(text: &str) -> Vec<String> {
     let t = serde_json::to_string(text).unwrap();
     vec![
-        out(0, r#"{"type":"session","version":3,"id":"sess-1","timestamp":"T","cwd":"/w"}"#),
+        out(
+            0,
+            r#"{"type":"session","version":3,"id":"sess-1","timestamp":"T","cwd":"/w"}"#,
+        ),
         out(0, r#"{"type":"agent_start"}"#),
         out(0, r#"{"type":"turn_start"}"#),
-        out(0, r#"{"type":"message_start","message":{"role":"assistant","content":[],"stopReason":"pending"}}"#),
-        out(0, r#"{"type":"message_update","assistantMessageEvent":{"type":"text_start","contentIndex":0}}"#),
-        out(0, &format!(r#"{{"type":"message_update","assistantMessageEvent":{{"type":"text_delta","contentIndex":0,"delta":{t}}}}}"#)),
-        out(0, &format!(r#"{{"type":"message_update","assistantMessageEvent":{{"type":"text_end","contentIndex":0,"content":{t}}}}}"#)),
-        out(0, &format!(r#"{{"type":"message_end","message":{{"role":"assistant","content":[{{"type":"text","text":{t}}}],"usage":{{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{{"total":0}}}},"stopReason":"stop"}}}}"#)),
-        out(0, &format!(r#"{{"type":"turn_end","message":{{"role":"assistant","content":[{{"type":"text","text":{t}}}],"stopReason":"stop"}},"toolResults":[]}}"#)),
+        out(
+            0,
+            r#"{"type":"message_start","message":{"role":"assistant","content":[],"stopReason":"pending"}}"#,
+        ),
+        out(
+            0,
+            r#"{"type":"message_update","assistantMessageEvent":{"type":"text_start","contentIndex":0}}"#,
+        ),
+        out(
+            0,
+            &format!(
+                r#"{{"type":"message_update","assistantMessageEvent":{{"type":"text_delta","contentIndex":0,"delta":{t}}}}}"#
+            ),
+        ),
+        out(
+            0,
+            &format!(
+                r#"{{"type":"message_update","assistantMessageEvent":{{"type":"text_end","contentIndex":0,"content":{t}}}}}"#
+            ),
+        ),
+        out(
+            0,
+            &format!(
+                r#"{{"type":"message_end","message":{{"role":"assistant","content":[{{"type":"text","text":{t}}}],"usage":{{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{{"total":0}}}},"stopReason":"stop"}}}}"#
+            ),
+        ),
+        out(
+            0,
+            &format!(
+                r#"{{"type":"turn_end","message":{{"role":"assistant","content":[{{"type":"text","text":{t}}}],"stopReason":"stop"}},"toolResults":[]}}"#
+            ),
+        ),
         out(0, r#"{"type":"agent_end","messages":[],"willRetry":false}"#),
         out(0, r#"{"type":"agent_settled"}"#),
     ]
