@@ -1,11 +1,11 @@
 //! The reference provider against fake-pi as a real subprocess: spawning, caps, cancellation
 //! and the caller's retry. Every test carries its own marker and proves no process is left.
 
-mod common;
+mod world;
 
 use std::time::{Duration, Instant};
 
-use common::*;
+use world::*;
 use pi_harness::message::{FailureReason, Message, RetrySource};
 use pi_harness::provider::{collect, ApiKey, Provider, SessionRef};
 use pi_harness::retry::{execute_with_retry, RetryPolicy};

@@ -1,4 +1,4 @@
-//! Shared helpers of the provider tests: fake-pi's location, cassettes written into a
+//! The world of a provider test: fake-pi's location, cassettes written into a
 //! per-test temp dir, and the marker that proves no process survived a test.
 #![allow(dead_code)]
 
