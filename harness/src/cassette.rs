@@ -97,8 +97,9 @@ pub struct Scenario {
 #[serde(deny_unknown_fields)]
 pub struct Expect {
     /// Flag -> requirement. A string: present with that value; `true`: present
-    /// (a switch); `false`: absent. Flags are named by their long spelling; a short
-    /// alias on the command line satisfies it.
+    /// (a switch); `false`: absent. Keys are the long flag name without its leading
+    /// dashes (`"mode"`, `"session-id"`); a short alias on the command line (`-p`)
+    /// satisfies the long name (`"print"`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub flags: BTreeMap<String, FlagRule>,
     /// The effective prompt: stdin (when piped) joined with the argv messages the way pi joins them.
@@ -490,6 +491,35 @@ impl Cassette {
             out.write_all(b"\n")?;
         }
         Ok(())
+    }
+
+    /// Write the cassette to a file, gzip-compressed when the name ends in `.gz`
+    /// (the form [`Cassette::load`] reads back).
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        let file = std::io::BufWriter::new(std::fs::File::create(path)?);
+        if path.extension().is_some_and(|e| e == "gz") {
+            let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::best());
+            self.write_to(&mut gz)?;
+            gz.finish()?
+                .into_inner()
+                .map_err(|e| e.into_error())?
+                .sync_all()
+        } else {
+            let mut file = file;
+            self.write_to(&mut file)?;
+            file.into_inner().map_err(|e| e.into_error())?.sync_all()
+        }
+    }
+
+    /// Every byte the cassette writes to stderr, in order.
+    pub fn stderr_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for r in &self.records {
+            if let Action::Stderr(b) = &r.action {
+                out.extend_from_slice(&b.data);
+            }
+        }
+        out
     }
 
     /// The cassette as a string (see [`Cassette::write_to`]).

@@ -4,10 +4,12 @@
 //! Modules, one concept each:
 //! - [`cassette`]: the recorded-run format (v1), read and written.
 //! - [`message`]: the normalized message stream every provider emits.
+//! - [`import`]: captured pi stdout -> cassette (`pi-harness cassette import`).
 //! - [`framing`]: pi's stdout bytes to lines (any chunking, line cap).
 //! - [`mapper`]: pi's JSONL events to the normalized stream (pure, synchronous).
 
 pub mod cassette;
 pub mod framing;
+pub mod import;
 pub mod mapper;
 pub mod message;

@@ -11,8 +11,22 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// Work with cassette files (recorded pi runs).
+    #[command(subcommand)]
+    Cassette(CassetteCommand),
+}
+
+#[derive(Subcommand)]
+enum CassetteCommand {
+    /// Turn a captured `pi --mode json` stdout into a cassette.
+    Import(pi_harness::import::ImportArgs),
+}
 
 fn main() {
-    let _cli = Cli::parse();
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Command::Cassette(CassetteCommand::Import(args)) => pi_harness::import::run_import(args),
+    };
+    std::process::exit(code);
 }
