@@ -188,6 +188,8 @@ struct State {
     usage: Usage,
     end_seen: bool,
     settled: bool,
+    /// A text or thinking delta was seen in this run: snapshots are ignored from then on.
+    sends_deltas: bool,
     invalid: Vec<InvalidLine>,
     invalid_dropped: u64,
     invalid_bytes: usize,
@@ -230,20 +232,6 @@ const IGNORED_EVENTS: &[&str] = &[
     "bash_execution_update",
 ];
 
-/// `assistantMessageEvent` types that carry no delta by design (never snapshot sources).
-const NON_DELTA_UPDATES: &[&str] = &[
-    "start",
-    "text_start",
-    "text_end",
-    "thinking_start",
-    "thinking_end",
-    "toolcall_start",
-    "toolcall_delta",
-    "toolcall_end",
-    "done",
-    "error",
-];
-
 impl State {
     fn new(opts: MapperOptions) -> Self {
         State {
@@ -261,6 +249,7 @@ impl State {
             usage: Usage::default(),
             end_seen: false,
             settled: false,
+            sends_deltas: false,
             invalid: Vec::new(),
             invalid_dropped: 0,
             invalid_bytes: 0,
@@ -475,6 +464,7 @@ impl State {
                     return self.bad(n, raw, "`text_delta` whose `delta` is not a string".into());
                 };
                 open.delta_mode = true;
+                self.sends_deltas = true;
                 if !d.is_empty() {
                     open.emitted.push_str(d);
                     out.push(Message::Assistant {
@@ -491,6 +481,7 @@ impl State {
                     );
                 };
                 open.delta_mode = true;
+                self.sends_deltas = true;
                 let index = a.content_index.as_u64();
                 match open.thoughts.iter_mut().rev().find(|t| t.0 == index) {
                     Some(t) => t.1.push_str(d),
@@ -510,20 +501,21 @@ impl State {
                     Err(e) => self.bad(n, raw, format!("`toolCall`: {e}")),
                 }
             }
-            (Some(k), _) if NON_DELTA_UPDATES.contains(&k) => {}
-            _ => {
-                // No usable delta: a snapshot-only producer (or an unknown update type).
+            (Some("text_delta" | "thinking_delta"), _) | (None, _) => {
+                // No delta: a snapshot-only producer.
                 let snapshot = ame.as_ref().and_then(|a| a.partial).or(ev.message);
                 if let Some(s) = snapshot {
                     self.on_snapshot(n, raw, s, out);
                 }
             }
+            // Update types without a delta by design, and unknown ones: nothing to take.
+            _ => {}
         }
     }
 
     fn on_snapshot(&mut self, n: u64, raw: &[u8], snapshot: &RawValue, out: &mut Vec<Message>) {
-        if self.open.as_ref().is_some_and(|o| o.delta_mode) {
-            return; // deltas exist: snapshots lie, ignore them
+        if self.sends_deltas {
+            return; // this producer sends deltas: its snapshots lie, ignore them
         }
         let body = match serde_json::from_str::<Obj<MessageBody<'_>>>(snapshot.get()) {
             Ok(Obj(Some(b))) => b,
@@ -1009,10 +1001,10 @@ impl Ame<'_> {
     /// The `partial` snapshot is needed only when this event carries no delta.
     fn may_need_snapshot(&self) -> bool {
         !self.delta.is_present()
-            && !self
-                .kind
-                .as_str()
-                .is_some_and(|k| NON_DELTA_UPDATES.contains(&k))
+            && matches!(
+                self.kind.as_str(),
+                None | Some("text_delta" | "thinking_delta")
+            )
     }
 }
 
