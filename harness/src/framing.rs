@@ -65,8 +65,10 @@ impl LineSplitter {
                 None => (chunk, &chunk[chunk.len()..], false),
             };
             chunk = rest;
-            if let Some((len, _)) = &mut self.skipping {
+            if let Some((len, head)) = &mut self.skipping {
                 *len += piece.len() as u64;
+                let room = OVERSIZED_HEAD_BYTES.saturating_sub(head.len());
+                head.extend_from_slice(&piece[..room.min(piece.len())]);
                 if ended {
                     let (len, head) = self.skipping.take().expect("checked above");
                     self.emit_oversized(len, &head, emit);

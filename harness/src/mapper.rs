@@ -580,7 +580,7 @@ impl State {
             let text = content.text();
             let replayed_len = match &open.replayed {
                 Some(r) => Some(r.len()).filter(|_| text.starts_with(r.as_str())),
-                None if !open.delta_mode
+                None if !self.sends_deltas
                     && open.emitted.is_empty()
                     && !self.kept.is_empty()
                     && text.starts_with(self.kept.as_str()) =>

@@ -79,8 +79,8 @@ const TRICKY: &[&str] = &[
 
 fn deep_nesting() -> Vec<u8> {
     let mut v = b"{\"type\":\"x\",\"a\":".to_vec();
-    v.extend(std::iter::repeat_n(b'[', 300));
-    v.extend(std::iter::repeat_n(b']', 300));
+    v.extend_from_slice(&[b'['; 300]);
+    v.extend_from_slice(&[b']'; 300]);
     v.push(b'}');
     v
 }

@@ -88,13 +88,14 @@ pub struct FinalMessage {
     pub text: String,
     pub thoughts: Vec<String>,
     pub stop_reason: Option<String>,
-    /// The message streamed text or thinking deltas (so no replay stripping applies).
+    /// Text or thinking deltas were seen in the run up to here (so no replay stripping applies).
     pub had_deltas: bool,
 }
 
 /// The assistant `message_end`s of a stdout, in order (lines that do not parse are skipped).
 pub fn final_messages(stdout: &[u8]) -> Vec<FinalMessage> {
     let mut out = Vec::new();
+    // Deltas seen in the run so far: a producer that sends deltas never replays.
     let mut deltas = false;
     for line in stdout.split(|&b| b == b'\n') {
         let Ok(v) = serde_json::from_slice::<Value>(line.strip_suffix(b"\r").unwrap_or(line))
@@ -102,7 +103,6 @@ pub fn final_messages(stdout: &[u8]) -> Vec<FinalMessage> {
             continue;
         };
         match v["type"].as_str() {
-            Some("message_start") if v["message"]["role"] == "assistant" => deltas = false,
             Some("message_update")
                 if (v["assistantMessageEvent"]["type"] == "text_delta"
                     || v["assistantMessageEvent"]["type"] == "thinking_delta")
@@ -131,7 +131,6 @@ pub fn final_messages(stdout: &[u8]) -> Vec<FinalMessage> {
                     stop_reason: v["message"]["stopReason"].as_str().map(str::to_string),
                     had_deltas: deltas,
                 });
-                deltas = false;
             }
             _ => {}
         }
@@ -228,10 +227,8 @@ pub fn check_structure(messages: &[Message]) -> Result<(), String> {
     let mut last_update: HashMap<&str, &Value> = HashMap::new();
     for m in messages {
         match m {
-            Message::ToolCall { id, .. } => {
-                if !called.insert(id.as_str()) {
-                    return Err(format!("second tool.call for {id}"));
-                }
+            Message::ToolCall { id, .. } if !called.insert(id.as_str()) => {
+                return Err(format!("second tool.call for {id}"));
             }
             Message::ToolUpdate { id, partial } => {
                 if !called.contains(id.as_str()) || ended.contains(id.as_str()) {
@@ -241,10 +238,10 @@ pub fn check_structure(messages: &[Message]) -> Result<(), String> {
                     return Err(format!("repeated tool.update for {id}"));
                 }
             }
-            Message::ToolCompleted { id, .. } | Message::ToolFailed { id, .. } => {
-                if !called.contains(id.as_str()) || !ended.insert(id.as_str()) {
-                    return Err(format!("tool end for {id} without call, or twice"));
-                }
+            Message::ToolCompleted { id, .. } | Message::ToolFailed { id, .. }
+                if !called.contains(id.as_str()) || !ended.insert(id.as_str()) =>
+            {
+                return Err(format!("tool end for {id} without call, or twice"));
             }
             Message::Assistant { text } | Message::AssistantThought { text } if text.is_empty() => {
                 return Err("empty text message".into())
