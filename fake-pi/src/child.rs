@@ -1,0 +1,102 @@
+//! Child processes for `spawn` records: real processes, like the ones pi's bash tool starts.
+//!
+//! fake-pi re-executes its own binary (`/proc/self/exe`, argv `fake-pi-child <id>`) with
+//! the spawn record as JSON in `FAKE_PI_CHILD_SPEC`; `main` sees that variable and runs
+//! [`child_main`] instead of replaying. The child inherits fake-pi's environment (so a
+//! test's marker variable follows it), starts in its own session when `own_session`,
+//! ignores SIGTERM when `ignore_sigterm`, keeps fake-pi's stdout when `hold_stdout`
+//! (else /dev/null), may fork a grandchild, and lives `lifetime_ms` or until killed.
+
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{self, SigHandler, SigSet, SigmaskHow, Signal};
+use nix::unistd::{dup2, fork, setsid, ForkResult};
+use pi_harness::cassette::Spawn;
+
+/// The variable that carries the spawn record to the child.
+pub const SPEC_ENV: &str = "FAKE_PI_CHILD_SPEC";
+
+/// Start the child for a spawn record.
+pub fn spawn(spec: &Spawn) -> std::io::Result<Child> {
+    let json = serde_json::to_string(spec).map_err(std::io::Error::other)?;
+    let own_session = spec.own_session;
+    let ignore_sigterm = spec.ignore_sigterm;
+    let mut cmd = Command::new("/proc/self/exe");
+    cmd.arg0("fake-pi-child")
+        .arg(&spec.id)
+        .env(SPEC_ENV, json)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .stdout(if spec.hold_stdout {
+            Stdio::inherit()
+        } else {
+            Stdio::null()
+        });
+    // SAFETY: only async-signal-safe calls (sigprocmask, signal, setsid) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            // fake-pi blocks the signals it sigwaits for; the child starts with none blocked.
+            signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)?;
+            if own_session {
+                setsid()?;
+            }
+            let term = if ignore_sigterm {
+                SigHandler::SigIgn
+            } else {
+                SigHandler::SigDfl
+            };
+            signal::signal(Signal::SIGTERM, term)?;
+            Ok(())
+        });
+    }
+    cmd.spawn()
+}
+
+/// The child's whole life. Never returns.
+pub fn child_main(json: &str) -> ! {
+    std::env::remove_var(SPEC_ENV);
+    let spec: Spawn = match serde_json::from_str(json) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("fake-pi-child: bad {SPEC_ENV}: {e}");
+            std::process::exit(96);
+        }
+    };
+    if let Some(g) = &spec.grandchild {
+        // SAFETY: the child is single-threaded here.
+        if let Ok(ForkResult::Child) = unsafe { fork() } {
+            if g.own_session {
+                let _ = setsid();
+            }
+            let term = if g.ignore_sigterm {
+                SigHandler::SigIgn
+            } else {
+                SigHandler::SigDfl
+            };
+            // SAFETY: no handler is installed, only a disposition.
+            let _ = unsafe { signal::signal(Signal::SIGTERM, term) };
+            if !g.hold_stdout {
+                if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+                    use std::os::fd::AsRawFd;
+                    let _ = dup2(null.as_raw_fd(), 1);
+                }
+            }
+            live(None);
+        }
+    }
+    live(spec.lifetime_ms)
+}
+
+fn live(lifetime_ms: Option<u64>) -> ! {
+    match lifetime_ms {
+        Some(ms) => {
+            std::thread::sleep(Duration::from_millis(ms));
+            std::process::exit(0)
+        }
+        None => loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        },
+    }
+}

@@ -1,0 +1,139 @@
+//! Replaying a cassette's records in time.
+//!
+//! Each record waits `dt_ms / speed` after the previous one (measured against one start
+//! time, so small sleeps do not add up to drift), then acts. Output goes straight to file
+//! descriptors 1 and 2 with no buffering, so every record reaches the reader when its
+//! time comes. When stdout's reader has gone (EPIPE or any other write error on stdout),
+//! fake-pi stops quietly with exit status 141 (128 + SIGPIPE, what a shell shows for a
+//! program killed by SIGPIPE) and leaves its children alone.
+
+use std::fs::File;
+use std::io::Write;
+use std::mem::ManuallyDrop;
+use std::os::fd::FromRawFd;
+use std::path::Path;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use pi_harness::cassette::{Action, Cassette};
+
+use crate::{child, signals};
+
+/// Exit status when stdout's reader is gone.
+pub const EXIT_STDOUT_CLOSED: i32 = 141;
+
+/// How fast to replay.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Speed {
+    /// No waiting at all (`FAKE_PI_SPEED=0`).
+    Instant,
+    /// Recorded delays divided by this factor (`1` = as recorded).
+    Factor(f64),
+}
+
+impl Speed {
+    /// Parse `FAKE_PI_SPEED` (absent = 1).
+    pub fn parse(value: Option<&str>) -> Result<Speed, String> {
+        let Some(text) = value else {
+            return Ok(Speed::Factor(1.0));
+        };
+        match text.trim().parse::<f64>() {
+            Ok(0.0) => Ok(Speed::Instant),
+            Ok(v) if v.is_finite() && v > 0.0 => Ok(Speed::Factor(v)),
+            _ => Err(format!(
+                "FAKE_PI_SPEED={text:?}: expected 0 (instant) or a positive number (1 = recorded timing, 10 = ten times faster)"
+            )),
+        }
+    }
+
+    fn scale(self, ms: f64) -> Duration {
+        match self {
+            Speed::Instant => Duration::ZERO,
+            Speed::Factor(f) => Duration::from_secs_f64(ms / f / 1000.0),
+        }
+    }
+}
+
+/// fd 1 / fd 2 as unbuffered files that are never closed.
+fn fd(n: i32) -> ManuallyDrop<File> {
+    // SAFETY: fds 1 and 2 belong to the process for its whole life; ManuallyDrop never closes them.
+    ManuallyDrop::new(unsafe { File::from_raw_fd(n) })
+}
+
+/// Play every record. Returns only for a final `exit` record's code; `signal` and `hang`
+/// never return.
+pub fn run(cassette: &Cassette, path: &Path, speed: Speed) -> i32 {
+    let mut out = fd(1);
+    let mut err = fd(2);
+    let start = Instant::now();
+    let mut due = Duration::ZERO;
+    for record in &cassette.records {
+        due += speed.scale(record.dt_ms);
+        if let Some(wait) = due.checked_sub(start.elapsed()) {
+            std::thread::sleep(wait);
+        }
+        match &record.action {
+            Action::Stdout(b) => {
+                if out.write_all(&b.data).is_err() {
+                    return EXIT_STDOUT_CLOSED;
+                }
+            }
+            Action::Stderr(b) => {
+                let _ = err.write_all(&b.data);
+            }
+            Action::Spawn(spec) => {
+                let mut children = signals::CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
+                match child::spawn(spec) {
+                    Ok(c) => children.push(signals::Tracked {
+                        child: c,
+                        own_group: spec.own_session,
+                        reaped: false,
+                    }),
+                    Err(e) => {
+                        let _ = writeln!(
+                            err,
+                            "fake-pi: cannot start child `{}` ({}:{}): {e}",
+                            spec.id,
+                            path.display(),
+                            record.line
+                        );
+                        return crate::EXIT_MISUSE;
+                    }
+                }
+            }
+            Action::Exit(code) => return *code,
+            Action::Signal(name) => {
+                let sig = Signal::from_str(name).unwrap_or(Signal::SIGKILL);
+                signals::die_by(sig)
+            }
+            Action::Hang => loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            },
+        }
+    }
+    // A parsed cassette always ends with a final record.
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn speed_from_env() {
+        assert_eq!(Speed::parse(None), Ok(Speed::Factor(1.0)));
+        assert_eq!(Speed::parse(Some("0")), Ok(Speed::Instant));
+        assert_eq!(Speed::parse(Some("2.5")), Ok(Speed::Factor(2.5)));
+        for bad in ["-1", "fast", "", "inf", "NaN"] {
+            assert!(
+                Speed::parse(Some(bad))
+                    .unwrap_err()
+                    .contains("FAKE_PI_SPEED"),
+                "{bad}"
+            );
+        }
+        assert_eq!(Speed::Factor(10.0).scale(300.0), Duration::from_millis(30));
+        assert_eq!(Speed::Instant.scale(300.0), Duration::ZERO);
+    }
+}

@@ -1,0 +1,129 @@
+//! How fake-pi answers signals, and the children it tracks for cleanup.
+//!
+//! Design: `block()` blocks SIGTERM, SIGINT, SIGHUP and SIGCHLD in the main thread before
+//! any other thread exists, so every thread inherits the mask; one dedicated thread
+//! (`start`) takes them with `sigwait` and acts as the cassette's `process` section says.
+//! Because the thread acts on its own, a signal works at any moment: mid-write, mid-sleep,
+//! while reading stdin, during `hang`. Spawned children get an empty mask back in
+//! `pre_exec` (see `child`). SIGCHLD is used only to reap tracked children, so a child
+//! that ends early does not linger as a zombie.
+
+use std::process::Child;
+use std::sync::Mutex;
+
+use nix::sys::signal::{self, SigHandler, SigSet, SigmaskHow, Signal};
+use nix::unistd::Pid;
+use pi_harness::cassette::{ProcessBehaviour, SignalAction};
+
+/// A child fake-pi started (a `spawn` record).
+pub struct Tracked {
+    pub child: Child,
+    /// Started in its own session: SIGTERM cleanup kills its whole process group.
+    pub own_group: bool,
+    pub reaped: bool,
+}
+
+/// Children started so far. Spawning holds the lock, so a cleanup cannot miss a child
+/// that is being started.
+pub static CHILDREN: Mutex<Vec<Tracked>> = Mutex::new(Vec::new());
+
+fn handled() -> SigSet {
+    let mut set = SigSet::empty();
+    for s in [
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+        Signal::SIGCHLD,
+    ] {
+        set.add(s);
+    }
+    set
+}
+
+/// Block the handled signals in the calling thread. Call first thing in `main`.
+pub fn block() -> nix::Result<()> {
+    signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&handled()), None)
+}
+
+/// Start the thread that answers signals according to `behaviour`.
+pub fn start(behaviour: ProcessBehaviour) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("fake-pi-signals".into())
+        .spawn(move || loop {
+            let Ok(sig) = handled().wait() else { continue };
+            let action = match sig {
+                Signal::SIGCHLD => {
+                    reap();
+                    continue;
+                }
+                Signal::SIGTERM => &behaviour.on_sigterm,
+                Signal::SIGINT => &behaviour.on_sigint,
+                Signal::SIGHUP => &behaviour.on_sighup,
+                _ => continue,
+            };
+            act(action, sig);
+        })
+        .map(|_| ())
+}
+
+fn act(action: &SignalAction, sig: Signal) {
+    match action {
+        SignalAction::Ignore => {}
+        SignalAction::Die => die_by(sig),
+        SignalAction::Exit { code } => exit_now(*code),
+        SignalAction::CleanupExit { code } => {
+            // Keep the lock: no child may be started after the cleanup.
+            let mut children = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
+            kill_all(&mut children);
+            exit_now(*code)
+        }
+    }
+}
+
+/// SIGKILL every tracked child that is still there: its process group when it has its
+/// own session (what pi does for its detached bash tool processes), else the child alone.
+/// Processes that left the child's group (a grandchild in its own session) survive.
+fn kill_all(children: &mut [Tracked]) {
+    for t in children.iter_mut() {
+        if t.reaped || matches!(t.child.try_wait(), Ok(Some(_))) {
+            continue;
+        }
+        let pid = Pid::from_raw(t.child.id() as i32);
+        let _ = if t.own_group {
+            signal::killpg(pid, Signal::SIGKILL)
+        } else {
+            signal::kill(pid, Signal::SIGKILL)
+        };
+    }
+}
+
+fn reap() {
+    let mut children = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
+    for t in children.iter_mut().filter(|t| !t.reaped) {
+        if let Ok(Some(_)) = t.child.try_wait() {
+            t.reaped = true;
+        }
+    }
+}
+
+/// Die by `sig` for real: default disposition, unblocked in this thread, raised at this
+/// thread. Used for `die` and for `signal` records.
+pub fn die_by(sig: Signal) -> ! {
+    // SAFETY: restoring the default disposition installs no handler.
+    unsafe {
+        let _ = signal::signal(sig, SigHandler::SigDfl);
+    }
+    let mut set = SigSet::empty();
+    set.add(sig);
+    let _ = signal::pthread_sigmask(SigmaskHow::SIG_UNBLOCK, Some(&set), None);
+    let _ = signal::raise(sig);
+    // Only reached for a signal whose default action does not kill.
+    exit_now(128 + sig as i32)
+}
+
+/// Leave at once, from any thread: no atexit handlers, no stdio flushing (fake-pi writes
+/// unbuffered), no race with the main thread's own exit.
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit is async-signal-safe and takes no pointers.
+    unsafe { libc::_exit(code) }
+}

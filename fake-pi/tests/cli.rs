@@ -1,0 +1,505 @@
+//! fake-pi's command line, per pi version: accepted flags, pi's own errors, `-p`, `--`,
+//! `=` forms, `--thinking`, `--version`/`--help` streams, the stdin join, and fake-pi's
+//! own error classes (97/98/99/96).
+
+mod common;
+
+use std::io::Write;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::Sandbox;
+
+const OK: &[&str] = &[
+    r#"{"dt_ms":0,"stdout":{"type":"session"}}"#,
+    r#"{"dt_ms":0,"exit":0}"#,
+];
+
+/// Run fake-pi on a cassette with no expectations; return (stdout, stderr, exit code).
+fn run(version: &str, argv: &[&str], stdin: &str) -> (String, String, i32) {
+    let sb = Sandbox::new();
+    let c = sb.cassette("ok", version, "", OK);
+    let out = sb.cmd(&c).args(argv).write_stdin(stdin).output().unwrap();
+    sb.finish();
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+        out.status.code().expect("exited"),
+    )
+}
+
+fn replays(version: &str, argv: &[&str]) {
+    let (stdout, stderr, code) = run(version, argv, "");
+    assert_eq!(
+        (stdout.as_str(), stderr.as_str(), code),
+        ("{\"type\":\"session\"}\n", "", 0),
+        "{version} {argv:?}"
+    );
+}
+
+fn pi_error(version: &str, argv: &[&str], stderr: &str) {
+    let (out, err, code) = run(version, argv, "");
+    assert_eq!(
+        (out.as_str(), err.as_str(), code),
+        ("", stderr, 1),
+        "{version} {argv:?}"
+    );
+}
+
+#[test]
+fn common_flags_are_accepted_by_both_versions() {
+    for v in ["0.73.1", "0.87.1"] {
+        replays(
+            v,
+            &[
+                "--mode",
+                "json",
+                "-p",
+                "--provider",
+                "fake",
+                "--model",
+                "m",
+                "--no-session",
+                "--thinking",
+                "high",
+                "--tools",
+                "read,bash",
+                "--append-system-prompt",
+                "x",
+                "--system-prompt",
+                "s",
+                "--offline",
+                "hello",
+            ],
+        );
+        replays(
+            v,
+            &[
+                "--session",
+                "/tmp/s.jsonl",
+                "-t",
+                "read",
+                "--no-tools",
+                "-nt",
+                "-nc",
+                "-ne",
+                "--verbose",
+                "@file.md",
+            ],
+        );
+    }
+}
+
+#[test]
+fn flags_only_0_87_1_has() {
+    for argv in [
+        &["--session-id", "abc"][..],
+        &["--exclude-tools", "bash"],
+        &["-xt", "bash"],
+        &["--name", "n"],
+        &["--approve"],
+        &["--thinking", "max"],
+    ] {
+        replays("0.87.1", argv);
+    }
+    pi_error(
+        "0.73.1",
+        &["--session-id", "abc"],
+        "Error: Unknown option: --session-id\n",
+    );
+    pi_error(
+        "0.73.1",
+        &["--exclude-tools", "bash", "hi"],
+        "Error: Unknown option: --exclude-tools\n",
+    );
+    pi_error("0.73.1", &["-xt", "bash"], "Error: Unknown option: -xt\n");
+    pi_error(
+        "0.73.1",
+        &["--approve", "--session-id", "x"],
+        "Error: Unknown options: --approve, --session-id\n",
+    );
+    // 0.73.1 warns about `max` and goes on.
+    let (out, err, code) = run("0.73.1", &["--thinking", "max"], "");
+    assert_eq!(code, 0);
+    assert_eq!(out, "{\"type\":\"session\"}\n");
+    assert_eq!(err, "Warning: Invalid thinking level \"max\". Valid values: off, minimal, low, medium, high, xhigh\n");
+}
+
+#[test]
+fn unknown_options_get_pis_exact_error() {
+    for v in ["0.73.1", "0.87.1"] {
+        pi_error(v, &["--bogus"], "Error: Unknown option: --bogus\n");
+        pi_error(v, &["-x"], "Error: Unknown option: -x\n");
+        pi_error(v, &["-"], "Error: Unknown option: -\n");
+        pi_error(v, &["--provider"], "Error: Unknown option: --provider\n");
+        pi_error(v, &["-t"], "Error: Unknown option: -t\n");
+        // `=` forms are not understood, even for known flags.
+        pi_error(v, &["--model=x", "hi"], "Error: Unknown option: --model\n");
+        pi_error(v, &["--bogus=1"], "Error: Unknown option: --bogus\n");
+    }
+    pi_error(
+        "0.87.1",
+        &["--mode"],
+        "Error: --mode requires text, json, or rpc\n",
+    );
+    pi_error(
+        "0.87.1",
+        &["--mode", "bad"],
+        "Error: Invalid mode \"bad\". Valid values: text, json, rpc\n",
+    );
+    pi_error("0.73.1", &["--mode"], "Error: Unknown option: --mode\n");
+    pi_error("0.87.1", &["--session-id", "bad!id"], "Error: Session id must be non-empty, contain only alphanumeric characters, '-', '_', and '.', and start and end with an alphanumeric character\n");
+    pi_error("0.87.1", &["--thinking", "x", "-q"], "Warning: Invalid thinking level \"x\". Valid values: off, minimal, low, medium, high, xhigh, max\nError: Unknown option: -q\n");
+}
+
+#[test]
+fn print_flag_and_double_dash() {
+    let sb = Sandbox::new();
+    for v in ["0.73.1", "0.87.1"] {
+        let c = sb.cassette("p", v, r#""expect":{"argv_messages":["---x","more"]}"#, OK);
+        sb.cmd(&c).args(["-p", "---x", "more"]).assert().success();
+        let c = sb.cassette(
+            "p",
+            v,
+            r#""expect":{"argv_messages":[],"flags":{"print":true}}"#,
+            OK,
+        );
+        sb.cmd(&c).args(["-p", "@f"]).assert().success();
+    }
+    pi_error("0.73.1", &["-p", "-x"], "Error: Unknown option: -x\n");
+    let c = sb.cassette(
+        "dd",
+        "0.87.1",
+        r#""expect":{"argv_messages":["-y","--model"],"flags":{"model":false}}"#,
+        OK,
+    );
+    sb.cmd(&c)
+        .args(["-p", "--", "-y", "--model"])
+        .assert()
+        .success();
+    // 0.73.1 has no `--`: it is an unknown flag named "" (and -y an unknown option).
+    pi_error("0.73.1", &["-p", "--", "-y"], "Error: Unknown option: -y\n");
+    pi_error("0.73.1", &["--", "hello"], "Error: Unknown option: --\n");
+    sb.finish();
+}
+
+#[test]
+fn version_and_help_streams() {
+    // stdin is a pipe here, so 0.73.1 is not interactive and prints on stderr.
+    assert_eq!(
+        run("0.73.1", &["--version"], ""),
+        (String::new(), "0.73.1\n".into(), 0)
+    );
+    assert_eq!(
+        run("0.87.1", &["--version"], ""),
+        ("0.87.1\n".into(), String::new(), 0)
+    );
+    assert_eq!(
+        run("0.87.1", &["-v", "--bogus"], ""),
+        ("0.87.1\n".into(), String::new(), 0)
+    );
+    assert_eq!(
+        run("0.73.1", &["-v"], ""),
+        (String::new(), "0.73.1\n".into(), 0)
+    );
+    let (out, err, code) = run("0.87.1", &["--help"], "");
+    assert!(
+        code == 0 && err.is_empty() && out.contains("--exclude-tools, -xt <value>"),
+        "{out}"
+    );
+    let (out, err, code) = run("0.87.1", &["--mode", "json", "-h"], "");
+    assert!(
+        code == 0 && out.is_empty() && err.contains("--session-id <value>"),
+        "{err}"
+    );
+    let (out, err, code) = run("0.73.1", &["--help"], "");
+    assert!(
+        code == 0
+            && out.is_empty()
+            && err.contains("--tools, -t <value>")
+            && !err.contains("--session-id")
+    );
+}
+
+#[test]
+fn version_is_the_cassettes_even_when_run_as_pi() {
+    let sb = Sandbox::new();
+    let c = sb.cassette("v", "0.87.1", "", OK);
+    let pi = sb.dir.path().join("pi");
+    std::os::unix::fs::symlink(assert_cmd::cargo::cargo_bin("fake-pi"), &pi).unwrap();
+    let out = std::process::Command::new(&pi)
+        .arg("--version")
+        .env("FAKE_PI_CASSETTE", &c)
+        .env(common::MARKER_VAR, &sb.marker)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.stdout, b"0.87.1\n");
+    sb.finish();
+}
+
+#[test]
+fn stdin_is_joined_with_the_first_message() {
+    let sb = Sandbox::new();
+    for v in ["0.73.1", "0.87.1"] {
+        let both = sb.cassette(
+            "j",
+            v,
+            r#""expect":{"prompt":"hello world","argv_messages":[" world","second"]}"#,
+            OK,
+        );
+        sb.cmd(&both)
+            .args([" world", "second"])
+            .write_stdin("  hello\n")
+            .assert()
+            .success();
+        let stdin_only = sb.cassette(
+            "s",
+            v,
+            r#""expect":{"prompt":"line one\nline two","argv_messages":[]}"#,
+            OK,
+        );
+        sb.cmd(&stdin_only)
+            .write_stdin("\nline one\nline two\n\n")
+            .assert()
+            .success();
+        let argv_only = sb.cassette("a", v, r#""expect":{"prompt":"just argv"}"#, OK);
+        sb.cmd(&argv_only)
+            .arg("just argv")
+            .write_stdin("  \n")
+            .assert()
+            .success();
+        // And the mismatch names both sides.
+        let out = sb
+            .cmd(&both)
+            .args(["world"])
+            .write_stdin("hello")
+            .assert()
+            .code(99)
+            .get_output()
+            .stderr
+            .clone();
+        let err = String::from_utf8(out).unwrap();
+        assert!(
+            err.contains("expect.prompt: expected \"hello world\", got \"helloworld\""),
+            "{err}"
+        );
+    }
+    sb.finish();
+}
+
+#[test]
+fn unknown_long_flags_are_reported_only_after_stdin_closes() {
+    let sb = Sandbox::new();
+    let c = sb.cassette("u", "0.87.1", "", OK);
+    let mut child = sb
+        .process(&c)
+        .arg("--bogus")
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "fake-pi must wait for stdin EOF like pi"
+    );
+    child.stdin.take().unwrap().write_all(b"late").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "Error: Unknown option: --bogus\n"
+    );
+    sb.finish();
+}
+
+#[test]
+fn expectations_name_field_expected_and_actual() {
+    let sb = Sandbox::new();
+    let c = sb.cassette(
+        "e",
+        "0.87.1",
+        r#""expect":{"flags":{"model":"fake-model","tools":"read","no-session":true,"offline":false},"env":["PI_TEST_KEY"],"never_in_argv":[{"env":"PI_TEST_KEY"},{"literal":"sk-live"}]}"#,
+        OK,
+    );
+    // Satisfied, with a short alias standing in for --tools.
+    sb.cmd(&c)
+        .args(["--model", "fake-model", "-t", "read", "--no-session"])
+        .env("PI_TEST_KEY", "k-123")
+        .assert()
+        .success()
+        .stdout("{\"type\":\"session\"}\n");
+    let out = sb
+        .cmd(&c)
+        .args([
+            "--model",
+            "gpt-4o",
+            "--offline",
+            "--api-key",
+            "k-123",
+            "sk-live",
+        ])
+        .env("PI_TEST_KEY", "k-123")
+        .assert()
+        .code(99)
+        .get_output()
+        .clone();
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8(out.stderr).unwrap();
+    let file = c.display().to_string();
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines,
+        vec![
+            format!("fake-pi: expectation mismatch: expect.flags.model: expected \"fake-model\", got \"gpt-4o\" (cassette {file})"),
+            format!("fake-pi: expectation mismatch: expect.flags.no-session: expected present, got absent (cassette {file})"),
+            format!("fake-pi: expectation mismatch: expect.flags.offline: expected absent, got present (cassette {file})"),
+            format!("fake-pi: expectation mismatch: expect.flags.tools: expected \"read\", got absent (cassette {file})"),
+            format!("fake-pi: expectation mismatch: expect.never_in_argv[0]: expected the value of $PI_TEST_KEY nowhere in argv, got it in argv[5] (cassette {file})"),
+            format!("fake-pi: expectation mismatch: expect.never_in_argv[1]: expected the literal \"sk-live\" nowhere in argv, got it in argv[6] (cassette {file})"),
+        ]
+    );
+    assert!(!err.contains("k-123"), "a secret must never be printed");
+    sb.cmd(&c)
+        .args(["--model", "fake-model", "-t", "read", "--no-session"])
+        .env_remove("PI_TEST_KEY")
+        .assert()
+        .code(99)
+        .stderr(predicates::str::contains(
+            "expect.env.PI_TEST_KEY: expected set and non-empty, got unset",
+        ));
+    sb.finish();
+}
+
+#[test]
+fn error_classes() {
+    let sb = Sandbox::new();
+    // 97: no cassette set, or unreadable.
+    let mut c = assert_cmd::Command::cargo_bin("fake-pi").unwrap();
+    c.env_remove("FAKE_PI_CASSETTE")
+        .env(common::MARKER_VAR, &sb.marker);
+    c.assert()
+        .code(97)
+        .stdout("")
+        .stderr(predicates::str::starts_with(
+            "fake-pi: no cassette: set FAKE_PI_CASSETTE",
+        ));
+    let missing = sb.dir.path().join("missing.cassette.jsonl");
+    sb.cmd(&missing).assert().code(97).stderr(format!(
+        "fake-pi: {}: cannot read cassette: No such file or directory (os error 2)\n",
+        missing.display()
+    ));
+    // 98: invalid, with file and line.
+    let bad = sb.cassette(
+        "bad",
+        "0.87.1",
+        "",
+        &[
+            r#"{"dt_ms":0,"stdout":{}}"#,
+            r#"{"dt_ms":0,"exit":0,"colour":1}"#,
+        ],
+    );
+    let err = sb.cmd(&bad).assert().code(98).get_output().stderr.clone();
+    let err = String::from_utf8(err).unwrap();
+    assert!(
+        err.starts_with(&format!("fake-pi: invalid cassette: {}:3: ", bad.display())),
+        "{err}"
+    );
+    assert!(err.contains("colour"), "{err}");
+    let unknown = sb.cassette("v", "0.80.0", "", OK);
+    sb.cmd(&unknown).assert().code(98).stderr(format!(
+        "fake-pi: invalid cassette: {}:1: header field `pi.version`: fake-pi knows the command line of pi 0.73.1, 0.87.1, not \"0.80.0\"\n",
+        unknown.display()
+    ));
+    let flag = sb.cassette(
+        "f",
+        "0.73.1",
+        r#""expect":{"flags":{"exclude-tools":"bash"}}"#,
+        OK,
+    );
+    sb.cmd(&flag).assert().code(98).stderr(format!(
+        "fake-pi: invalid cassette: {}:1: header field `expect.flags.exclude-tools`: pi 0.73.1 has no flag --exclude-tools\n",
+        flag.display()
+    ));
+    // 96: fake-pi misuse.
+    let ok = sb.cassette("ok", "0.87.1", "", OK);
+    sb.cmd(&ok)
+        .env("FAKE_PI_SPEED", "fast")
+        .assert()
+        .code(96)
+        .stderr(predicates::str::contains("FAKE_PI_SPEED=\"fast\""));
+    sb.cmd(&ok)
+        .args(["install", "npm:x"])
+        .assert()
+        .code(96)
+        .stderr(predicates::str::contains("`pi install`"));
+    sb.finish();
+}
+
+#[test]
+fn gzipped_cassettes_replay() {
+    let sb = Sandbox::new();
+    let plain = sb.cassette(
+        "gz",
+        "0.87.1",
+        "",
+        &[r#"{"dt_ms":0,"stdout":{"a":1}}"#, r#"{"dt_ms":0,"exit":4}"#],
+    );
+    let text = std::fs::read(&plain).unwrap();
+    let gz = sb.dir.path().join("gz.cassette.jsonl.gz");
+    let mut enc = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).unwrap(),
+        flate2::Compression::default(),
+    );
+    enc.write_all(&text).unwrap();
+    enc.finish().unwrap();
+    sb.cmd(&gz).assert().code(4).stdout("{\"a\":1}\n");
+    sb.finish();
+}
+
+/// A terminal on stdin: pi 0.73.1 is then interactive and prints `--version` on stdout,
+/// and stdin is not read (no EOF needed).
+#[test]
+fn a_terminal_on_stdin() {
+    let sb = Sandbox::new();
+    let pty = nix::pty::openpty(None, None).unwrap();
+    let tty = || Stdio::from(pty.slave.try_clone().unwrap());
+    let c73 = sb.cassette("t", "0.73.1", "", OK);
+    let out = sb
+        .process(&c73)
+        .arg("--version")
+        .stdin(tty())
+        .output()
+        .unwrap();
+    assert_eq!(
+        (out.stdout.as_slice(), out.stderr.as_slice()),
+        (&b"0.73.1\n"[..], &b""[..])
+    );
+    // With -p pi is not interactive: back to stderr.
+    let out = sb
+        .process(&c73)
+        .args(["-p", "--version"])
+        .stdin(tty())
+        .output()
+        .unwrap();
+    assert_eq!(
+        (out.stdout.as_slice(), out.stderr.as_slice()),
+        (&b""[..], &b"0.73.1\n"[..])
+    );
+    // The terminal is never read: the run goes on although nobody types anything.
+    let c = sb.cassette("p", "0.87.1", r#""expect":{"prompt":"from argv"}"#, OK);
+    let out = sb
+        .process(&c)
+        .args(["-p", "from argv"])
+        .stdin(tty())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, b"{\"type\":\"session\"}\n");
+    sb.finish();
+}

@@ -1,0 +1,467 @@
+//! fake-pi's process behaviour with real processes and real signals: exit codes, death by
+//! signal, hang, spawned children (own session, ignoring SIGTERM, holding stdout,
+//! grandchildren), pi's SIGTERM cleanup and SIGINT death, custom signal actions, timing
+//! and a reader that goes away.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, ChildStdout};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::{alive, cmdline, send, stat, wait_until, Sandbox};
+
+const LONG: Duration = Duration::from_secs(10);
+
+fn read_line(r: &mut BufReader<ChildStdout>) -> String {
+    let mut s = String::new();
+    r.read_line(&mut s).unwrap();
+    s
+}
+
+/// Wait for the process to end, with a deadline (kills it and fails when exceeded).
+fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        if start.elapsed() > LONG {
+            let _ = child.kill();
+            panic!("fake-pi did not end within {LONG:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The children (`fake-pi-child`) carrying the sandbox marker: (pid, ppid, session).
+fn fake_children(sb: &Sandbox) -> Vec<(i32, i32, i32)> {
+    sb.survivors()
+        .into_iter()
+        .filter(|&p| cmdline(p).starts_with("fake-pi-child"))
+        .filter_map(|p| stat(p).map(|(_, ppid, _, sid)| (p, ppid, sid)))
+        .collect()
+}
+
+#[test]
+fn exit_code_and_death_by_signal() {
+    let sb = Sandbox::new();
+    let c = sb.cassette(
+        "x",
+        "0.87.1",
+        "",
+        &[
+            r#"{"dt_ms":0,"stdout_text":"partial","newline":false}"#,
+            r#"{"dt_ms":0,"exit":42}"#,
+        ],
+    );
+    sb.cmd(&c).assert().code(42).stdout("partial");
+    for (name, num) in [
+        ("SIGKILL", 9),
+        ("SIGUSR1", 10),
+        ("SIGTERM", 15),
+        ("SIGPIPE", 13),
+    ] {
+        let c = sb.cassette(
+            "s",
+            "0.73.1",
+            "",
+            &[
+                r#"{"dt_ms":0,"stderr":"dying\n"}"#,
+                &format!(r#"{{"dt_ms":0,"signal":"{name}"}}"#),
+            ],
+        );
+        let out = sb.process(&c).output().unwrap();
+        assert_eq!(out.status.signal(), Some(num), "{name}: {:?}", out.status);
+        assert_eq!(out.stderr, b"dying\n");
+    }
+    sb.finish();
+}
+
+#[test]
+fn hang_stays_alive_and_silent_until_killed() {
+    let sb = Sandbox::new();
+    let c = sb.cassette(
+        "h",
+        "0.87.1",
+        "",
+        &[
+            r#"{"dt_ms":0,"stdout":{"type":"agent_start"}}"#,
+            r#"{"dt_ms":0,"hang":true}"#,
+        ],
+    );
+    let mut child = sb.process(&c).spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    assert_eq!(read_line(&mut out), "{\"type\":\"agent_start\"}\n");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "a hung fake-pi is alive"
+    );
+    send(child.id(), libc::SIGKILL);
+    assert_eq!(wait_exit(&mut child).signal(), Some(9));
+    let mut rest = Vec::new();
+    out.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty(), "silent while hung");
+    sb.finish();
+}
+
+#[test]
+fn sigterm_cleans_up_children_but_an_escaped_grandchild_survives() {
+    let sb = Sandbox::new();
+    let c = sb.cassette(
+        "t",
+        "0.87.1",
+        "",
+        &[
+            r#"{"dt_ms":0,"spawn":{"id":"a","own_session":true,"ignore_sigterm":true,"grandchild":{"own_session":true}}}"#,
+            r#"{"dt_ms":0,"spawn":{"id":"b","own_session":true,"grandchild":{"own_session":false,"ignore_sigterm":true}}}"#,
+            r#"{"dt_ms":0,"stdout":{"type":"tool_execution_start"}}"#,
+            r#"{"dt_ms":0,"hang":true}"#,
+        ],
+    );
+    let mut child = sb.process(&c).spawn().unwrap();
+    let me = child.id() as i32;
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    read_line(&mut out);
+    wait_until(LONG, || fake_children(&sb).len() == 4);
+    let procs = fake_children(&sb);
+    let (_, _, my_sid) = (0, 0, stat(me).unwrap().3);
+    let kids: Vec<_> = procs.iter().filter(|p| p.1 == me).collect();
+    assert_eq!(kids.len(), 2, "{procs:?}");
+    for k in &kids {
+        assert_eq!(k.2, k.0, "child {} leads its own session", k.0);
+        assert_ne!(k.2, my_sid);
+    }
+    let a = kids
+        .iter()
+        .find(|k| cmdline(k.0) == "fake-pi-child a")
+        .unwrap()
+        .0;
+    let b = kids
+        .iter()
+        .find(|k| cmdline(k.0) == "fake-pi-child b")
+        .unwrap()
+        .0;
+    let ga = procs.iter().find(|p| p.1 == a).unwrap().0;
+    let gb = procs.iter().find(|p| p.1 == b).unwrap().0;
+    assert_eq!(
+        stat(ga).unwrap().3,
+        ga,
+        "grandchild of a escaped into its own session"
+    );
+    assert_eq!(
+        stat(gb).unwrap().3,
+        b,
+        "grandchild of b stays in b's session"
+    );
+
+    send(me as u32, libc::SIGTERM);
+    assert_eq!(wait_exit(&mut child).code(), Some(143));
+    wait_until(LONG, || !alive(a) && !alive(b) && !alive(gb));
+    assert!(
+        alive(ga),
+        "a grandchild in its own session escapes pi's cleanup"
+    );
+    sb.kill_and_await(&[ga]);
+    sb.finish();
+}
+
+#[test]
+fn sigint_dies_and_children_survive() {
+    let sb = Sandbox::new();
+    let c = sb.cassette(
+        "i",
+        "0.73.1",
+        "",
+        &[
+            r#"{"dt_ms":0,"spawn":{"id":"tool","grandchild":{}}}"#,
+            r#"{"dt_ms":0,"stdout":{"type":"tool_execution_start"}}"#,
+            r#"{"dt_ms":60000,"stdout":{"type":"never"}}"#,
+            r#"{"dt_ms":0,"exit":0}"#,
+        ],
+    );
+    let mut child = sb.process(&c).env("FAKE_PI_SPEED", "1").spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    read_line(&mut out);
+    wait_until(LONG, || fake_children(&sb).len() == 2);
+    send(child.id(), libc::SIGINT);
+    assert_eq!(
+        wait_exit(&mut child).signal(),
+        Some(2),
+        "dies by SIGINT mid-sleep"
+    );
+    let left: Vec<i32> = fake_children(&sb).iter().map(|p| p.0).collect();
+    assert_eq!(
+        left.len(),
+        2,
+        "pi leaves its tool processes behind on SIGINT"
+    );
+    sb.kill_and_await(&left);
+    sb.finish();
+}
+
+#[test]
+fn child_ignoring_sigterm_and_child_in_callers_group() {
+    let sb = Sandbox::new();
+    let c = sb.cassette(
+        "g",
+        "0.87.1",
+        r#""process":{"on_sigterm":{"action":"cleanup_exit","code":7}}"#,
+        &[
+            r#"{"dt_ms":0,"spawn":{"id":"stubborn","ignore_sigterm":true}}"#,
+            r#"{"dt_ms":0,"spawn":{"id":"same-group","own_session":false}}"#,
+            r#"{"dt_ms":0,"stdout":{"type":"ready"}}"#,
+            r#"{"dt_ms":0,"hang":true}"#,
+        ],
+    );
+    let mut child = sb.process(&c).spawn().unwrap();
+    let me = child.id() as i32;
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    read_line(&mut out);
+    wait_until(LONG, || fake_children(&sb).len() == 2);
+    let stubborn = fake_children(&sb)
+        .into_iter()
+        .find(|p| cmdline(p.0).ends_with("stubborn"))
+        .unwrap()
+        .0;
+    let same = fake_children(&sb)
+        .into_iter()
+        .find(|p| cmdline(p.0).ends_with("same-group"))
+        .unwrap()
+        .0;
+    assert_eq!(
+        stat(same).unwrap().3,
+        stat(me).unwrap().3,
+        "no setsid: same session as fake-pi"
+    );
+    send(stubborn as u32, libc::SIGTERM);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(alive(stubborn), "the child ignores SIGTERM");
+    send(me as u32, libc::SIGTERM);
+    assert_eq!(wait_exit(&mut child).code(), Some(7));
+    wait_until(LONG, || !alive(stubborn) && !alive(same));
+    sb.finish();
+}
+
+#[test]
+fn a_child_holding_stdout_keeps_the_reader_from_eof() {
+    let sb = Sandbox::new();
+    let c = sb.cassette(
+        "o",
+        "0.87.1",
+        "",
+        &[
+            r#"{"dt_ms":0,"spawn":{"id":"holder","hold_stdout":true}}"#,
+            r#"{"dt_ms":0,"stdout":{"type":"agent_end"}}"#,
+            r#"{"dt_ms":0,"exit":0}"#,
+        ],
+    );
+    let mut child = sb.process(&c).spawn().unwrap();
+    let rx = drain(child.stdout.take().unwrap());
+    assert_eq!(wait_exit(&mut child).code(), Some(0));
+    assert!(
+        rx.recv_timeout(Duration::from_millis(300)).is_err(),
+        "no EOF while the child holds stdout"
+    );
+    let holder: Vec<i32> = fake_children(&sb).iter().map(|p| p.0).collect();
+    assert_eq!(holder.len(), 1);
+    sb.kill_and_await(&holder);
+    let all = rx.recv_timeout(LONG).expect("EOF once the holder is gone");
+    assert_eq!(all, b"{\"type\":\"agent_end\"}\n");
+    sb.finish();
+}
+
+#[test]
+fn a_child_with_a_lifetime_ends_by_itself() {
+    let sb = Sandbox::new();
+    let c = sb.cassette(
+        "l",
+        "0.87.1",
+        "",
+        &[
+            r#"{"dt_ms":0,"spawn":{"id":"short","hold_stdout":true,"lifetime_ms":200}}"#,
+            r#"{"dt_ms":0,"exit":0}"#,
+        ],
+    );
+    let start = Instant::now();
+    let out = sb.process(&c).output().unwrap(); // returns at EOF, when the child is gone
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        start.elapsed() >= Duration::from_millis(200),
+        "{:?}",
+        start.elapsed()
+    );
+    sb.finish();
+}
+
+#[test]
+fn signal_actions_from_the_header() {
+    let sb = Sandbox::new();
+    let c = sb.cassette(
+        "a",
+        "0.87.1",
+        r#""process":{"on_sigterm":{"action":"ignore"},"on_sighup":{"action":"exit","code":5},"on_sigint":{"action":"die"}}"#,
+        &[r#"{"dt_ms":0,"stdout":{"type":"x"}}"#, r#"{"dt_ms":0,"hang":true}"#],
+    );
+    let mut child = sb.process(&c).spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    read_line(&mut out);
+    send(child.id(), libc::SIGTERM);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(child.try_wait().unwrap().is_none(), "SIGTERM ignored");
+    send(child.id(), libc::SIGHUP);
+    assert_eq!(wait_exit(&mut child).code(), Some(5));
+    // Signals act while fake-pi is still reading stdin, too (pi's default: SIGTERM -> 143).
+    let c = sb.cassette("b", "0.87.1", "", &[r#"{"dt_ms":0,"exit":0}"#]);
+    let mut child = sb
+        .process(&c)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    send(child.id(), libc::SIGTERM);
+    assert_eq!(wait_exit(&mut child).code(), Some(143));
+    sb.finish();
+}
+
+/// Arrival times of the first two stdout lines at a given speed.
+fn gap(sb: &Sandbox, speed: &str) -> Duration {
+    let c = sb.cassette(
+        "gap",
+        "0.87.1",
+        "",
+        &[
+            r#"{"dt_ms":0,"stdout":{"n":1}}"#,
+            r#"{"dt_ms":300,"stdout":{"n":2}}"#,
+            r#"{"dt_ms":0,"exit":0}"#,
+        ],
+    );
+    let mut child = sb.process(&c).env("FAKE_PI_SPEED", speed).spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    assert_eq!(read_line(&mut out), "{\"n\":1}\n");
+    let t1 = Instant::now();
+    assert_eq!(read_line(&mut out), "{\"n\":2}\n");
+    let g = t1.elapsed();
+    assert_eq!(wait_exit(&mut child).code(), Some(0));
+    g
+}
+
+#[test]
+fn timing_is_recorded_scaled_or_instant() {
+    let sb = Sandbox::new();
+    let real = gap(&sb, "1");
+    let fast = gap(&sb, "10");
+    let instant = gap(&sb, "0");
+    assert!(real >= Duration::from_millis(250), "speed 1: {real:?}");
+    assert!(
+        fast >= Duration::from_millis(20) && fast < Duration::from_millis(250),
+        "speed 10: {fast:?}"
+    );
+    assert!(
+        instant < fast && instant < Duration::from_millis(100),
+        "speed 0: {instant:?}"
+    );
+    assert!(fast < real);
+    sb.finish();
+}
+
+#[test]
+fn a_sleeping_fake_pi_answers_sigterm_at_once() {
+    let sb = Sandbox::new();
+    let c = sb.cassette(
+        "z",
+        "0.73.1",
+        "",
+        &[
+            r#"{"dt_ms":0,"stdout":{"n":1}}"#,
+            r#"{"dt_ms":60000,"exit":0}"#,
+        ],
+    );
+    let mut child = sb.process(&c).env("FAKE_PI_SPEED", "1").spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    read_line(&mut out);
+    let t = Instant::now();
+    send(child.id(), libc::SIGTERM);
+    assert_eq!(wait_exit(&mut child).code(), Some(143));
+    assert!(t.elapsed() < Duration::from_secs(5));
+    sb.finish();
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_fake_pi_quietly() {
+    let sb = Sandbox::new();
+    let c = sb.cassette(
+        "p",
+        "0.87.1",
+        "",
+        &[
+            r#"{"dt_ms":0,"stdout":{"n":1}}"#,
+            r#"{"dt_ms":100,"stdout":{"n":2}}"#,
+            r#"{"dt_ms":0,"exit":0}"#,
+        ],
+    );
+    let mut child = sb.process(&c).env("FAKE_PI_SPEED", "1").spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    read_line(&mut out);
+    drop(out);
+    assert_eq!(wait_exit(&mut child).code(), Some(141));
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(err, "");
+    sb.finish();
+}
+
+/// Read stdout to EOF in a thread; the receiver gets everything once EOF comes.
+fn drain(mut stdout: ChildStdout) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let _ = stdout.read_to_end(&mut all);
+        let _ = tx.send(all);
+    });
+    rx
+}
+
+#[test]
+fn a_grandchild_holds_stdout_only_when_told_to() {
+    let sb = Sandbox::new();
+    // The child holds stdout for 100 ms; its grandchild keeps it (or not) after that.
+    for hold in [true, false] {
+        let c = sb.cassette(
+            "gh",
+            "0.87.1",
+            "",
+            &[
+                &format!(r#"{{"dt_ms":0,"spawn":{{"id":"c","hold_stdout":true,"lifetime_ms":100,"grandchild":{{"hold_stdout":{hold}}}}}}}"#),
+                r#"{"dt_ms":0,"exit":0}"#,
+            ],
+        );
+        let mut child = sb.process(&c).spawn().unwrap();
+        let rx = drain(child.stdout.take().unwrap());
+        assert_eq!(wait_exit(&mut child).code(), Some(0));
+        wait_until(LONG, || fake_children(&sb).len() == 1); // the child is gone, the grandchild stays
+        let grandchild = fake_children(&sb)[0].0;
+        if hold {
+            assert!(
+                rx.recv_timeout(Duration::from_millis(300)).is_err(),
+                "the grandchild holds stdout"
+            );
+            sb.kill_and_await(&[grandchild]);
+            rx.recv_timeout(LONG)
+                .expect("EOF once the grandchild is gone");
+        } else {
+            rx.recv_timeout(LONG)
+                .expect("EOF although the grandchild lives");
+            sb.kill_and_await(&[grandchild]);
+        }
+    }
+    sb.finish();
+}
