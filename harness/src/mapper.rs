@@ -190,6 +190,8 @@ struct State {
     settled: bool,
     /// A text or thinking delta was seen in this run: snapshots are ignored from then on.
     sends_deltas: bool,
+    /// `auto_retry_start` seen and no `agent_start` since.
+    retry_pending: bool,
     invalid: Vec<InvalidLine>,
     invalid_dropped: u64,
     invalid_bytes: usize,
@@ -250,6 +252,7 @@ impl State {
             end_seen: false,
             settled: false,
             sends_deltas: false,
+            retry_pending: false,
             invalid: Vec::new(),
             invalid_dropped: 0,
             invalid_bytes: 0,
@@ -324,6 +327,7 @@ impl State {
             "agent_start" => {
                 self.end_seen = false;
                 self.settled = false;
+                self.retry_pending = false;
             }
             "agent_end" => self.on_agent_end(&ev),
             "agent_settled" => {
@@ -333,6 +337,10 @@ impl State {
             "auto_retry_start" => {
                 self.end_seen = false;
                 self.settled = false;
+                if self.retry_pending {
+                    return; // this retry was announced already (a repeated line)
+                }
+                self.retry_pending = true;
                 out.push(Message::RetryScheduled {
                     source: RetrySource::Pi,
                     attempt: ev.attempt.as_u64().unwrap_or(0).min(u32::MAX as u64) as u32,
@@ -566,13 +574,21 @@ impl State {
             None => return self.bad(n, raw, "`message_end` without `message.role`".into()),
         }
         let ts = m.timestamp.map(|t| t.get().to_string());
+        // The message_end of the message closed last, again (same timestamp, same text),
+        // while no message with that timestamp is open: ignored.
+        let repeated = ts.is_some()
+            && ts == self.last_closed_ts
+            && self.open.as_ref().map_or(true, |o| o.timestamp != ts)
+            && m.content
+                .as_ref()
+                .is_some_and(|c| c.text() == self.kept.as_str());
+        if repeated {
+            return;
+        }
         if let (Some(open), Some(t)) = (&self.open, &ts) {
             if open.timestamp.as_ref().is_some_and(|o| o != t) {
                 self.close_unfinished();
             }
-        }
-        if self.open.is_none() && ts.is_some() && ts == self.last_closed_ts {
-            return; // the same message_end again
         }
         let mut open = self.open.take().unwrap_or_default();
 

@@ -987,3 +987,28 @@ fn stats_count_lines_bytes_and_bad_lines() {
         (3, stdout.len() as u64, 1, 1)
     );
 }
+
+#[test]
+fn repeated_lines_other_than_deltas_change_nothing() {
+    // Every line except the delta-carrying updates written twice: session, message
+    // start/end (same timestamp), tool events, turn/agent events are all deduplicated.
+    for name in [
+        "tool_bash.pi73.cassette.jsonl",
+        "tool_bash.pi87.cassette.jsonl",
+        "retry_then_success.pi73.cassette.jsonl",
+    ] {
+        let c = load(name);
+        let stdout = c.stdout_bytes();
+        let expected = map_all(&stdout, end_of(&c), MapperOptions::default());
+        let mut doubled = Vec::new();
+        for line in stdout.split_inclusive(|&b| b == b'\n') {
+            doubled.extend_from_slice(line);
+            if !line.starts_with(br#"{"type":"message_update""#) {
+                doubled.extend_from_slice(line);
+            }
+        }
+        assert!(doubled.len() > stdout.len());
+        let got = map_all(&doubled, end_of(&c), MapperOptions::default());
+        assert_eq!(got, expected, "{name}");
+    }
+}
