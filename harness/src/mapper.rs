@@ -122,6 +122,7 @@ impl Mapper {
     }
 
     /// Feed raw stdout bytes (any chunking). Appends normalized messages to `out`. Never emits a terminal.
+    /// Bytes pushed after [`Mapper::finish`] are ignored.
     pub fn push(&mut self, chunk: &[u8], out: &mut Vec<Message>) {
         if self.state.finished {
             return;
@@ -707,6 +708,7 @@ impl State {
             }
             "tool_execution_end" => {
                 tool.done = true;
+                tool.last_partial = None;
                 let result = ev.result.map(to_value).unwrap_or(Value::Null);
                 out.push(if ev.is_error.as_bool() == Some(true) {
                     Message::ToolFailed {

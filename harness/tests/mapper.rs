@@ -1012,3 +1012,26 @@ fn repeated_lines_other_than_deltas_change_nothing() {
         assert_eq!(got, expected, "{name}");
     }
 }
+
+#[test]
+fn defaults_and_send() {
+    let o = MapperOptions::default();
+    assert_eq!(
+        (
+            o.max_line_bytes,
+            o.max_invalid_lines,
+            o.max_invalid_bytes,
+            o.resumed_session
+        ),
+        (16 << 20, 32, 16 << 10, false)
+    );
+    // The async provider moves the mapper across tasks.
+    fn send<T: Send + 'static>() {}
+    send::<Mapper>();
+    // Nothing after finish.
+    let mut m = Mapper::new(o);
+    let mut out = Vec::new();
+    m.finish(exit0(), &mut out);
+    m.push(jsonl(&[session("late")]).as_bytes(), &mut out);
+    assert_eq!(out.len(), 1);
+}
