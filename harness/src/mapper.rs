@@ -314,10 +314,10 @@ impl State {
             };
             return self.bad(n, raw, problem);
         }
-        let ev: Event<'_> = match serde_json::from_slice(raw) {
-            Ok(ev) => ev,
-            Err(e) => return self.bad(n, raw, format!("not JSON: {e}")),
-        };
+        let mut ev = Event::default();
+        if let Err(e) = parse_event(raw, &mut ev) {
+            return self.bad(n, raw, format!("not JSON: {e}"));
+        }
         let kind = match &ev.kind {
             Lv::Str(k) => k.clone(),
             Lv::Absent => return self.bad(n, raw, "no \"type\"".into()),
@@ -351,9 +351,9 @@ impl State {
                 });
             }
             "compaction_start" => self.settled = false,
-            "message_start" => self.on_message_start(n, raw, &ev),
-            "message_update" => self.on_message_update(n, raw, ev, out),
-            "message_end" => self.on_message_end(n, raw, &ev, out),
+            "message_start" => self.on_message_start(n, raw, &mut ev),
+            "message_update" => self.on_message_update(n, raw, &mut ev, out),
+            "message_end" => self.on_message_end(n, raw, &mut ev, out),
             "tool_execution_start" | "tool_execution_update" | "tool_execution_end" => {
                 self.on_tool(n, raw, &kind, &ev, out)
             }
@@ -407,26 +407,37 @@ impl State {
         }
     }
 
-    fn parse_message<'a>(&mut self, n: u64, raw: &[u8], ev: &Event<'a>) -> Option<MessageBody<'a>> {
-        let Some(body) = ev.message else {
-            self.bad(n, raw, "message event without `message`".into());
-            return None;
+    /// The `message` of an event, parsed (in place when the event type came first).
+    fn take_message<'a>(
+        &mut self,
+        n: u64,
+        raw: &[u8],
+        field: MsgField<'a>,
+        what: &str,
+    ) -> Option<Box<MessageBody<'a>>> {
+        let parsed = match field {
+            MsgField::Absent => {
+                self.bad(n, raw, "message event without `message`".into());
+                return None;
+            }
+            MsgField::Body(body) => body,
+            MsgField::Raw(text) => match serde_json::from_str::<Obj<MessageBody<'a>>>(text.get()) {
+                Ok(Obj(body)) => body.map(Box::new),
+                Err(e) => {
+                    self.bad(n, raw, format!("{what}: {e}"));
+                    return None;
+                }
+            },
         };
-        match serde_json::from_str::<Obj<MessageBody<'a>>>(body.get()) {
-            Ok(Obj(Some(m))) => Some(m),
-            Ok(Obj(None)) => {
-                self.bad(n, raw, "`message` is not an object".into());
-                None
-            }
-            Err(e) => {
-                self.bad(n, raw, format!("`message`: {e}"));
-                None
-            }
+        if parsed.is_none() {
+            self.bad(n, raw, format!("{what} is not an object"));
         }
+        parsed
     }
 
-    fn on_message_start(&mut self, n: u64, raw: &[u8], ev: &Event<'_>) {
-        let Some(m) = self.parse_message(n, raw, ev) else {
+    fn on_message_start(&mut self, n: u64, raw: &[u8], ev: &mut Event<'_>) {
+        let message = std::mem::take(&mut ev.message);
+        let Some(m) = self.take_message(n, raw, message, "`message`") else {
             return;
         };
         match m.role.as_str() {
@@ -463,9 +474,15 @@ impl State {
         }
     }
 
-    fn on_message_update(&mut self, n: u64, raw: &[u8], ev: Event<'_>, out: &mut Vec<Message>) {
+    fn on_message_update(
+        &mut self,
+        n: u64,
+        raw: &[u8],
+        ev: &mut Event<'_>,
+        out: &mut Vec<Message>,
+    ) {
         let open = self.open.get_or_insert_with(OpenMessage::default);
-        let ame = ev.ame.0;
+        let ame = ev.ame.0.take();
         let kind = ame.as_ref().and_then(|a| a.kind.as_str());
         match (kind, ame.as_ref()) {
             (Some("text_delta"), Some(a)) if a.delta.is_present() => {
@@ -512,7 +529,12 @@ impl State {
             }
             (Some("text_delta" | "thinking_delta"), _) | (None, _) => {
                 // No delta: a snapshot-only producer.
-                let snapshot = ame.as_ref().and_then(|a| a.partial).or(ev.message);
+                let partial = ame.and_then(|a| a.partial);
+                let snapshot = match (partial, std::mem::take(&mut ev.message)) {
+                    (Some(p), _) => Some(p),
+                    (None, MsgField::Absent) => None,
+                    (None, m) => Some(m),
+                };
                 if let Some(s) = snapshot {
                     self.on_snapshot(n, raw, s, out);
                 }
@@ -522,14 +544,12 @@ impl State {
         }
     }
 
-    fn on_snapshot(&mut self, n: u64, raw: &[u8], snapshot: &RawValue, out: &mut Vec<Message>) {
+    fn on_snapshot(&mut self, n: u64, raw: &[u8], snapshot: MsgField<'_>, out: &mut Vec<Message>) {
         if self.sends_deltas {
             return; // this producer sends deltas: its snapshots lie, ignore them
         }
-        let body = match serde_json::from_str::<Obj<MessageBody<'_>>>(snapshot.get()) {
-            Ok(Obj(Some(b))) => b,
-            Ok(Obj(None)) => return self.bad(n, raw, "snapshot is not an object".into()),
-            Err(e) => return self.bad(n, raw, format!("snapshot: {e}")),
+        let Some(body) = self.take_message(n, raw, snapshot, "snapshot") else {
+            return;
         };
         let Some(content) = body.content else {
             return;
@@ -565,8 +585,9 @@ impl State {
         // Otherwise the snapshot lags (a prefix of what was emitted) or diverges: ignored.
     }
 
-    fn on_message_end(&mut self, n: u64, raw: &[u8], ev: &Event<'_>, out: &mut Vec<Message>) {
-        let Some(m) = self.parse_message(n, raw, ev) else {
+    fn on_message_end(&mut self, n: u64, raw: &[u8], ev: &mut Event<'_>, out: &mut Vec<Message>) {
+        let message = std::mem::take(&mut ev.message);
+        let Some(m) = self.take_message(n, raw, message, "`message`") else {
             return;
         };
         match m.role.as_str() {
@@ -990,7 +1011,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
 struct Event<'a> {
     kind: Lv<'a>,
     id: Lv<'a>,
-    message: Option<&'a RawValue>,
+    message: MsgField<'a>,
     ame: Obj<Ame<'a>>,
     tool_call_id: Lv<'a>,
     tool_name: Lv<'a>,
@@ -1012,7 +1033,19 @@ struct Ame<'a> {
     content_index: Lv<'a>,
     delta: Lv<'a>,
     tool_call: Option<&'a RawValue>,
-    partial: Option<&'a RawValue>,
+    partial: Option<MsgField<'a>>,
+}
+
+/// A `message` (or `partial`) field.
+#[derive(Debug, Default)]
+enum MsgField<'a> {
+    #[default]
+    Absent,
+    /// Parsed where it stood (`None`: it was not an object). Boxed: events are moved
+    /// around by value and most have no message.
+    Body(Option<Box<MessageBody<'a>>>),
+    /// Kept as text because the event's type was not known yet when it was read.
+    Raw(&'a RawValue),
 }
 
 impl Ame<'_> {
@@ -1038,91 +1071,115 @@ macro_rules! field_enum {
                     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                         f.write_str("a field name")
                     }
-                    fn visit_str<E>(self, v: &str) -> Result<$name, E> {
+                    fn visit_bytes<E>(self, v: &[u8]) -> Result<$name, E> {
                         Ok(match v { $($key => $name::$var,)* _ => $name::Other })
                     }
+                    fn visit_str<E: de::Error>(self, v: &str) -> Result<$name, E> {
+                        self.visit_bytes(v.as_bytes())
+                    }
                 }
-                d.deserialize_identifier(V)
+                // Keys as raw bytes: serde_json then skips their UTF-8 validation.
+                d.deserialize_bytes(V)
             }
         }
     };
 }
 
 field_enum!(EventField {
-    "type" => Type,
-    "id" => Id,
-    "message" => Message,
-    "assistantMessageEvent" => Ame,
-    "toolCallId" => ToolCallId,
-    "toolName" => ToolName,
-    "args" => Args,
-    "partialResult" => PartialResult,
-    "result" => Result,
-    "isError" => IsError,
-    "willRetry" => WillRetry,
-    "attempt" => Attempt,
-    "maxAttempts" => MaxAttempts,
-    "delayMs" => DelayMs,
-    "errorMessage" => ErrorMessage,
+    b"type" => Type,
+    b"id" => Id,
+    b"message" => Message,
+    b"assistantMessageEvent" => Ame,
+    b"toolCallId" => ToolCallId,
+    b"toolName" => ToolName,
+    b"args" => Args,
+    b"partialResult" => PartialResult,
+    b"result" => Result,
+    b"isError" => IsError,
+    b"willRetry" => WillRetry,
+    b"attempt" => Attempt,
+    b"maxAttempts" => MaxAttempts,
+    b"delayMs" => DelayMs,
+    b"errorMessage" => ErrorMessage,
 });
 
 field_enum!(AmeField {
-    "type" => Type,
-    "contentIndex" => ContentIndex,
-    "delta" => Delta,
-    "toolCall" => ToolCall,
-    "partial" => Partial,
+    b"type" => Type,
+    b"contentIndex" => ContentIndex,
+    b"delta" => Delta,
+    b"toolCall" => ToolCall,
+    b"partial" => Partial,
 });
 
-impl<'de> Deserialize<'de> for Event<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Event<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a pi event object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Event<'de>, A::Error> {
-                let mut ev = Event::default();
-                while let Some(key) = map.next_key::<EventField>()? {
-                    match key {
-                        EventField::Type => ev.kind = map.next_value()?,
-                        EventField::Id => ev.id = map.next_value()?,
-                        EventField::Message => {
-                            // The whole-message snapshot of message_update is skipped
-                            // unless this update has no delta (snapshot-only producers).
-                            let skip =
-                                ev.kind.as_str() == Some("message_update")
-                                    && ev.ame.0.as_ref().is_some_and(|a| {
-                                        !a.may_need_snapshot() || a.partial.is_some()
-                                    });
-                            if skip {
-                                map.next_value::<IgnoredAny>()?;
-                            } else {
-                                ev.message = Some(map.next_value()?);
-                            }
+/// Parse one line into `ev`, in place (an `Event` is big: moving one per line costs).
+fn parse_event<'de>(raw: &'de [u8], ev: &mut Event<'de>) -> serde_json::Result<()> {
+    let mut de = serde_json::Deserializer::from_slice(raw);
+    de::DeserializeSeed::deserialize(EventSeed(ev), &mut de)?;
+    de.end()
+}
+
+struct EventSeed<'a, 'de>(&'a mut Event<'de>);
+
+impl<'de> de::DeserializeSeed<'de> for EventSeed<'_, 'de> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EventSeed<'_, 'de> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a pi event object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let ev = self.0;
+        while let Some(key) = map.next_key::<EventField>()? {
+            match key {
+                EventField::Type => ev.kind = map.next_value()?,
+                EventField::Id => ev.id = map.next_value()?,
+                EventField::Message => {
+                    // Parsed in place for message_start/message_end; the
+                    // whole-message snapshot of message_update only when the update
+                    // has no delta (snapshot-only producers); skipped otherwise
+                    // (turn_end, ...). Kept as text if the type is not known yet.
+                    let parse = match ev.kind.as_str() {
+                        Some("message_start" | "message_end") => true,
+                        Some("message_update") => ev
+                            .ame
+                            .0
+                            .as_ref()
+                            .map_or(true, |a| a.may_need_snapshot() && a.partial.is_none()),
+                        Some(_) => false,
+                        None => {
+                            ev.message = MsgField::Raw(map.next_value()?);
+                            continue;
                         }
-                        EventField::Ame => ev.ame = map.next_value()?,
-                        EventField::ToolCallId => ev.tool_call_id = map.next_value()?,
-                        EventField::ToolName => ev.tool_name = map.next_value()?,
-                        EventField::Args => ev.args = Some(map.next_value()?),
-                        EventField::PartialResult => ev.partial_result = Some(map.next_value()?),
-                        EventField::Result => ev.result = Some(map.next_value()?),
-                        EventField::IsError => ev.is_error = map.next_value()?,
-                        EventField::WillRetry => ev.will_retry = map.next_value()?,
-                        EventField::Attempt => ev.attempt = map.next_value()?,
-                        EventField::MaxAttempts => ev.max_attempts = map.next_value()?,
-                        EventField::DelayMs => ev.delay_ms = map.next_value()?,
-                        EventField::ErrorMessage => ev.error_message = map.next_value()?,
-                        EventField::Other => {
-                            map.next_value::<IgnoredAny>()?;
-                        }
+                    };
+                    if parse {
+                        ev.message = MsgField::Body(map.next_value::<Obj<_>>()?.0.map(Box::new));
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
                     }
                 }
-                Ok(ev)
+                EventField::Ame => ev.ame = map.next_value()?,
+                EventField::ToolCallId => ev.tool_call_id = map.next_value()?,
+                EventField::ToolName => ev.tool_name = map.next_value()?,
+                EventField::Args => ev.args = Some(map.next_value()?),
+                EventField::PartialResult => ev.partial_result = Some(map.next_value()?),
+                EventField::Result => ev.result = Some(map.next_value()?),
+                EventField::IsError => ev.is_error = map.next_value()?,
+                EventField::WillRetry => ev.will_retry = map.next_value()?,
+                EventField::Attempt => ev.attempt = map.next_value()?,
+                EventField::MaxAttempts => ev.max_attempts = map.next_value()?,
+                EventField::DelayMs => ev.delay_ms = map.next_value()?,
+                EventField::ErrorMessage => ev.error_message = map.next_value()?,
+                EventField::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
             }
         }
-        d.deserialize_map(V)
+        Ok(())
     }
 }
 
@@ -1146,7 +1203,9 @@ impl<'de> Deserialize<'de> for Ame<'de> {
                             // pi 0.73.1 writes the growing message here on every token:
                             // skipped when a delta (or a type that never has one) was seen.
                             if a.may_need_snapshot() {
-                                a.partial = Some(map.next_value()?);
+                                a.partial = Some(MsgField::Body(
+                                    map.next_value::<Obj<_>>()?.0.map(Box::new),
+                                ));
                             } else {
                                 map.next_value::<IgnoredAny>()?;
                             }
