@@ -203,8 +203,6 @@ struct OpenMessage {
     timestamp: Option<String>,
     /// Text emitted for this message so far.
     emitted: String,
-    /// A text or thinking delta was seen: snapshots are ignored from then on.
-    delta_mode: bool,
     /// Snapshot-only producers: the replayed previous text this message starts with,
     /// once decided (`Some("")` when it does not replay).
     replayed: Option<String>,
@@ -489,7 +487,6 @@ impl State {
                 let Lv::Str(d) = &a.delta else {
                     return self.bad(n, raw, "`text_delta` whose `delta` is not a string".into());
                 };
-                open.delta_mode = true;
                 self.sends_deltas = true;
                 if !d.is_empty() {
                     open.emitted.push_str(d);
@@ -506,7 +503,6 @@ impl State {
                         "`thinking_delta` whose `delta` is not a string".into(),
                     );
                 };
-                open.delta_mode = true;
                 self.sends_deltas = true;
                 let index = a.content_index.as_u64();
                 match open.thoughts.iter_mut().rev().find(|t| t.0 == index) {
