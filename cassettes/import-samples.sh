@@ -2,8 +2,8 @@
 # Re-create the imported cassettes in this directory from the captured real pi runs.
 #
 # Run by a person, from anywhere:  cassettes/import-samples.sh [SAMPLES_DIR]
-# SAMPLES_DIR defaults to ../shared/samples/real-pi next to the repository checkout's
-# parent (the project's shared data). Tests never run this: they read the committed
+# SAMPLES_DIR defaults to shared/samples/real-pi beside the checkout (the project's
+# shared data). Tests never run this: they read the committed
 # cassettes. Each command below is the exact import of one sample; expectations come
 # from the samples' README (`pi --mode json --provider fake --model fake-model`) and the
 # user message visible in each stream.
@@ -11,9 +11,14 @@ set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(dirname "$here")"
-samples="${1:-$repo/../../shared/samples/real-pi}"
-[ -d "$samples" ] || samples="/work/shared/samples/real-pi"
-[ -d "$samples" ] || { echo "import-samples.sh: samples not found; pass the real-pi samples directory" >&2; exit 2; }
+if [ $# -ge 1 ]; then
+  samples="$1"
+else # shared/ sits beside the checkout (or beside its worktree folder)
+  for samples in "$repo/../shared/samples/real-pi" "$repo/../../shared/samples/real-pi"; do
+    [ -d "$samples" ] && break
+  done
+fi
+[ -d "$samples" ] || { echo "import-samples.sh: $samples: no such directory; pass the real-pi samples directory" >&2; exit 2; }
 
 cargo build -q -p pi-harness --manifest-path "$repo/Cargo.toml"
 ph="${CARGO_TARGET_DIR:-$repo/target}/debug/pi-harness"

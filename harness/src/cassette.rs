@@ -362,7 +362,13 @@ impl CassetteError {
 struct RawRecord<'a> {
     #[serde(serialize_with = "write_ms")]
     dt_ms: Option<f64>,
-    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    /// `"stdout": null` is the line `null`, so presence is kept apart from the value.
+    #[serde(
+        borrow,
+        default,
+        deserialize_with = "present_raw",
+        skip_serializing_if = "Option::is_none"
+    )]
     stdout: Option<&'a RawValue>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     stdout_text: Option<String>,
@@ -382,6 +388,11 @@ struct RawRecord<'a> {
     hang: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     spawn: Option<Spawn>,
+}
+
+/// A present field, whatever its JSON value (`null` included).
+fn present_raw<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
 }
 
 /// Signals a cassette may name for `signal` records.
@@ -691,7 +702,11 @@ pub fn is_verbatim_json(text: &str) -> bool {
     }
 }
 
-fn parse_header(path: &Path, lineno: usize, text: &str) -> Result<Header, CassetteError> {
+pub(crate) fn parse_header(
+    path: &Path,
+    lineno: usize,
+    text: &str,
+) -> Result<Header, CassetteError> {
     // Check the format marker first so a wrong file gets a plain answer.
     let probe: serde_json::Value = serde_json::from_str(text)
         .map_err(|e| CassetteError::invalid(path, lineno, format!("header is not JSON: {e}")))?;
@@ -744,7 +759,11 @@ fn parse_header(path: &Path, lineno: usize, text: &str) -> Result<Header, Casset
     Ok(header)
 }
 
-fn parse_record(path: &Path, lineno: usize, text: &str) -> Result<Record, CassetteError> {
+pub(crate) fn parse_record(
+    path: &Path,
+    lineno: usize,
+    text: &str,
+) -> Result<Record, CassetteError> {
     let bad = |msg: String| CassetteError::invalid(path, lineno, msg);
     let raw: RawRecord = serde_json::from_str(text).map_err(|e| bad(format!("record: {e}")))?;
     let dt_ms = raw
@@ -983,6 +1002,20 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("knows format version 1, the file says 2"), "{e}");
+    }
+
+    #[test]
+    fn a_null_line_is_stored_as_json_null_and_read_back() {
+        let r = Record::stdout_line(0.0, b"null", true);
+        assert_eq!(r.action.key(), "stdout");
+        let c = Cassette {
+            header: parse("{\"dt_ms\":0,\"exit\":0}").unwrap().header,
+            records: vec![r, Record::new(0.0, Action::Exit(0))],
+        };
+        let text = c.to_jsonl();
+        assert!(text.contains("{\"dt_ms\":0,\"stdout\":null}\n"), "{text}");
+        let back = Cassette::parse(Path::new("x"), text.as_bytes()).unwrap();
+        assert_eq!(back.stdout_bytes(), b"null\n");
     }
 
     #[test]

@@ -330,13 +330,9 @@ pub fn import_file(
         .ok_or_else(|| out_err("output path has no file name".into()))?
         .to_string_lossy()
         .into_owned();
-    let tmp = out.with_file_name(format!(".{name}.tmp{}", std::process::id()));
-    // Keep the `.gz` suffix last so `save`/`load` pick the same encoding.
-    let tmp = if name.ends_with(".gz") {
-        tmp.with_file_name(format!(".{name}.tmp{}.gz", std::process::id()))
-    } else {
-        tmp
-    };
+    // Keep a `.gz` suffix last so `save` and `load` pick the same encoding.
+    let gz = if name.ends_with(".gz") { ".gz" } else { "" };
+    let tmp = out.with_file_name(format!(".{name}.tmp{}{gz}", std::process::id()));
     let result = (|| {
         cassette
             .save(&tmp)

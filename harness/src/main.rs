@@ -20,13 +20,23 @@ enum Command {
 #[derive(Subcommand)]
 enum CassetteCommand {
     /// Turn a captured `pi --mode json` stdout into a cassette.
-    Import(pi_harness::import::ImportArgs),
+    Import(Box<pi_harness::import::ImportArgs>),
+    /// Check cassettes: format, schema points, timing, secrets left in. Exit 1 on any problem.
+    #[command(
+        after_help = "Example:\n  pi-harness cassette lint cassettes/*.cassette.jsonl cassettes/faults/*\n\nEach problem is printed as FILE:LINE: WHAT (without LINE: about the whole file)."
+    )]
+    Lint {
+        /// Cassette files (`.cassette.jsonl`, or `.gz`).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<std::path::PathBuf>,
+    },
 }
 
 fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
-        Command::Cassette(CassetteCommand::Import(args)) => pi_harness::import::run_import(args),
+        Command::Cassette(CassetteCommand::Import(args)) => pi_harness::import::run_import(*args),
+        Command::Cassette(CassetteCommand::Lint { files }) => pi_harness::lint::run_lint(&files),
     };
     std::process::exit(code);
 }
