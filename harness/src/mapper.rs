@@ -312,9 +312,24 @@ impl State {
             };
             return self.bad(n, raw, problem);
         }
+        let lossy: String;
         let mut ev = Event::default();
         if let Err(e) = parse_event(raw, &mut ev) {
-            return self.bad(n, raw, format!("not JSON: {e}"));
+            if std::str::from_utf8(raw).is_ok() {
+                return self.bad(n, raw, format!("not JSON: {e}"));
+            }
+            // JSON whose strings hold invalid UTF-8: decoded lossily (U+FFFD) the line
+            // still says what happened, so it is used, and reported.
+            lossy = String::from_utf8_lossy(raw).into_owned();
+            ev = Event::default();
+            if parse_event(lossy.as_bytes(), &mut ev).is_err() {
+                return self.bad(n, raw, format!("not JSON: {e}"));
+            }
+            self.bad(
+                n,
+                raw,
+                "invalid UTF-8, decoded lossily (U+FFFD); the event was used".into(),
+            );
         }
         let kind = match &ev.kind {
             Lv::Str(k) => k.clone(),
@@ -567,9 +582,7 @@ impl State {
             }
         }
         let replayed = open.replayed.as_deref().unwrap_or("");
-        let Some(own) = text.strip_prefix(replayed) else {
-            return; // diverges from the replayed prefix: ignored, message_end settles
-        };
+        let own = text.strip_prefix(replayed).unwrap_or(&text);
         if let Some(new) = own.strip_prefix(open.emitted.as_str()) {
             if !new.is_empty() {
                 open.emitted.push_str(new);
@@ -612,19 +625,22 @@ impl State {
 
         if let Some(content) = &m.content {
             let text = content.text();
+            // The replayed prefix is dropped when the final text repeats it too; some
+            // producers give the message's own text here.
             let replayed_len = match &open.replayed {
-                Some(r) => Some(r.len()).filter(|_| text.starts_with(r.as_str())),
+                Some(r) if text.starts_with(r.as_str()) => r.len(),
+                Some(_) => 0,
                 None if !self.sends_deltas
                     && open.emitted.is_empty()
                     && !self.kept.is_empty()
                     && text.starts_with(self.kept.as_str()) =>
                 {
-                    Some(self.kept.len())
+                    self.kept.len()
                 }
-                None => Some(0),
+                None => 0,
             };
-            let own = replayed_len.map(|r| &text[r..]);
-            match own.and_then(|own| own.strip_prefix(open.emitted.as_str())) {
+            let own = &text[replayed_len..];
+            match own.strip_prefix(open.emitted.as_str()) {
                 Some(rest) => {
                     if !rest.is_empty() {
                         out.push(Message::Assistant {
@@ -634,7 +650,6 @@ impl State {
                 }
                 None => {
                     self.stats.text_divergences += 1;
-                    let own = own.unwrap_or(&text);
                     let problem = format!(
                         "`message_end` text does not continue the streamed text (streamed {} bytes, final {} bytes, equal for the first {}); nothing more emitted for this message",
                         open.emitted.len(),

@@ -431,11 +431,7 @@ fn p3_invariant_holds_on_every_cassette() {
     assert!(all.len() >= 7, "cassettes missing: {all:?}");
     for path in all {
         let c = pi_harness::cassette::Cassette::load(&path).unwrap();
-        let stdout = c.stdout_bytes();
-        let out = map_all(&stdout, end_of(&c), MapperOptions::default());
-        let name = path.display();
-        check_structure(&out).unwrap_or_else(|e| panic!("{name}: {e}"));
-        check_text_invariant(&stdout, &out).unwrap_or_else(|e| panic!("{name}: {e}"));
+        map_and_check(&c).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
 }
 
@@ -1034,4 +1030,21 @@ fn defaults_and_send() {
     m.finish(exit0(), &mut out);
     m.push(jsonl(&[session("late")]).as_bytes(), &mut out);
     assert_eq!(out.len(), 1);
+}
+
+#[test]
+fn p7_invalid_utf8_inside_strings_is_decoded_lossily_and_reported() {
+    let mut stdout = jsonl(&[assistant_start(1)]).into_bytes();
+    stdout.extend_from_slice(
+        b"{\"type\":\"message_update\",\"assistantMessageEvent\":{\"type\":\"text_delta\",\"contentIndex\":0,\"delta\":\"I\xe2\x80ll\"}}\n",
+    );
+    let out = map_all(&stdout, exit0(), MapperOptions::default());
+    assert_eq!(texts(&out), ["I\u{fffd}ll"]);
+    let f = failure(&out);
+    assert_eq!(f.invalid_lines.len(), 1);
+    assert_eq!(f.invalid_lines[0].line, 2);
+    assert_eq!(
+        f.invalid_lines[0].problem,
+        "invalid UTF-8, decoded lossily (U+FFFD); the event was used"
+    );
 }

@@ -155,6 +155,15 @@ pub fn text_segments(messages: &[Message]) -> Vec<String> {
 /// Invariant 3 (with the documented replay rule for snapshot-only messages): the
 /// concatenated `assistant` deltas of each assistant message equal its final text.
 pub fn check_text_invariant(stdout: &[u8], messages: &[Message]) -> Result<(), String> {
+    match text_mismatches(stdout, messages)?.as_slice() {
+        [] => Ok(()),
+        [first, ..] => Err(first.clone()),
+    }
+}
+
+/// The assistant messages whose streamed text differs from their final text; an error
+/// when the messages cannot even be paired (not one `usage` per `message_end`).
+pub fn text_mismatches(stdout: &[u8], messages: &[Message]) -> Result<Vec<String>, String> {
     let finals = final_messages(stdout);
     let segments = text_segments(messages);
     if finals.len() != segments.len() {
@@ -165,27 +174,93 @@ pub fn check_text_invariant(stdout: &[u8], messages: &[Message]) -> Result<(), S
         ));
     }
     let mut previous = String::new();
+    let mut bad = Vec::new();
     for (i, (f, got)) in finals.iter().zip(&segments).enumerate() {
         let expected = match f.text.strip_prefix(previous.as_str()) {
             Some(rest) if !f.had_deltas && !previous.is_empty() => rest,
             _ => f.text.as_str(),
         };
         if got != expected {
-            return Err(format!(
+            bad.push(format!(
                 "assistant message {i}: streamed {got:?}, final text {expected:?}"
             ));
         }
         previous = f.text.clone();
     }
-    Ok(())
+    Ok(bad)
 }
 
-/// Thoughts: every thinking block of every `message_end`, once, in order.
+/// Map a cassette and check every invariant on it. Text that cannot match its final text
+/// (a fault cassette whose deltas were damaged) is allowed only when the mapper reported
+/// exactly those messages as divergent, and only in cassettes tagged `fault`.
+pub fn map_and_check(c: &Cassette) -> Result<Vec<Message>, String> {
+    let stdout = c.stdout_bytes();
+    let mut mapper = pi_harness::mapper::Mapper::new(pi_harness::mapper::MapperOptions::default());
+    let mut out = Vec::new();
+    mapper.push(&stdout, &mut out);
+    mapper.finish(end_of(c), &mut out);
+    check_structure(&out)?;
+    check_thoughts(&stdout, &out)?;
+    let mismatches = text_mismatches(&stdout, &out)?;
+    let reported = mapper.stats().text_divergences as usize;
+    if mismatches.len() != reported {
+        return Err(format!(
+            "{} text mismatches but the mapper reported {reported} divergences: {mismatches:?}",
+            mismatches.len()
+        ));
+    }
+    if !mismatches.is_empty() && !c.header.scenario.tags.iter().any(|t| t == "fault") {
+        return Err(format!(
+            "text invariant broken on a clean cassette: {mismatches:?}"
+        ));
+    }
+    Ok(out)
+}
+
+/// Thinking streamed by deltas in an assistant message that never got its `message_end`
+/// (the stream was cut): one string per content index, in order.
+fn unfinished_thinking(stdout: &[u8]) -> Vec<String> {
+    let mut open: Option<Vec<(u64, String)>> = None;
+    for line in stdout.split(|&b| b == b'\n') {
+        let Ok(v) = serde_json::from_slice::<Value>(line.strip_suffix(b"\r").unwrap_or(line))
+        else {
+            continue;
+        };
+        let ame = &v["assistantMessageEvent"];
+        match v["type"].as_str() {
+            Some("message_start") if v["message"]["role"] == "assistant" => open = Some(Vec::new()),
+            Some("message_end") if v["message"]["role"] == "assistant" => open = None,
+            Some("message_update") if ame["type"] == "thinking_delta" => {
+                let (Some(blocks), Some(i), Some(d)) = (
+                    open.as_mut(),
+                    ame["contentIndex"].as_u64(),
+                    ame["delta"].as_str(),
+                ) else {
+                    continue;
+                };
+                match blocks.iter_mut().find(|b| b.0 == i) {
+                    Some(b) => b.1.push_str(d),
+                    None => blocks.push((i, d.to_string())),
+                }
+            }
+            _ => {}
+        }
+    }
+    open.unwrap_or_default()
+        .into_iter()
+        .map(|b| b.1)
+        .filter(|t| !t.is_empty())
+        .collect()
+}
+
+/// Thoughts: every thinking block of every `message_end`, once, in order, then the
+/// thinking of a message the stream cut short.
 pub fn check_thoughts(stdout: &[u8], messages: &[Message]) -> Result<(), String> {
-    let expected: Vec<String> = final_messages(stdout)
+    let mut expected: Vec<String> = final_messages(stdout)
         .into_iter()
         .flat_map(|f| f.thoughts)
         .collect();
+    expected.extend(unfinished_thinking(stdout));
     let got: Vec<String> = messages
         .iter()
         .filter_map(|m| match m {
