@@ -88,6 +88,8 @@ pub struct FinalMessage {
     pub text: String,
     pub thoughts: Vec<String>,
     pub stop_reason: Option<String>,
+    /// `usage` as the message says it (missing numbers as 0).
+    pub usage: pi_harness::message::Usage,
     /// Text or thinking deltas were seen in the run up to here (so no replay stripping applies).
     pub had_deltas: bool,
 }
@@ -129,6 +131,18 @@ pub fn final_messages(stdout: &[u8]) -> Vec<FinalMessage> {
                         .filter(|t| !t.is_empty())
                         .collect(),
                     stop_reason: v["message"]["stopReason"].as_str().map(str::to_string),
+                    usage: {
+                        let u = &v["message"]["usage"];
+                        let n = |k: &str| u[k].as_u64().unwrap_or(0);
+                        pi_harness::message::Usage {
+                            input_tokens: n("input"),
+                            output_tokens: n("output"),
+                            cache_read_tokens: n("cacheRead"),
+                            cache_write_tokens: n("cacheWrite"),
+                            total_tokens: n("totalTokens"),
+                            cost_usd: u["cost"]["total"].as_f64().unwrap_or(0.0),
+                        }
+                    },
                     had_deltas: deltas,
                 });
             }
@@ -201,6 +215,7 @@ pub fn map_and_check(c: &Cassette) -> Result<Vec<Message>, String> {
     mapper.finish(end_of(c), &mut out);
     check_structure(&out)?;
     check_thoughts(&stdout, &out)?;
+    check_usage(&stdout, &out)?;
     let mismatches = text_mismatches(&stdout, &out)?;
     let reported = mapper.stats().text_divergences as usize;
     if mismatches.len() != reported {
@@ -215,6 +230,35 @@ pub fn map_and_check(c: &Cassette) -> Result<Vec<Message>, String> {
         ));
     }
     Ok(out)
+}
+
+/// One `usage` per assistant `message_end`, equal to its usage; `terminal.completed`
+/// carries their sum.
+pub fn check_usage(stdout: &[u8], messages: &[Message]) -> Result<(), String> {
+    let expected: Vec<pi_harness::message::Usage> = final_messages(stdout)
+        .into_iter()
+        .map(|f| f.usage)
+        .collect();
+    let got: Vec<pi_harness::message::Usage> = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Usage(u) => Some(u.clone()),
+            _ => None,
+        })
+        .collect();
+    if got != expected {
+        return Err(format!("usage {got:?}, expected {expected:?}"));
+    }
+    if let Some(Message::TerminalCompleted { usage, .. }) = messages.last() {
+        let mut sum = pi_harness::message::Usage::default();
+        expected.iter().for_each(|u| sum.add(u));
+        if *usage != sum {
+            return Err(format!(
+                "terminal usage {usage:?}, expected the sum {sum:?}"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Thinking streamed by deltas in an assistant message that never got its `message_end`
