@@ -1048,3 +1048,37 @@ fn p7_invalid_utf8_inside_strings_is_decoded_lossily_and_reported() {
         "invalid UTF-8, decoded lossily (U+FFFD); the event was used"
     );
 }
+
+#[test]
+fn p1_recorded_pairs_of_both_versions_give_the_same_stream() {
+    // Same scripted conversation recorded with real 0.73.1 and 0.87.1. (Scenarios whose
+    // pi error texts or tool timing differ between versions are left out.)
+    for name in [
+        "anthropic_tool_bash",
+        "long_answer",
+        "markdown_whitespace",
+        "read_missing",
+        "text_only",
+        "thinking_text",
+        "tool_loop",
+        "unicode_split",
+    ] {
+        let find = |v: &str| {
+            all_cassettes()
+                .into_iter()
+                .find(|p| {
+                    let f = p.file_name().unwrap().to_string_lossy();
+                    p.parent().unwrap().ends_with("recorded")
+                        && f.starts_with(&format!("{name}.{v}.cassette.jsonl"))
+                })
+                .unwrap_or_else(|| panic!("recorded/{name}.{v} missing"))
+        };
+        let map = |p: std::path::PathBuf| {
+            let c = pi_harness::cassette::Cassette::load(&p).unwrap();
+            map_all(&c.stdout_bytes(), end_of(&c), MapperOptions::default())
+        };
+        let (a, b) = (map(find("pi73")), map(find("pi87")));
+        assert!(a.len() > 3, "{name}");
+        assert_eq!(a, b, "{name}");
+    }
+}
