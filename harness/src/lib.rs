@@ -7,6 +7,8 @@
 //! - [`import`]: captured pi stdout -> cassette (`pi-harness cassette import`).
 //! - [`lint`]: cassette checks reported as `file:line: what` (`pi-harness cassette lint`).
 //! - [`pi_cli`]: real pi's command-line grammar per version (flags, errors, stdin join).
+//! - [`framing`]: pi's stdout bytes to lines (any chunking, line cap).
+//! - [`mapper`]: pi's JSONL events to the normalized stream (pure, synchronous).
 //! - [`llm_script`]: what the scripted LLM answers, rendered to SSE bytes.
 //! - [`llm_server`]: the scripted LLM server on loopback, with its request log.
 //! - [`redact`]: turning run-specific values into stable placeholders.
@@ -22,6 +24,7 @@
 pub mod cassette;
 pub mod corpus;
 pub mod drift;
+pub mod framing;
 pub mod import;
 pub mod lint;
 pub mod llm_script;
