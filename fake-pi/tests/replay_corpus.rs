@@ -44,10 +44,20 @@ fn find(dir: &Path, out: &mut Vec<PathBuf>) {
 /// argv, stdin and env that satisfy the header's expectations.
 fn invocation(c: &Cassette) -> (Vec<String>, Vec<u8>, Vec<(String, String)>) {
     let e = &c.header.expect;
+    let grammar = pi_harness::pi_cli::Grammar::for_version(&c.header.pi.version)
+        .expect("the cassette's pi version has a grammar");
     let mut argv = Vec::new();
     for (name, rule) in &e.flags {
         match rule {
-            FlagRule::Present(true) => argv.push(format!("--{name}")),
+            FlagRule::Present(true) => {
+                argv.push(format!("--{name}"));
+                // A flag that takes a value but whose value was redacted (a temp path)
+                // still needs one, or it would swallow the next argument.
+                let kind = grammar.flag(&format!("--{name}")).map(|f| f.kind);
+                if kind.is_some_and(|k| k != pi_harness::pi_cli::FlagKind::Switch) {
+                    argv.push(format!("value-of-{name}"));
+                }
+            }
             FlagRule::Present(false) => {}
             FlagRule::Value(v) => {
                 argv.push(format!("--{name}"));

@@ -33,7 +33,13 @@ fn cassette(dir: &std::path::Path, on_sigterm: &str) -> PathBuf {
     path
 }
 
-async fn one(fake: &PathBuf, cassette: &PathBuf, supervisor: &PathBuf, grace: Duration, run: usize) -> Duration {
+async fn one(
+    fake: &PathBuf,
+    cassette: &PathBuf,
+    supervisor: &PathBuf,
+    grace: Duration,
+    run: usize,
+) -> Duration {
     let marker = format!("{}-{run}", std::process::id());
     let req = Request {
         pi_path: Some(fake.clone()),
@@ -54,20 +60,23 @@ async fn one(fake: &PathBuf, cassette: &PathBuf, supervisor: &PathBuf, grace: Du
     let token = CancellationToken::new();
     let mut stream = Box::pin(Provider::new(opts).execute(req, token.clone()));
     // supervisor + fake-pi + child + grandchild
-    while procs::with_env_marker(MARKER, &marker).len() < 4 {
+    while procs::pids_with_env(MARKER, &marker).len() < 4 {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let start = Instant::now();
     token.cancel();
     let watcher = tokio::task::spawn_blocking(move || {
-        while !procs::with_env_marker(MARKER, &marker).is_empty() {}
+        while !procs::pids_with_env(MARKER, &marker).is_empty() {}
         start.elapsed()
     });
     let mut last = None;
     while let Some(m) = stream.next().await {
         last = Some(m);
     }
-    assert!(matches!(last, Some(Message::TerminalCancelled { .. })), "{last:?}");
+    assert!(
+        matches!(last, Some(Message::TerminalCancelled { .. })),
+        "{last:?}"
+    );
     watcher.await.unwrap()
 }
 
@@ -88,13 +97,19 @@ async fn main() {
     let mut args = std::env::args().skip(1);
     let exe = std::env::current_exe().unwrap();
     let bin_dir = exe.parent().and_then(|p| p.parent()).unwrap().to_path_buf();
-    let fake = args.next().map(PathBuf::from).unwrap_or_else(|| bin_dir.join("fake-pi"));
+    let fake = args
+        .next()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| bin_dir.join("fake-pi"));
     let runs: usize = args.next().map(|s| s.parse().unwrap()).unwrap_or(20);
     let supervisor = bin_dir.join("pi-supervisor");
     let dir = tempfile::tempdir().unwrap();
     let grace = Duration::from_millis(2000);
     for (label, on_sigterm) in [
-        ("pi honours SIGTERM", r#"{"action":"cleanup_exit","code":143}"#),
+        (
+            "pi honours SIGTERM",
+            r#"{"action":"cleanup_exit","code":143}"#,
+        ),
         ("pi ignores SIGTERM (grace 2 s)", r#"{"action":"ignore"}"#),
     ] {
         let c = cassette(dir.path(), on_sigterm);

@@ -1,112 +1,211 @@
-//! The process table, read from `/proc`: who descends from whom, and who carries a marker.
+//! Processes: becoming a child subreaper, snapshots of the process tree from `/proc`,
+//! and killing and reaping what a recorded run left behind.
 //!
-//! Used by the supervisor to find every descendant of pi (also the ones that escaped into
-//! their own session and were reparented to the supervisor), and by tests to prove that no
-//! process carrying a run's marker environment variable is left. Linux only.
+//! Linux only. Pure helpers (stat parsing, descendant walks) are separate from the
+//! functions that read `/proc` or send signals.
 
-use std::collections::{HashMap, HashSet};
-use std::fs;
+use std::collections::{BTreeMap, BTreeSet};
 
-/// One line of the process table.
+use nix::sys::signal::{kill, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag};
+use nix::unistd::Pid;
+
+/// One process as `/proc` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcInfo {
     pub pid: i32,
     pub ppid: i32,
     pub pgid: i32,
     pub sid: i32,
-    /// Single-letter state (`R`, `S`, `Z`, ...).
+    /// `R`, `S`, `Z`, ...
     pub state: char,
-    /// The command name (`comm`).
-    pub comm: String,
+    /// argv, or `[comm]` when the command line is empty (zombies, kernel threads).
+    pub cmdline: Vec<String>,
 }
 
-/// Parse `/proc/PID/stat`. The command name sits in parentheses and may itself hold
-/// spaces and parentheses, so the fields are read after the last `)`.
-pub fn parse_stat(stat: &str) -> Option<ProcInfo> {
-    let open = stat.find('(')?;
-    let close = stat.rfind(')')?;
-    let pid = stat[..open].trim().parse().ok()?;
-    let comm = stat[open + 1..close].to_string();
-    let mut rest = stat[close + 1..].split_whitespace();
+impl ProcInfo {
+    pub fn is_zombie(&self) -> bool {
+        self.state == 'Z' || self.state == 'X'
+    }
+
+    /// The command line joined with spaces, for messages.
+    pub fn command(&self) -> String {
+        self.cmdline.join(" ")
+    }
+}
+
+/// Parse `/proc/PID/stat`: `pid (comm) state ppid pgrp session ...`. The command name
+/// may hold spaces and parentheses, so fields are counted from the last `)`.
+pub fn parse_stat(text: &str) -> Option<(i32, String, char, i32, i32, i32)> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let pid = text[..open].trim().parse().ok()?;
+    let comm = text[open + 1..close].to_string();
+    let mut rest = text[close + 1..].split_whitespace();
     let state = rest.next()?.chars().next()?;
     let ppid = rest.next()?.parse().ok()?;
     let pgid = rest.next()?.parse().ok()?;
     let sid = rest.next()?.parse().ok()?;
+    Some((pid, comm, state, ppid, pgid, sid))
+}
+
+/// Read one process; `None` when it is gone.
+pub fn read_proc(pid: i32) -> Option<ProcInfo> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (pid, comm, state, ppid, pgid, sid) = parse_stat(&stat)?;
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let mut cmdline: Vec<String> = raw
+        .split(|&b| b == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect();
+    if cmdline.is_empty() {
+        cmdline.push(format!("[{comm}]"));
+    }
     Some(ProcInfo {
         pid,
         ppid,
         pgid,
         sid,
         state,
-        comm,
+        cmdline,
     })
 }
 
-/// Every process currently visible in `/proc` (processes that vanish while reading are skipped).
-pub fn snapshot() -> Vec<ProcInfo> {
-    let Ok(dir) = fs::read_dir("/proc") else {
+/// Where file descriptor `fd` of `pid` points (`pipe:[1234]`, a path), if readable.
+pub fn fd_target(pid: i32, fd: i32) -> Option<String> {
+    std::fs::read_link(format!("/proc/{pid}/fd/{fd}"))
+        .ok()
+        .map(|p| p.display().to_string())
+}
+
+/// Every process visible in `/proc`.
+pub fn all_procs() -> Vec<ProcInfo> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
-    dir.filter_map(|e| {
-        let e = e.ok()?;
-        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
-        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        parse_stat(&stat)
-    })
-    .collect()
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(read_proc)
+        .collect()
 }
 
-/// Every descendant of `root` in `table` (children, their children, ...), root excluded.
-pub fn descendants_in(table: &[ProcInfo], root: i32) -> Vec<ProcInfo> {
-    let mut children: HashMap<i32, Vec<&ProcInfo>> = HashMap::new();
-    for p in table {
-        children.entry(p.ppid).or_default().push(p);
+/// The descendants of `root` in `procs` (not `root` itself), parents before children.
+pub fn descendants(procs: &[ProcInfo], root: i32) -> Vec<ProcInfo> {
+    let mut by_parent: BTreeMap<i32, Vec<&ProcInfo>> = BTreeMap::new();
+    for p in procs {
+        by_parent.entry(p.ppid).or_default().push(p);
     }
     let mut out = Vec::new();
-    let mut seen = HashSet::new();
-    let mut stack = vec![root];
-    while let Some(pid) = stack.pop() {
-        for child in children.get(&pid).map(Vec::as_slice).unwrap_or_default() {
-            if child.pid != root && seen.insert(child.pid) {
-                out.push((*child).clone());
-                stack.push(child.pid);
-            }
+    let mut queue = vec![root];
+    let mut seen = BTreeSet::new();
+    while let Some(parent) = queue.pop() {
+        if !seen.insert(parent) {
+            continue;
+        }
+        for child in by_parent.get(&parent).into_iter().flatten() {
+            out.push((*child).clone());
+            queue.push(child.pid);
         }
     }
     out
 }
 
-/// Every live descendant of `root` right now.
-pub fn descendants(root: i32) -> Vec<ProcInfo> {
-    descendants_in(&snapshot(), root)
+/// Make this process a child subreaper: orphans of our descendants reparent to us
+/// instead of init, so they can be found and reaped.
+pub fn become_subreaper() -> nix::Result<()> {
+    nix::sys::prctl::set_child_subreaper(true)
 }
 
-/// Processes whose environment holds `name=value` exactly, zombies excluded (a zombie has no
-/// environment left to read and is not running). Processes we may not read are skipped.
-pub fn with_env_marker(name: &str, value: &str) -> Vec<ProcInfo> {
+/// Our direct children (after pi died, its orphans are among them).
+pub fn own_children() -> Vec<ProcInfo> {
+    let me = std::process::id() as i32;
+    all_procs().into_iter().filter(|p| p.ppid == me).collect()
+}
+
+/// SIGKILL each pid (and its process group when it leads one), then reap those that
+/// are our children. Returns the pids that were still alive.
+pub fn kill_and_reap(pids: &[i32]) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let mut killed = Vec::new();
+    for &pid in pids {
+        let Some(p) = read_proc(pid) else { continue };
+        if !p.is_zombie() {
+            if p.pgid == pid && pid != me {
+                let _ = kill(Pid::from_raw(-pid), Signal::SIGKILL);
+            }
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            killed.push(pid);
+        }
+    }
+    reap_children_of_self(pids);
+    killed
+}
+
+/// Wait for each listed pid that is our child (a zombie is collected; a live one is
+/// waited for, so only call this after killing it). Other children are left alone: their
+/// owners (tokio, a test) reap them.
+fn reap_children_of_self(pids: &[i32]) {
+    let me = std::process::id() as i32;
+    for &pid in pids {
+        if read_proc(pid).is_some_and(|p| p.ppid == me) {
+            let _ = waitpid(Pid::from_raw(pid), None);
+        }
+    }
+}
+
+/// SIGKILL every live process whose environment holds `NAME=value`, and reap those that
+/// end up as our children (orphans reparent to us when we are a subreaper). Polls for up
+/// to two seconds, since killed processes' own children reparent in waves. Returns the
+/// processes found alive (and killed), in the order found.
+pub fn kill_marked(name: &str, value: &str) -> Vec<ProcInfo> {
+    let me = std::process::id() as i32;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    let mut found: Vec<ProcInfo> = Vec::new();
+    let mut killed: BTreeSet<i32> = BTreeSet::new();
+    loop {
+        for pid in pids_with_env(name, value) {
+            if pid == me || !killed.insert(pid) {
+                continue;
+            }
+            if let Some(p) = read_proc(pid) {
+                found.push(p);
+            }
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        // Reap the killed ones that are (now) ours; the rest are still reparenting.
+        let mut pending = false;
+        for &pid in &killed {
+            match read_proc(pid) {
+                Some(p) if p.ppid == me && p.is_zombie() => {
+                    let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+                }
+                Some(_) => pending = true,
+                None => {}
+            }
+        }
+        if (!pending && pids_with_env(name, value).is_empty())
+            || std::time::Instant::now() > deadline
+        {
+            return found;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Pids of live processes whose environment holds `NAME=value` exactly (tests prove with
+/// this that nothing they started is left behind).
+pub fn pids_with_env(name: &str, value: &str) -> Vec<i32> {
     let needle = format!("{name}={value}");
-    snapshot()
-        .into_iter()
-        .filter(|p| p.state != 'Z' && p.pid != std::process::id() as i32)
-        .filter(|p| {
-            fs::read(format!("/proc/{}/environ", p.pid))
-                .map(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
-                .unwrap_or(false)
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
+                && read_proc(*pid).is_some_and(|p| !p.is_zombie())
         })
         .collect()
-}
-
-/// The command line of a process, arguments joined by spaces (empty when unreadable).
-pub fn cmdline(pid: i32) -> String {
-    fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|raw| {
-            raw.split(|&b| b == 0)
-                .filter(|s| !s.is_empty())
-                .map(|s| String::from_utf8_lossy(s).into_owned())
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -114,39 +213,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stat_with_parentheses_in_the_name() {
-        let p = parse_stat("42 (a) b (c)) S 7 42 40 0 -1 4194560").unwrap();
-        assert_eq!((p.pid, p.comm.as_str(), p.state, p.ppid, p.pgid, p.sid), (42, "a) b (c)", 'S', 7, 42, 40));
+    fn stat_with_parens_in_comm() {
+        let s = "4242 (we(ird) name) S 1 4242 4242 0 -1 4194560";
+        assert_eq!(
+            parse_stat(s),
+            Some((4242, "we(ird) name".into(), 'S', 1, 4242, 4242))
+        );
+        assert_eq!(parse_stat("garbage"), None);
     }
 
     #[test]
-    fn descendants_follow_the_whole_tree() {
-        let row = |pid, ppid| ProcInfo {
+    fn descendants_walks_the_tree() {
+        let p = |pid, ppid| ProcInfo {
             pid,
             ppid,
             pgid: pid,
             sid: pid,
             state: 'S',
-            comm: String::new(),
+            cmdline: vec![],
         };
-        let table = vec![row(1, 0), row(10, 1), row(11, 10), row(12, 11), row(13, 1), row(14, 12)];
-        let mut got: Vec<i32> = descendants_in(&table, 10).iter().map(|p| p.pid).collect();
-        got.sort();
-        assert_eq!(got, vec![11, 12, 14]);
-    }
-
-    #[test]
-    fn finds_this_test_process_children_by_marker() {
-        let marker = format!("m{}", std::process::id());
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .env("PROCS_TEST_MARKER", &marker)
-            .spawn()
-            .unwrap();
-        let found = with_env_marker("PROCS_TEST_MARKER", &marker);
-        child.kill().unwrap();
-        child.wait().unwrap();
-        assert_eq!(found.iter().map(|p| p.pid).collect::<Vec<_>>(), vec![child.id() as i32]);
-        assert!(with_env_marker("PROCS_TEST_MARKER", &marker).is_empty());
+        let procs = vec![p(10, 1), p(11, 10), p(12, 11), p(13, 1), p(14, 10)];
+        let mut d: Vec<i32> = descendants(&procs, 10).iter().map(|p| p.pid).collect();
+        d.sort();
+        assert_eq!(d, [11, 12, 14]);
+        assert!(descendants(&procs, 12).is_empty());
     }
 }

@@ -77,7 +77,11 @@ pub struct ApiKey {
 
 impl std::fmt::Debug for ApiKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "ApiKey {{ env_var: {:?}, value: <redacted> }}", self.env_var)
+        write!(
+            f,
+            "ApiKey {{ env_var: {:?}, value: <redacted> }}",
+            self.env_var
+        )
     }
 }
 
@@ -133,7 +137,11 @@ impl Provider {
     /// Run pi once. The returned stream yields every normalized message and ends with exactly
     /// one terminal message. Cancelling `cancel` (or dropping the stream) stops pi and every
     /// process below it. Must be called inside a tokio runtime.
-    pub fn execute(&self, request: Request, cancel: CancellationToken) -> impl Stream<Item = Message> + Send + 'static {
+    pub fn execute(
+        &self,
+        request: Request,
+        cancel: CancellationToken,
+    ) -> impl Stream<Item = Message> + Send + 'static {
         let (tx, rx) = mpsc::channel(256);
         let opts = self.opts.clone();
         tokio::spawn(async move {
@@ -183,7 +191,10 @@ pub const DEFAULT_TOOLS: &[&str] = &["read", "bash", "edit", "write"];
 
 /// True for pi versions with `--session-id`, `--exclude-tools` and `agent_settled` (0.87 on).
 pub fn is_modern(version: &str) -> bool {
-    let mut parts = version.trim().split('.').map(|p| p.parse::<u64>().unwrap_or(0));
+    let mut parts = version
+        .trim()
+        .split('.')
+        .map(|p| p.parse::<u64>().unwrap_or(0));
     let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
     major >= 1 || minor >= 87
 }
@@ -234,7 +245,11 @@ pub fn build_argv(req: &Request, version: &str) -> Result<Vec<String>, String> {
             let dir = s.dir.as_ref().ok_or_else(|| {
                 format!("pi {version} has no --session-id: the request must give a session dir for --session <dir>/<id>.jsonl")
             })?;
-            push(&mut argv, "--session", &dir.join(format!("{}.jsonl", s.id)).to_string_lossy());
+            push(
+                &mut argv,
+                "--session",
+                &dir.join(format!("{}.jsonl", s.id)).to_string_lossy(),
+            );
         }
     }
     if req.no_session {
@@ -255,7 +270,11 @@ pub fn build_argv(req: &Request, version: &str) -> Result<Vec<String>, String> {
             push(&mut argv, "--tools", &list.join(","));
         }
         (Some(tools), false) => {
-            let list: Vec<&str> = tools.iter().map(String::as_str).filter(|t| !excluded.contains(t)).collect();
+            let list: Vec<&str> = tools
+                .iter()
+                .map(String::as_str)
+                .filter(|t| !excluded.contains(t))
+                .collect();
             check_tools(&list)?;
             if list.is_empty() {
                 argv.push("--no-tools".into());
@@ -264,7 +283,11 @@ pub fn build_argv(req: &Request, version: &str) -> Result<Vec<String>, String> {
             }
         }
         (None, false) if !excluded.is_empty() => {
-            let list: Vec<&str> = DEFAULT_TOOLS.iter().copied().filter(|t| !excluded.contains(t)).collect();
+            let list: Vec<&str> = DEFAULT_TOOLS
+                .iter()
+                .copied()
+                .filter(|t| !excluded.contains(t))
+                .collect();
             if list.is_empty() {
                 argv.push("--no-tools".into());
             } else {
@@ -311,13 +334,30 @@ pub async fn probe_version(pi: &Path, env: &[(String, String)]) -> Result<String
     .await
     .map_err(|_| format!("`{} --version` did not answer within 20 s", pi.display()))?
     .map_err(|e| format!("cannot start {}: {e}", pi.display()))?;
-    let text = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     let version = text
         .split_whitespace()
-        .find(|w| w.split('.').count() == 3 && w.split('.').all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit())))
-        .ok_or_else(|| format!("`{} --version` printed no version: {:?}", pi.display(), text.trim()))?
+        .find(|w| {
+            w.split('.').count() == 3
+                && w.split('.')
+                    .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+        })
+        .ok_or_else(|| {
+            format!(
+                "`{} --version` printed no version: {:?}",
+                pi.display(),
+                text.trim()
+            )
+        })?
         .to_string();
-    cache.lock().expect("version cache").insert(pi.to_path_buf(), version.clone());
+    cache
+        .lock()
+        .expect("version cache")
+        .insert(pi.to_path_buf(), version.clone());
     Ok(version)
 }
 
@@ -335,7 +375,9 @@ impl StderrTail {
         StderrTail {
             buf: Vec::new(),
             cap,
-            secret: secret.filter(|s| !s.is_empty()).map(|s| s.as_bytes().to_vec()),
+            secret: secret
+                .filter(|s| !s.is_empty())
+                .map(|s| s.as_bytes().to_vec()),
             total: 0,
         }
     }
@@ -439,7 +481,10 @@ impl Run {
                 Some(p) => p,
                 None => {
                     return self
-                        .fail_early(FailureReason::SpawnFailed, "cannot start pi: not found on PATH".into())
+                        .fail_early(
+                            FailureReason::SpawnFailed,
+                            "cannot start pi: not found on PATH".into(),
+                        )
                         .await
                 }
             },
@@ -475,11 +520,30 @@ impl Run {
         self.supervised(req, pi, argv, supervisor, cancel).await;
     }
 
-    async fn supervised(&mut self, req: Request, pi: PathBuf, argv: Vec<String>, supervisor: PathBuf, cancel: CancellationToken) {
+    async fn supervised(
+        &mut self,
+        req: Request,
+        pi: PathBuf,
+        argv: Vec<String>,
+        supervisor: PathBuf,
+        cancel: CancellationToken,
+    ) {
         use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
-        let (ours, theirs) = match socketpair(AddressFamily::Unix, SockType::Stream, None, SockFlag::SOCK_CLOEXEC) {
+        let (ours, theirs) = match socketpair(
+            AddressFamily::Unix,
+            SockType::Stream,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        ) {
             Ok(p) => p,
-            Err(e) => return self.fail_early(FailureReason::SpawnFailed, format!("cannot create control socket: {e}")).await,
+            Err(e) => {
+                return self
+                    .fail_early(
+                        FailureReason::SpawnFailed,
+                        format!("cannot create control socket: {e}"),
+                    )
+                    .await
+            }
         };
         let mut cmd = Command::new(&supervisor);
         cmd.arg("--control-fd")
@@ -518,7 +582,10 @@ impl Run {
             Ok(c) => c,
             Err(e) => {
                 return self
-                    .fail_early(FailureReason::SpawnFailed, format!("cannot start {}: {e}", supervisor.display()))
+                    .fail_early(
+                        FailureReason::SpawnFailed,
+                        format!("cannot start {}: {e}", supervisor.display()),
+                    )
                     .await
             }
         };
@@ -528,7 +595,9 @@ impl Run {
             Err(e) => {
                 let _ = child.start_kill();
                 let _ = child.wait().await;
-                return self.fail_early(FailureReason::SpawnFailed, format!("control socket: {e}")).await;
+                return self
+                    .fail_early(FailureReason::SpawnFailed, format!("control socket: {e}"))
+                    .await;
             }
         };
         let (ctl_read, mut ctl_write) = control.into_split();
@@ -549,7 +618,10 @@ impl Run {
             resumed_session: req.session.as_ref().is_some_and(|s| s.resume),
             ..MapperOptions::default()
         });
-        let mut tail = StderrTail::new(self.opts.stderr_tail_bytes, req.api_key.as_ref().map(|k| k.value.as_str()));
+        let mut tail = StderrTail::new(
+            self.opts.stderr_tail_bytes,
+            req.api_key.as_ref().map(|k| k.value.as_str()),
+        );
         let mut out = Vec::new();
         let mut buf = vec![0u8; 64 << 10];
         let mut ebuf = vec![0u8; 8 << 10];
@@ -575,10 +647,14 @@ impl Run {
             if spawn_failed.is_some() && !ctl_open {
                 break;
             }
-            let sleep_until = [timeout.filter(|_| stop.is_none()), hard_deadline, drain_deadline]
-                .into_iter()
-                .flatten()
-                .min();
+            let sleep_until = [
+                timeout.filter(|_| stop.is_none()),
+                hard_deadline,
+                drain_deadline,
+            ]
+            .into_iter()
+            .flatten()
+            .min();
             tokio::select! {
                 r = stdout.read(&mut buf), if stdout_open => match r {
                     Ok(0) | Err(_) => stdout_open = false,
@@ -632,7 +708,10 @@ impl Run {
                 let _ = ctl_write.write_all(b"cancel\n").await;
                 let _ = ctl_write.shutdown().await;
                 hard_deadline = Some(
-                    tokio::time::Instant::now() + self.opts.grace + self.opts.kill_wait + Duration::from_secs(2),
+                    tokio::time::Instant::now()
+                        + self.opts.grace
+                        + self.opts.kill_wait
+                        + Duration::from_secs(2),
                 );
             }
         }
@@ -640,7 +719,10 @@ impl Run {
         // Last resort when the supervisor did not report: kill it and pi's group ourselves.
         if exited.is_none() && spawn_failed.is_none() {
             if let Some(pid) = pi_pid {
-                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(-pid), nix::sys::signal::Signal::SIGKILL);
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(-pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
             }
             let _ = child.start_kill();
         }
@@ -664,7 +746,10 @@ impl Run {
                 Some(Stop::Cancelled) | Some(Stop::ConsumerGone) => EndCause::Cancelled,
                 Some(Stop::Timeout) => EndCause::Failed {
                     reason: FailureReason::Timeout,
-                    message: format!("pi did not finish within {:?}", req.timeout.unwrap_or_default()),
+                    message: format!(
+                        "pi did not finish within {:?}",
+                        req.timeout.unwrap_or_default()
+                    ),
                 },
                 Some(Stop::OutputLimit(cap)) => EndCause::Failed {
                     reason: FailureReason::OutputLimit,
@@ -672,7 +757,9 @@ impl Run {
                 },
                 None if exited.is_none() => EndCause::Failed {
                     reason: FailureReason::ProcessSignal,
-                    message: format!("the supervisor ended without reporting pi's exit ({status:?})"),
+                    message: format!(
+                        "the supervisor ended without reporting pi's exit ({status:?})"
+                    ),
                 },
                 None => EndCause::Eof,
             }
@@ -750,30 +837,40 @@ mod tests {
         let mut r = req();
         r.thinking = Some("max".into());
         assert!(build_argv(&r, "0.87.1").is_ok());
-        assert!(build_argv(&r, "0.73.1").unwrap_err().contains("not accepted by pi 0.73.1"));
+        assert!(build_argv(&r, "0.73.1")
+            .unwrap_err()
+            .contains("not accepted by pi 0.73.1"));
         let mut r = req();
         r.session = Some(SessionRef {
             id: "-bad".into(),
             dir: None,
             resume: false,
         });
-        assert!(build_argv(&r, "0.87.1").unwrap_err().contains("session id \"-bad\""));
+        assert!(build_argv(&r, "0.87.1")
+            .unwrap_err()
+            .contains("session id \"-bad\""));
         r.session.as_mut().unwrap().id = "good".into();
-        assert!(build_argv(&r, "0.73.1").unwrap_err().contains("has no --session-id"));
+        assert!(build_argv(&r, "0.73.1")
+            .unwrap_err()
+            .contains("has no --session-id"));
         let mut r = req();
         r.model = Some("sk-secret".into());
         r.api_key = Some(ApiKey {
             env_var: "OPENAI_API_KEY".into(),
             value: "sk-secret".into(),
         });
-        assert!(build_argv(&r, "0.87.1").unwrap_err().contains("API key appears"));
+        assert!(build_argv(&r, "0.87.1")
+            .unwrap_err()
+            .contains("API key appears"));
     }
 
     #[test]
     fn excluding_every_default_tool_on_073_means_no_tools() {
         let mut r = req();
         r.exclude_tools = DEFAULT_TOOLS.iter().map(|s| s.to_string()).collect();
-        assert!(build_argv(&r, "0.73.1").unwrap().contains(&"--no-tools".to_string()));
+        assert!(build_argv(&r, "0.73.1")
+            .unwrap()
+            .contains(&"--no-tools".to_string()));
     }
 
     #[test]

@@ -46,7 +46,10 @@ impl RetryPolicy {
     /// The delay before attempt `next` (2 = the first retry). `unit` in `[0, 1)` is the random draw.
     pub fn delay(&self, next: u32, unit: f64) -> Duration {
         let exp = next.saturating_sub(2).min(32);
-        let full = self.base_delay.saturating_mul(1u32 << exp.min(31)).min(self.max_delay);
+        let full = self
+            .base_delay
+            .saturating_mul(1u32 << exp.min(31))
+            .min(self.max_delay);
         let jitter = self.jitter.clamp(0.0, 1.0);
         let fixed = full.mul_f64(1.0 - jitter);
         fixed + full.mul_f64(jitter * unit.clamp(0.0, 1.0))
@@ -77,18 +80,48 @@ pub fn classify(f: &Failure) -> Verdict {
 pub fn classify_message(message: &str) -> Verdict {
     let m = message.to_ascii_lowercase();
     let permanent = [
-        "401", "403", "unauthorized", "forbidden", "invalid api key", "invalid_api_key", "authentication",
-        "permission", "model not found", "unknown model", "no api key", "not found",
+        "401",
+        "403",
+        "unauthorized",
+        "forbidden",
+        "invalid api key",
+        "invalid_api_key",
+        "authentication",
+        "permission",
+        "model not found",
+        "unknown model",
+        "no api key",
+        "not found",
     ];
     if permanent.iter().any(|p| m.contains(p)) {
         return Verdict::GiveUp;
     }
     let transient = [
-        "overloaded", "rate limit", "rate_limit", "429", "500", "502", "503", "504", "529", "timeout",
-        "timed out", "econnreset", "econnrefused", "network", "connection", "socket hang up", "fetch failed",
-        "terminated", "internal server error", "bad gateway", "service unavailable", "upstream",
+        "overloaded",
+        "rate limit",
+        "rate_limit",
+        "429",
+        "500",
+        "502",
+        "503",
+        "504",
+        "529",
+        "timeout",
+        "timed out",
+        "econnreset",
+        "econnrefused",
+        "network",
+        "connection",
+        "socket hang up",
+        "fetch failed",
+        "terminated",
+        "internal server error",
+        "bad gateway",
+        "service unavailable",
+        "upstream",
     ];
-    if transient.iter().any(|p| m.contains(p)) || m.split(|c: char| !c.is_ascii_digit()).any(is_5xx) {
+    if transient.iter().any(|p| m.contains(p)) || m.split(|c: char| !c.is_ascii_digit()).any(is_5xx)
+    {
         Verdict::Retry
     } else {
         Verdict::GiveUp
@@ -123,7 +156,9 @@ pub fn execute_with_retry(
             }
             let terminal = terminal.unwrap_or(Message::TerminalCancelled { exit: None });
             let retry = match &terminal {
-                Message::TerminalFailed(f) if attempt < policy.max_attempts && !cancel.is_cancelled() => {
+                Message::TerminalFailed(f)
+                    if attempt < policy.max_attempts && !cancel.is_cancelled() =>
+                {
                     (classify(f) == Verdict::Retry).then(|| f.message.clone())
                 }
                 _ => None,

@@ -174,19 +174,29 @@ pub fn run(cfg: Config) -> i32 {
     };
     if let Some(fd) = &control.fd {
         // pi must not inherit the control socket.
-        let _ = nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC));
+        let _ = nix::fcntl::fcntl(
+            fd.as_raw_fd(),
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+        );
     }
-    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+    if let Err(e) = procs::become_subreaper() {
         eprintln!("pi-supervisor: cannot become a child subreaper: {e}");
         return 70;
     }
 
     let mut mask = SigSet::empty();
-    for s in [Signal::SIGCHLD, Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+    for s in [
+        Signal::SIGCHLD,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+    ] {
         mask.add(s);
     }
     let mut old = SigSet::empty();
-    if nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&mask), Some(&mut old)).is_err() {
+    if nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&mask), Some(&mut old))
+        .is_err()
+    {
         eprintln!("pi-supervisor: cannot block signals");
         return 70;
     }
@@ -249,9 +259,15 @@ pub fn run(cfg: Config) -> i32 {
         }
         let timeout = deadline
             .map(|d| d.saturating_duration_since(Instant::now()))
-            .map(|d| PollTimeout::try_from(d.max(Duration::from_millis(1))).unwrap_or(PollTimeout::MAX))
+            .map(|d| {
+                PollTimeout::try_from(d.max(Duration::from_millis(1))).unwrap_or(PollTimeout::MAX)
+            })
             .unwrap_or(PollTimeout::NONE);
-        let ctl_fd = control.fd.as_ref().filter(|_| !control.closed).map(|f| f.as_fd());
+        let ctl_fd = control
+            .fd
+            .as_ref()
+            .filter(|_| !control.closed)
+            .map(|f| f.as_fd());
         let (sig_ready, ctl_ready) = wait_readable(sfd.as_fd(), ctl_fd, timeout);
         let mut stop = false;
         if sig_ready {
@@ -273,12 +289,11 @@ pub fn run(cfg: Config) -> i32 {
     }
 
     // pi is gone. Whatever is left below us is an orphan of this run.
-    let mut survivors: Vec<Survivor> = procs::descendants(me)
+    let mut survivors: Vec<Survivor> = live_descendants(me)
         .into_iter()
-        .filter(|p| p.state != 'Z')
         .map(|p| Survivor {
             pid: p.pid,
-            command: procs::cmdline(p.pid),
+            command: p.command(),
         })
         .collect();
     survivors.sort_by_key(|s| s.pid);
@@ -306,10 +321,14 @@ pub fn run(cfg: Config) -> i32 {
         if Instant::now() >= kill_end {
             break live.iter().map(|p| p.pid).collect();
         }
-        let _ = wait_until(&sfd, (Instant::now() + Duration::from_millis(20)).min(kill_end), || {
-            reap_all();
-            live_descendants(me).is_empty()
-        });
+        let _ = wait_until(
+            &sfd,
+            (Instant::now() + Duration::from_millis(20)).min(kill_end),
+            || {
+                reap_all();
+                live_descendants(me).is_empty()
+            },
+        );
     };
     reap_all();
 
@@ -330,7 +349,10 @@ pub fn run(cfg: Config) -> i32 {
 }
 
 fn live_descendants(me: i32) -> Vec<procs::ProcInfo> {
-    procs::descendants(me).into_iter().filter(|p| p.state != 'Z').collect()
+    procs::descendants(&procs::all_procs(), me)
+        .into_iter()
+        .filter(|p| !p.is_zombie())
+        .collect()
 }
 
 /// Reap every exited child; remember pi's status.
@@ -353,7 +375,11 @@ fn reap_all() {
 }
 
 /// Wait for readability of the signal fd and the control fd.
-fn wait_readable(sig: BorrowedFd<'_>, ctl: Option<BorrowedFd<'_>>, timeout: PollTimeout) -> (bool, bool) {
+fn wait_readable(
+    sig: BorrowedFd<'_>,
+    ctl: Option<BorrowedFd<'_>>,
+    timeout: PollTimeout,
+) -> (bool, bool) {
     let flags = PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR;
     let mut fds = vec![PollFd::new(sig, PollFlags::POLLIN)];
     if let Some(c) = ctl {
@@ -381,7 +407,8 @@ fn wait_until(sfd: &SignalFd, until: Instant, mut done: impl FnMut() -> bool) ->
         // Wake on SIGCHLD, and at least every 10 ms: processes reaped by someone else
         // (grandchildren whose parent is still alive) send us nothing.
         let step = (until - now).min(Duration::from_millis(10));
-        let timeout = PollTimeout::try_from(step.max(Duration::from_millis(1))).unwrap_or(PollTimeout::MAX);
+        let timeout =
+            PollTimeout::try_from(step.max(Duration::from_millis(1))).unwrap_or(PollTimeout::MAX);
         let (ready, _) = wait_readable(sfd.as_fd(), None, timeout);
         if ready {
             while let Ok(Some(_)) = sfd.read_signal() {}
@@ -399,14 +426,30 @@ mod tests {
 
     #[test]
     fn parses_its_command_line() {
-        let c = parse_args(&s(&["--grace-ms", "250", "--control-fd", "3", "--", "pi", "--mode", "json"])).unwrap();
+        let c = parse_args(&s(&[
+            "--grace-ms",
+            "250",
+            "--control-fd",
+            "3",
+            "--",
+            "pi",
+            "--mode",
+            "json",
+        ]))
+        .unwrap();
         assert_eq!(c.grace, Duration::from_millis(250));
         assert_eq!(c.kill_wait, Duration::from_secs(5));
         assert_eq!(c.control_fd, Some(3));
         assert_eq!((c.program.as_str(), c.args), ("pi", s(&["--mode", "json"])));
-        assert!(parse_args(&s(&["--bogus"])).unwrap_err().contains("unknown argument \"--bogus\""));
-        assert!(parse_args(&s(&["--grace-ms", "x", "--", "pi"])).unwrap_err().starts_with("--grace-ms"));
-        assert!(parse_args(&s(&["--"])).unwrap_err().contains("missing program"));
+        assert!(parse_args(&s(&["--bogus"]))
+            .unwrap_err()
+            .contains("unknown argument \"--bogus\""));
+        assert!(parse_args(&s(&["--grace-ms", "x", "--", "pi"]))
+            .unwrap_err()
+            .starts_with("--grace-ms"));
+        assert!(parse_args(&s(&["--"]))
+            .unwrap_err()
+            .contains("missing program"));
     }
 
     #[test]

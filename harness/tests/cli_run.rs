@@ -1,7 +1,7 @@
 //! `pi-harness run` as a real process against fake-pi: output shapes, exit statuses, user
 //! errors, and cancellation (timer, SIGINT) proving by marker scan that no process survived.
 
-mod common;
+mod world;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -9,7 +9,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
-use common::*;
+use world::*;
 use pi_harness::message::{FailureReason, Message};
 
 const ENDS_OK: &str = r#"{"dt_ms":0,"exit":0}"#;

@@ -1,11 +1,11 @@
 //! The reference provider against fake-pi as a real subprocess: spawning, caps, cancellation
 //! and the caller's retry. Every test carries its own marker and proves no process is left.
 
-mod common;
+mod world;
 
 use std::time::{Duration, Instant};
 
-use common::*;
+use world::*;
 use pi_harness::message::{FailureReason, Message, RetrySource};
 use pi_harness::provider::{collect, ApiKey, Provider, SessionRef};
 use pi_harness::retry::{execute_with_retry, RetryPolicy};
@@ -28,8 +28,14 @@ async fn completes_and_leaves_nothing() {
     let mut recs = conversation("Hello there");
     recs.push(ENDS_OK.into());
     let c = w.cassette("ok", "0.87.1", "{}", PI_DEFAULTS, &recs);
-    let msgs = collect(Provider::new(opts()).execute(w.request(&c, "0.87.1", "0"), CancellationToken::new())).await;
-    assert!(matches!(terminal(&msgs), Message::TerminalCompleted { .. }), "{msgs:#?}");
+    let msgs = collect(
+        Provider::new(opts()).execute(w.request(&c, "0.87.1", "0"), CancellationToken::new()),
+    )
+    .await;
+    assert!(
+        matches!(terminal(&msgs), Message::TerminalCompleted { .. }),
+        "{msgs:#?}"
+    );
     assert_eq!(text_of(&msgs), "Hello there");
     w.assert_none_left();
 }
@@ -38,7 +44,10 @@ async fn completes_and_leaves_nothing() {
 async fn argv_stdin_and_key_are_what_each_pi_version_accepts() {
     // fake-pi rejects what real pi rejects and checks the cassette's expectations:
     // the session flag of each version, the prompt on stdin only, the key only in the env.
-    for (version, session_flag) in [("0.87.1", r#""session-id":"abc""#), ("0.73.1", r#""session":"SESSION""#)] {
+    for (version, session_flag) in [
+        ("0.87.1", r#""session-id":"abc""#),
+        ("0.73.1", r#""session":"SESSION""#),
+    ] {
         let w = World::new("argv");
         let session_path = w.dir.path().join("abc.jsonl");
         let expect = format!(
@@ -64,7 +73,10 @@ async fn argv_stdin_and_key_are_what_each_pi_version_accepts() {
             matches!(terminal(&msgs), Message::TerminalCompleted { .. }),
             "pi {version}: {msgs:#?}"
         );
-        assert!(matches!(&msgs[0], Message::SessionResumed { session_id } if session_id == "sess-1"), "{msgs:#?}");
+        assert!(
+            matches!(&msgs[0], Message::SessionResumed { session_id } if session_id == "sess-1"),
+            "{msgs:#?}"
+        );
         w.assert_none_left();
     }
 }
@@ -76,7 +88,13 @@ async fn version_is_probed_when_not_given() {
     recs.push(ENDS_OK.into());
     // A 0.73.1 cassette: were argv built for 0.87.1, fake-pi would still accept this simple
     // one, so the proof is the session flag, which only exists under one name per version.
-    let c = w.cassette("probe", "0.73.1", r#"{"flags":{"session":true}}"#, PI_DEFAULTS, &recs);
+    let c = w.cassette(
+        "probe",
+        "0.73.1",
+        r#"{"flags":{"session":true}}"#,
+        PI_DEFAULTS,
+        &recs,
+    );
     let mut req = w.request(&c, "x", "0");
     req.pi_version = None;
     req.session = Some(SessionRef {
@@ -85,7 +103,10 @@ async fn version_is_probed_when_not_given() {
         resume: false,
     });
     let msgs = collect(Provider::new(opts()).execute(req, CancellationToken::new())).await;
-    assert!(matches!(terminal(&msgs), Message::TerminalCompleted { .. }), "{msgs:#?}");
+    assert!(
+        matches!(terminal(&msgs), Message::TerminalCompleted { .. }),
+        "{msgs:#?}"
+    );
     w.assert_none_left();
 }
 
@@ -98,7 +119,11 @@ async fn missing_binary_is_a_failed_terminal_with_the_os_error() {
     let msgs = collect(Provider::new(opts()).execute(req, CancellationToken::new())).await;
     let f = failed(&msgs);
     assert_eq!(f.reason, FailureReason::SpawnFailed);
-    assert!(f.message.contains("No such file or directory"), "{}", f.message);
+    assert!(
+        f.message.contains("No such file or directory"),
+        "{}",
+        f.message
+    );
     w.assert_none_left();
 }
 
@@ -128,7 +153,11 @@ async fn invalid_request_never_spawns() {
     let msgs = collect(Provider::new(opts()).execute(req, CancellationToken::new())).await;
     let f = failed(&msgs);
     assert_eq!(f.reason, FailureReason::InvalidRequest);
-    assert!(f.message.contains("\"max\" is not accepted by pi 0.73.1"), "{}", f.message);
+    assert!(
+        f.message.contains("\"max\" is not accepted by pi 0.73.1"),
+        "{}",
+        f.message
+    );
     w.assert_none_left();
 }
 
@@ -150,7 +179,10 @@ async fn cli_error_exit_carries_code_and_redacted_stderr() {
     let f = failed(&msgs);
     assert_eq!(f.exit.as_ref().and_then(|e| e.code), Some(1));
     let tail = f.stderr_tail.as_deref().unwrap_or_default();
-    assert!(tail.contains("request failed with key <REDACTED>"), "{tail:?}");
+    assert!(
+        tail.contains("request failed with key <REDACTED>"),
+        "{tail:?}"
+    );
     assert!(!tail.contains(&key));
     w.assert_none_left();
 }
@@ -162,9 +194,15 @@ async fn death_by_signal_mid_stream_is_reported() {
     recs.truncate(6);
     recs.push(r#"{"dt_ms":0,"signal":"SIGKILL"}"#.into());
     let c = w.cassette("k", "0.87.1", "{}", PI_DEFAULTS, &recs);
-    let msgs = collect(Provider::new(opts()).execute(w.request(&c, "0.87.1", "0"), CancellationToken::new())).await;
+    let msgs = collect(
+        Provider::new(opts()).execute(w.request(&c, "0.87.1", "0"), CancellationToken::new()),
+    )
+    .await;
     let f = failed(&msgs);
-    assert_eq!(f.exit.as_ref().and_then(|e| e.signal.as_deref()), Some("SIGKILL"));
+    assert_eq!(
+        f.exit.as_ref().and_then(|e| e.signal.as_deref()),
+        Some("SIGKILL")
+    );
     assert_eq!(text_of(&msgs), "partial");
     w.assert_none_left();
 }
@@ -181,7 +219,9 @@ async fn total_output_cap_stops_the_run() {
     let c = w.cassette("cap", "0.87.1", "{}", PI_DEFAULTS, &recs);
     let mut o = opts();
     o.max_output_bytes = Some(8 * 1024);
-    let msgs = collect(Provider::new(o).execute(w.request(&c, "0.87.1", "1"), CancellationToken::new())).await;
+    let msgs =
+        collect(Provider::new(o).execute(w.request(&c, "0.87.1", "1"), CancellationToken::new()))
+            .await;
     let f = failed(&msgs);
     assert_eq!(f.reason, FailureReason::OutputLimit);
     assert!(f.message.contains("8192"), "{}", f.message);
@@ -207,7 +247,10 @@ async fn timeout_fails_the_run_and_cleans_up() {
 // ---------------------------------------------------------------- cancellation
 
 fn cancelled(msgs: &[Message]) {
-    assert!(matches!(terminal(msgs), Message::TerminalCancelled { .. }), "{msgs:#?}");
+    assert!(
+        matches!(terminal(msgs), Message::TerminalCancelled { .. }),
+        "{msgs:#?}"
+    );
 }
 
 #[tokio::test]
@@ -232,7 +275,8 @@ async fn run_and_cancel(
     let mut o = opts();
     o.grace = grace;
     let token = CancellationToken::new();
-    let mut stream = std::pin::pin!(Provider::new(o).execute(w.request(c, "0.87.1", speed), token.clone()));
+    let mut stream =
+        std::pin::pin!(Provider::new(o).execute(w.request(c, "0.87.1", speed), token.clone()));
     let mut msgs = Vec::new();
     let mut cancelled_at = None;
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -266,7 +310,10 @@ async fn cancel_before_the_first_line() {
     let recs = vec![r#"{"dt_ms":0,"hang":true}"#.to_string()];
     let c = w.cassette("p", "0.87.1", "{}", PI_DEFAULTS, &recs);
     // Ready once fake-pi is running (seen by its marker), before it wrote anything.
-    let (msgs, _) = run_and_cancel(&w, &c, "0", Duration::from_secs(2), |m, w| m.is_empty() && w.alive().len() >= 2).await;
+    let (msgs, _) = run_and_cancel(&w, &c, "0", Duration::from_secs(2), |m, w| {
+        m.is_empty() && w.alive().len() >= 2
+    })
+    .await;
     cancelled(&msgs);
     assert_eq!(msgs.len(), 1);
     w.assert_none_left();
@@ -280,7 +327,10 @@ async fn cancel_mid_text_keeps_what_came_before() {
     recs.push(out(5000, r#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"never"}}"#));
     recs.push(ENDS_OK.into());
     let c = w.cassette("mt", "0.87.1", "{}", PI_DEFAULTS, &recs);
-    let (msgs, _) = run_and_cancel(&w, &c, "1", Duration::from_secs(2), |m, _| text_of(m) == "first ").await;
+    let (msgs, _) = run_and_cancel(&w, &c, "1", Duration::from_secs(2), |m, _| {
+        text_of(m) == "first "
+    })
+    .await;
     cancelled(&msgs);
     assert_eq!(text_of(&msgs), "first ");
     assert!(matches!(msgs[0], Message::SessionStarted { .. }));
@@ -293,11 +343,17 @@ async fn cancel_mid_tool_reaches_a_child_in_its_own_session() {
     let mut recs = conversation("running");
     recs.truncate(6);
     recs.push(tool_start());
-    recs.push(r#"{"dt_ms":0,"spawn":{"id":"bash","own_session":true,"grandchild":{"own_session":true}}}"#.into());
+    recs.push(
+        r#"{"dt_ms":0,"spawn":{"id":"bash","own_session":true,"grandchild":{"own_session":true}}}"#
+            .into(),
+    );
     recs.push(r#"{"dt_ms":0,"hang":true}"#.into());
     let c = w.cassette("mt", "0.87.1", "{}", PI_DEFAULTS, &recs);
     // supervisor + fake-pi + child + grandchild (escaped into its own session)
-    let (msgs, took) = run_and_cancel(&w, &c, "0", Duration::from_secs(2), |_, w| w.alive().len() >= 4).await;
+    let (msgs, took) = run_and_cancel(&w, &c, "0", Duration::from_secs(2), |_, w| {
+        w.alive().len() >= 4
+    })
+    .await;
     cancelled(&msgs);
     w.assert_none_left();
     eprintln!("cancel mid-tool (pi honours SIGTERM): {took:?}");
@@ -309,7 +365,9 @@ async fn cancel_when_pi_ignores_sigterm() {
     let mut recs = conversation("running");
     recs.truncate(6);
     recs.push(tool_start());
-    recs.push(r#"{"dt_ms":0,"spawn":{"id":"bash","own_session":true,"ignore_sigterm":true}}"#.into());
+    recs.push(
+        r#"{"dt_ms":0,"spawn":{"id":"bash","own_session":true,"ignore_sigterm":true}}"#.into(),
+    );
     recs.push(r#"{"dt_ms":0,"hang":true}"#.into());
     let process = r#"{"on_sigterm":{"action":"ignore"}}"#;
     let c = w.cassette("it", "0.87.1", "{}", process, &recs);
@@ -317,10 +375,15 @@ async fn cancel_when_pi_ignores_sigterm() {
     let (msgs, took) = run_and_cancel(&w, &c, "0", grace, |_, w| w.alive().len() >= 3).await;
     cancelled(&msgs);
     match terminal(&msgs) {
-        Message::TerminalCancelled { exit: Some(e) } => assert_eq!(e.signal.as_deref(), Some("SIGKILL")),
+        Message::TerminalCancelled { exit: Some(e) } => {
+            assert_eq!(e.signal.as_deref(), Some("SIGKILL"))
+        }
         other => panic!("{other:?}"),
     }
-    assert!(took >= grace, "SIGKILL came before the grace period ended: {took:?}");
+    assert!(
+        took >= grace,
+        "SIGKILL came before the grace period ended: {took:?}"
+    );
     w.assert_none_left();
     eprintln!("cancel (pi ignores SIGTERM, grace {grace:?}): {took:?}");
 }
@@ -333,9 +396,18 @@ async fn pi_exits_while_a_grandchild_holds_stdout() {
     recs.push(ENDS_OK.into());
     let c = w.cassette("h", "0.87.1", "{}", PI_DEFAULTS, &recs);
     let started = Instant::now();
-    let msgs = collect(Provider::new(opts()).execute(w.request(&c, "0.87.1", "0"), CancellationToken::new())).await;
-    assert!(matches!(terminal(&msgs), Message::TerminalCompleted { .. }), "{msgs:#?}");
-    assert!(started.elapsed() < Duration::from_secs(10), "the reader hung on the held stdout");
+    let msgs = collect(
+        Provider::new(opts()).execute(w.request(&c, "0.87.1", "0"), CancellationToken::new()),
+    )
+    .await;
+    assert!(
+        matches!(terminal(&msgs), Message::TerminalCompleted { .. }),
+        "{msgs:#?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the reader hung on the held stdout"
+    );
     w.assert_none_left();
 }
 
@@ -349,12 +421,20 @@ async fn dropping_the_stream_stops_everything() {
     recs.push(r#"{"dt_ms":0,"hang":true}"#.into());
     let c = w.cassette("d", "0.87.1", "{}", PI_DEFAULTS, &recs);
     {
-        let mut stream = Box::pin(Provider::new(opts()).execute(w.request(&c, "0.87.1", "0"), CancellationToken::new()));
+        let mut stream = Box::pin(
+            Provider::new(opts()).execute(w.request(&c, "0.87.1", "0"), CancellationToken::new()),
+        );
         let first = stream.next().await;
-        assert!(matches!(first, Some(Message::SessionStarted { .. })), "{first:?}");
-        assert!(w.wait_alive(3, Duration::from_secs(10)).len() >= 3, "the tool child never started");
+        assert!(
+            matches!(first, Some(Message::SessionStarted { .. })),
+            "{first:?}"
+        );
+        assert!(
+            w.wait_alive(3, Duration::from_secs(10)).len() >= 3,
+            "the tool child never started"
+        );
     } // dropped here
-    // Nothing to await any more: wait (bounded) for the processes to go.
+      // Nothing to await any more: wait (bounded) for the processes to go.
     let end = Instant::now() + Duration::from_secs(15);
     while !w.alive().is_empty() && Instant::now() < end {
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -367,7 +447,10 @@ async fn dropping_the_stream_stops_everything() {
 /// A `pi` that plays attempt N's cassette on its Nth start: fake-pi behind a tiny wrapper.
 fn attempts(w: &World, cassettes: &[std::path::PathBuf]) -> std::path::PathBuf {
     let wrapper = w.dir.path().join("pi-attempts");
-    let list: Vec<String> = cassettes.iter().map(|c| format!("'{}'", c.display())).collect();
+    let list: Vec<String> = cassettes
+        .iter()
+        .map(|c| format!("'{}'", c.display()))
+        .collect();
     let script = format!(
         "#!/bin/sh\nn=$(cat '{dir}/count' 2>/dev/null || echo 0)\necho $((n+1)) > '{dir}/count'\nset -- \"$@\"\ni=0\nfor c in {list}; do\n  if [ $i -eq $n ]; then FAKE_PI_CASSETTE=$c; fi\n  i=$((i+1))\ndone\nexport FAKE_PI_CASSETTE\nexec '{fake}' \"$@\"\n",
         dir = w.dir.path().display(),
@@ -392,9 +475,17 @@ fn fast_policy(max: u32) -> RetryPolicy {
 fn error_turn(msg: &str) -> Vec<String> {
     let m = serde_json::to_string(msg).unwrap();
     vec![
-        out(0, r#"{"type":"session","version":3,"id":"s","timestamp":"T","cwd":"/w"}"#),
+        out(
+            0,
+            r#"{"type":"session","version":3,"id":"s","timestamp":"T","cwd":"/w"}"#,
+        ),
         out(0, r#"{"type":"agent_start"}"#),
-        out(0, &format!(r#"{{"type":"message_end","message":{{"role":"assistant","content":[],"stopReason":"error","errorMessage":{m}}}}}"#)),
+        out(
+            0,
+            &format!(
+                r#"{{"type":"message_end","message":{{"role":"assistant","content":[],"stopReason":"error","errorMessage":{m}}}}}"#
+            ),
+        ),
         out(0, r#"{"type":"agent_end","messages":[],"willRetry":false}"#),
         out(0, r#"{"type":"agent_settled"}"#),
         ENDS_OK.to_string(),
@@ -413,13 +504,34 @@ async fn caller_retries_a_transient_failure_then_succeeds() {
     let c2 = w.cassette("a2", "0.87.1", "{}", PI_DEFAULTS, &ok);
     let mut req = w.request(&c1, "0.87.1", "0");
     req.pi_path = Some(attempts(&w, &[c1.clone(), c2]));
-    let msgs = collect(execute_with_retry(Provider::new(opts()), req, fast_policy(3), CancellationToken::new())).await;
-    assert!(matches!(terminal(&msgs), Message::TerminalCompleted { .. }), "{msgs:#?}");
-    let retries: Vec<_> = msgs.iter().filter(|m| matches!(m, Message::RetryScheduled { .. })).collect();
+    let msgs = collect(execute_with_retry(
+        Provider::new(opts()),
+        req,
+        fast_policy(3),
+        CancellationToken::new(),
+    ))
+    .await;
+    assert!(
+        matches!(terminal(&msgs), Message::TerminalCompleted { .. }),
+        "{msgs:#?}"
+    );
+    let retries: Vec<_> = msgs
+        .iter()
+        .filter(|m| matches!(m, Message::RetryScheduled { .. }))
+        .collect();
     assert_eq!(retries.len(), 1, "{msgs:#?}");
     match retries[0] {
-        Message::RetryScheduled { source, attempt, max_attempts, delay_ms, .. } => {
-            assert_eq!((*source, *attempt, *max_attempts), (RetrySource::Caller, 2, 3));
+        Message::RetryScheduled {
+            source,
+            attempt,
+            max_attempts,
+            delay_ms,
+            ..
+        } => {
+            assert_eq!(
+                (*source, *attempt, *max_attempts),
+                (RetrySource::Caller, 2, 3)
+            );
             assert!((5..=10).contains(delay_ms), "{delay_ms}");
         }
         _ => unreachable!(),
@@ -430,36 +542,81 @@ async fn caller_retries_a_transient_failure_then_succeeds() {
 #[tokio::test]
 async fn caller_does_not_retry_401() {
     let w = World::new("noretry");
-    let c = w.cassette("a", "0.87.1", "{}", PI_DEFAULTS, &error_turn("401 invalid api key"));
+    let c = w.cassette(
+        "a",
+        "0.87.1",
+        "{}",
+        PI_DEFAULTS,
+        &error_turn("401 invalid api key"),
+    );
     let mut req = w.request(&c, "0.87.1", "0");
     req.pi_path = Some(attempts(&w, &[c.clone(), c.clone(), c.clone()]));
-    let msgs = collect(execute_with_retry(Provider::new(opts()), req, fast_policy(3), CancellationToken::new())).await;
+    let msgs = collect(execute_with_retry(
+        Provider::new(opts()),
+        req,
+        fast_policy(3),
+        CancellationToken::new(),
+    ))
+    .await;
     let f = failed(&msgs);
     assert_eq!(f.reason, FailureReason::ModelError);
-    assert!(!msgs.iter().any(|m| matches!(m, Message::RetryScheduled { .. })));
-    assert_eq!(std::fs::read_to_string(w.dir.path().join("count")).unwrap().trim(), "1");
+    assert!(!msgs
+        .iter()
+        .any(|m| matches!(m, Message::RetryScheduled { .. })));
+    assert_eq!(
+        std::fs::read_to_string(w.dir.path().join("count"))
+            .unwrap()
+            .trim(),
+        "1"
+    );
     w.assert_none_left();
 }
 
 #[tokio::test]
 async fn caller_gives_up_after_max_attempts() {
     let w = World::new("exhaust");
-    let c = w.cassette("a", "0.87.1", "{}", PI_DEFAULTS, &error_turn("503 Service Unavailable"));
+    let c = w.cassette(
+        "a",
+        "0.87.1",
+        "{}",
+        PI_DEFAULTS,
+        &error_turn("503 Service Unavailable"),
+    );
     let mut req = w.request(&c, "0.87.1", "0");
     req.pi_path = Some(attempts(&w, &[c.clone(), c.clone(), c.clone()]));
-    let msgs = collect(execute_with_retry(Provider::new(opts()), req, fast_policy(3), CancellationToken::new())).await;
+    let msgs = collect(execute_with_retry(
+        Provider::new(opts()),
+        req,
+        fast_policy(3),
+        CancellationToken::new(),
+    ))
+    .await;
     let f = failed(&msgs);
     assert!(f.message.contains("503"), "{}", f.message);
-    let n = msgs.iter().filter(|m| matches!(m, Message::RetryScheduled { .. })).count();
+    let n = msgs
+        .iter()
+        .filter(|m| matches!(m, Message::RetryScheduled { .. }))
+        .count();
     assert_eq!(n, 2);
-    assert_eq!(std::fs::read_to_string(w.dir.path().join("count")).unwrap().trim(), "3");
+    assert_eq!(
+        std::fs::read_to_string(w.dir.path().join("count"))
+            .unwrap()
+            .trim(),
+        "3"
+    );
     w.assert_none_left();
 }
 
 #[tokio::test]
 async fn cancel_during_backoff_is_cancelled_not_failed() {
     let w = World::new("backoffcancel");
-    let c = w.cassette("a", "0.87.1", "{}", PI_DEFAULTS, &error_turn("503 Service Unavailable"));
+    let c = w.cassette(
+        "a",
+        "0.87.1",
+        "{}",
+        PI_DEFAULTS,
+        &error_turn("503 Service Unavailable"),
+    );
     let mut req = w.request(&c, "0.87.1", "0");
     req.pi_path = Some(attempts(&w, &[c.clone(), c.clone()]));
     let policy = RetryPolicy {
@@ -468,7 +625,12 @@ async fn cancel_during_backoff_is_cancelled_not_failed() {
         ..fast_policy(2)
     };
     let token = CancellationToken::new();
-    let mut stream = std::pin::pin!(execute_with_retry(Provider::new(opts()), req, policy, token.clone()));
+    let mut stream = std::pin::pin!(execute_with_retry(
+        Provider::new(opts()),
+        req,
+        policy,
+        token.clone()
+    ));
     let mut msgs = Vec::new();
     while let Some(m) = stream.next().await {
         if matches!(m, Message::RetryScheduled { .. }) {
@@ -477,6 +639,11 @@ async fn cancel_during_backoff_is_cancelled_not_failed() {
         msgs.push(m);
     }
     cancelled(&msgs);
-    assert_eq!(std::fs::read_to_string(w.dir.path().join("count")).unwrap().trim(), "1");
+    assert_eq!(
+        std::fs::read_to_string(w.dir.path().join("count"))
+            .unwrap()
+            .trim(),
+        "1"
+    );
     w.assert_none_left();
 }

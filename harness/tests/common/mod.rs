@@ -1,155 +1,400 @@
-//! Shared helpers of the provider tests: fake-pi's location, cassettes written into a
-//! per-test temp dir, and the marker that proves no process survived a test.
+//! Helpers shared by the mapper tests: loading the committed cassettes, the stream end a
+//! cassette implies, and invariant checks written independently of the mapper (they read
+//! pi's stdout with `serde_json::Value`).
 #![allow(dead_code)]
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
 
-use pi_harness::message::Message;
-use pi_harness::procs;
-use pi_harness::provider::{ProviderOptions, Request};
+use pi_harness::cassette::{Action, Cassette};
+use pi_harness::mapper::{EndCause, StreamEnd};
+use pi_harness::message::{ExitInfo, Message};
+use serde_json::Value;
 
-pub const MARKER_VAR: &str = "PI_HARNESS_TEST_MARKER";
-
-/// The fake-pi binary of this workspace (built on demand when a lone `cargo test -p pi-harness` did not).
-pub fn fake_pi() -> PathBuf {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test exe");
-        let dir = exe.parent().and_then(Path::parent).expect("target dir");
-        let bin = dir.join("fake-pi");
-        if !bin.is_file() {
-            let status = std::process::Command::new(env!("CARGO"))
-                .args(["build", "-q", "-p", "fake-pi"])
-                .status()
-                .expect("cargo build -p fake-pi");
-            assert!(status.success(), "building fake-pi failed");
-        }
-        assert!(bin.is_file(), "fake-pi not found at {}", bin.display());
-        bin
-    })
-    .clone()
+/// `cassettes/` at the workspace root.
+pub fn cassettes_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../cassettes")
 }
 
-/// One test's world: a temp dir and a unique marker every process of the test carries.
-pub struct World {
-    pub dir: tempfile::TempDir,
-    pub marker: String,
-}
-
-impl World {
-    pub fn new(name: &str) -> World {
-        let dir = tempfile::Builder::new().prefix(&format!("pih-{name}-")).tempdir().expect("tempdir");
-        let marker = format!("{name}-{}-{:016x}", std::process::id(), fastrand::u64(..));
-        World { dir, marker }
-    }
-
-    /// Write a cassette: header for `version` with `expect` and `process` JSON, then `records` lines.
-    pub fn cassette(&self, name: &str, version: &str, expect: &str, process: &str, records: &[String]) -> PathBuf {
-        let dialect = if version == "0.73.1" { "snapshot+delta" } else { "delta-only" };
-        let mut text = format!(
-            r#"{{"format":"pi-cassette","version":1,"pi":{{"version":"{version}","dialect":"{dialect}"}},"scenario":{{"name":"{name}","description":"provider test"}},"expect":{expect},"process":{process},"origin":{{"kind":"hand-made","timing":"synthetic"}}}}"#
-        );
-        text.push('\n');
-        for r in records {
-            text.push_str(r);
-            text.push('\n');
-        }
-        let path = self.dir.path().join(format!("{name}.cassette.jsonl"));
-        std::fs::write(&path, text).expect("write cassette");
-        path
-    }
-
-    /// A request that runs fake-pi on `cassette`, instant speed unless `speed` says otherwise.
-    pub fn request(&self, cassette: &Path, version: &str, speed: &str) -> Request {
-        Request {
-            pi_path: Some(fake_pi()),
-            pi_version: Some(version.to_string()),
-            prompt: "hi".into(),
-            provider: Some("fake".into()),
-            model: Some("fake-model".into()),
-            env: vec![
-                (MARKER_VAR.into(), self.marker.clone()),
-                ("FAKE_PI_CASSETTE".into(), cassette.display().to_string()),
-                ("FAKE_PI_SPEED".into(), speed.into()),
-            ],
-            cwd: Some(self.dir.path().to_path_buf()),
-            ..Request::default()
-        }
-    }
-
-    pub fn alive(&self) -> Vec<procs::ProcInfo> {
-        procs::with_env_marker(MARKER_VAR, &self.marker)
-    }
-
-    /// Prove no process of this test is left; kill and fail if one is.
-    pub fn assert_none_left(&self) {
-        let left = self.alive();
-        for p in &left {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(p.pid), nix::sys::signal::Signal::SIGKILL);
-        }
-        assert!(left.is_empty(), "processes left behind: {left:?}");
-    }
-
-    /// Wait (bounded) until `n` processes of this test exist; returns them.
-    pub fn wait_alive(&self, n: usize, within: Duration) -> Vec<procs::ProcInfo> {
-        let end = Instant::now() + within;
-        loop {
-            let a = self.alive();
-            if a.len() >= n || Instant::now() > end {
-                return a;
+/// Every committed cassette, sorted by path.
+pub fn all_cassettes() -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![cassettes_dir()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.expect("readable dir entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.contains(".cassette.jsonl"))
+            {
+                found.push(path);
             }
-            std::thread::sleep(Duration::from_millis(5));
         }
     }
+    found.sort();
+    found
 }
 
-pub fn opts() -> ProviderOptions {
-    ProviderOptions {
-        supervisor: Some(PathBuf::from(env!("CARGO_BIN_EXE_pi-supervisor"))),
-        grace: Duration::from_millis(2000),
-        ..ProviderOptions::default()
-    }
+pub fn load(name: &str) -> Cassette {
+    let path = cassettes_dir().join(name);
+    Cassette::load(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// A stdout record holding one JSON line.
-pub fn out(dt_ms: u64, json: &str) -> String {
-    format!(r#"{{"dt_ms":{dt_ms},"stdout":{json}}}"#)
-}
-
-/// A short, complete 0.87.1 conversation answering `text`.
-pub fn conversation(text: &str) -> Vec<String> {
-    let t = serde_json::to_string(text).unwrap();
-    vec![
-        out(0, r#"{"type":"session","version":3,"id":"sess-1","timestamp":"T","cwd":"/w"}"#),
-        out(0, r#"{"type":"agent_start"}"#),
-        out(0, r#"{"type":"turn_start"}"#),
-        out(0, r#"{"type":"message_start","message":{"role":"assistant","content":[],"stopReason":"pending"}}"#),
-        out(0, r#"{"type":"message_update","assistantMessageEvent":{"type":"text_start","contentIndex":0}}"#),
-        out(0, &format!(r#"{{"type":"message_update","assistantMessageEvent":{{"type":"text_delta","contentIndex":0,"delta":{t}}}}}"#)),
-        out(0, &format!(r#"{{"type":"message_update","assistantMessageEvent":{{"type":"text_end","contentIndex":0,"content":{t}}}}}"#)),
-        out(0, &format!(r#"{{"type":"message_end","message":{{"role":"assistant","content":[{{"type":"text","text":{t}}}],"usage":{{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{{"total":0}}}},"stopReason":"stop"}}}}"#)),
-        out(0, &format!(r#"{{"type":"turn_end","message":{{"role":"assistant","content":[{{"type":"text","text":{t}}}],"stopReason":"stop"}},"toolResults":[]}}"#)),
-        out(0, r#"{"type":"agent_end","messages":[],"willRetry":false}"#),
-        out(0, r#"{"type":"agent_settled"}"#),
-    ]
-}
-
-pub fn text_of(msgs: &[Message]) -> String {
-    msgs.iter()
-        .filter_map(|m| match m {
-            Message::Assistant { text } => Some(text.as_str()),
+/// The end the cassette's final record implies: exit code or signal after EOF; a hang is
+/// what a caller ends by cancelling.
+pub fn end_of(c: &Cassette) -> StreamEnd {
+    let stderr: Vec<u8> = c
+        .records
+        .iter()
+        .filter_map(|r| match &r.action {
+            Action::Stderr(b) => Some(b.data.clone()),
             _ => None,
         })
+        .flatten()
+        .collect();
+    let stderr_tail = (!stderr.is_empty()).then(|| String::from_utf8_lossy(&stderr).into_owned());
+    match c.ending() {
+        Action::Exit(code) => StreamEnd {
+            exit: Some(ExitInfo {
+                code: Some(*code),
+                signal: None,
+            }),
+            stderr_tail,
+            cause: EndCause::Eof,
+        },
+        Action::Signal(sig) => StreamEnd {
+            exit: Some(ExitInfo {
+                code: None,
+                signal: Some(sig.clone()),
+            }),
+            stderr_tail,
+            cause: EndCause::Eof,
+        },
+        Action::Hang => StreamEnd {
+            exit: None,
+            stderr_tail,
+            cause: EndCause::Cancelled,
+        },
+        other => panic!("a cassette ends with exit, signal or hang, not {other:?}"),
+    }
+}
+
+/// What an assistant `message_end` says, read with `serde_json::Value`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinalMessage {
+    pub text: String,
+    pub thoughts: Vec<String>,
+    pub stop_reason: Option<String>,
+    /// `usage` as the message says it (missing numbers as 0).
+    pub usage: pi_harness::message::Usage,
+    /// Text or thinking deltas were seen in the run up to here (so no replay stripping applies).
+    pub had_deltas: bool,
+}
+
+/// The assistant `message_end`s of a stdout, in order (lines that do not parse are skipped).
+pub fn final_messages(stdout: &[u8]) -> Vec<FinalMessage> {
+    let mut out = Vec::new();
+    // Deltas seen in the run so far: a producer that sends deltas never replays.
+    let mut deltas = false;
+    for line in stdout.split(|&b| b == b'\n') {
+        let Ok(v) = serde_json::from_slice::<Value>(line.strip_suffix(b"\r").unwrap_or(line))
+        else {
+            continue;
+        };
+        match v["type"].as_str() {
+            Some("message_update")
+                if (v["assistantMessageEvent"]["type"] == "text_delta"
+                    || v["assistantMessageEvent"]["type"] == "thinking_delta")
+                    && v["assistantMessageEvent"]["delta"].is_string() =>
+            {
+                deltas = true
+            }
+            Some("message_end") if v["message"]["role"] == "assistant" => {
+                let blocks = v["message"]["content"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                let of = |kind: &str, field: &str| -> Vec<String> {
+                    blocks
+                        .iter()
+                        .filter(|b| b["type"] == kind)
+                        .filter_map(|b| b[field].as_str().map(str::to_string))
+                        .collect()
+                };
+                out.push(FinalMessage {
+                    text: of("text", "text").concat(),
+                    thoughts: of("thinking", "thinking")
+                        .into_iter()
+                        .filter(|t| !t.is_empty())
+                        .collect(),
+                    stop_reason: v["message"]["stopReason"].as_str().map(str::to_string),
+                    usage: {
+                        let u = &v["message"]["usage"];
+                        let n = |k: &str| u[k].as_u64().unwrap_or(0);
+                        pi_harness::message::Usage {
+                            input_tokens: n("input"),
+                            output_tokens: n("output"),
+                            cache_read_tokens: n("cacheRead"),
+                            cache_write_tokens: n("cacheWrite"),
+                            total_tokens: n("totalTokens"),
+                            cost_usd: u["cost"]["total"].as_f64().unwrap_or(0.0),
+                        }
+                    },
+                    had_deltas: deltas,
+                });
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The `assistant` texts between `usage` messages (one segment per closed assistant message).
+pub fn text_segments(messages: &[Message]) -> Vec<String> {
+    let mut segments = Vec::new();
+    let mut current = String::new();
+    for m in messages {
+        match m {
+            Message::Assistant { text } => current.push_str(text),
+            Message::Usage(_) => segments.push(std::mem::take(&mut current)),
+            _ => {}
+        }
+    }
+    segments
+}
+
+/// Invariant 3 (with the documented replay rule for snapshot-only messages): the
+/// concatenated `assistant` deltas of each assistant message equal its final text.
+pub fn check_text_invariant(stdout: &[u8], messages: &[Message]) -> Result<(), String> {
+    match text_mismatches(stdout, messages)?.as_slice() {
+        [] => Ok(()),
+        [first, ..] => Err(first.clone()),
+    }
+}
+
+/// The assistant messages whose streamed text differs from their final text; an error
+/// when the messages cannot even be paired (not one `usage` per `message_end`).
+pub fn text_mismatches(stdout: &[u8], messages: &[Message]) -> Result<Vec<String>, String> {
+    let finals = final_messages(stdout);
+    let segments = text_segments(messages);
+    if finals.len() != segments.len() {
+        return Err(format!(
+            "{} assistant message_end(s) but {} usage messages",
+            finals.len(),
+            segments.len()
+        ));
+    }
+    let mut previous = String::new();
+    let mut bad = Vec::new();
+    for (i, (f, got)) in finals.iter().zip(&segments).enumerate() {
+        let expected = match f.text.strip_prefix(previous.as_str()) {
+            Some(rest) if !f.had_deltas && !previous.is_empty() => rest,
+            _ => f.text.as_str(),
+        };
+        if got != expected {
+            bad.push(format!(
+                "assistant message {i}: streamed {got:?}, final text {expected:?}"
+            ));
+        }
+        previous = f.text.clone();
+    }
+    Ok(bad)
+}
+
+/// Map a cassette and check every invariant on it. Text that cannot match its final text
+/// (a fault cassette whose deltas were damaged) is allowed only when the mapper reported
+/// exactly those messages as divergent, and only in cassettes tagged `fault`.
+pub fn map_and_check(c: &Cassette) -> Result<Vec<Message>, String> {
+    let stdout = c.stdout_bytes();
+    let mut mapper = pi_harness::mapper::Mapper::new(pi_harness::mapper::MapperOptions::default());
+    let mut out = Vec::new();
+    mapper.push(&stdout, &mut out);
+    mapper.finish(end_of(c), &mut out);
+    check_structure(&out)?;
+    check_thoughts(&stdout, &out)?;
+    check_usage(&stdout, &out)?;
+    let mismatches = text_mismatches(&stdout, &out)?;
+    let reported = mapper.stats().text_divergences as usize;
+    if mismatches.len() != reported {
+        return Err(format!(
+            "{} text mismatches but the mapper reported {reported} divergences: {mismatches:?}",
+            mismatches.len()
+        ));
+    }
+    if !mismatches.is_empty() && !c.header.scenario.tags.iter().any(|t| t == "fault") {
+        return Err(format!(
+            "text invariant broken on a clean cassette: {mismatches:?}"
+        ));
+    }
+    Ok(out)
+}
+
+/// One `usage` per assistant `message_end`, equal to its usage; `terminal.completed`
+/// carries their sum.
+pub fn check_usage(stdout: &[u8], messages: &[Message]) -> Result<(), String> {
+    let expected: Vec<pi_harness::message::Usage> = final_messages(stdout)
+        .into_iter()
+        .map(|f| f.usage)
+        .collect();
+    let got: Vec<pi_harness::message::Usage> = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Usage(u) => Some(u.clone()),
+            _ => None,
+        })
+        .collect();
+    if got != expected {
+        return Err(format!("usage {got:?}, expected {expected:?}"));
+    }
+    if let Some(Message::TerminalCompleted { usage, .. }) = messages.last() {
+        let mut sum = pi_harness::message::Usage::default();
+        expected.iter().for_each(|u| sum.add(u));
+        if *usage != sum {
+            return Err(format!(
+                "terminal usage {usage:?}, expected the sum {sum:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Thinking streamed by deltas in an assistant message that never got its `message_end`
+/// (the stream was cut): one string per content index, in order.
+fn unfinished_thinking(stdout: &[u8]) -> Vec<String> {
+    let mut open: Option<Vec<(u64, String)>> = None;
+    for line in stdout.split(|&b| b == b'\n') {
+        let Ok(v) = serde_json::from_slice::<Value>(line.strip_suffix(b"\r").unwrap_or(line))
+        else {
+            continue;
+        };
+        let ame = &v["assistantMessageEvent"];
+        match v["type"].as_str() {
+            Some("message_start") if v["message"]["role"] == "assistant" => open = Some(Vec::new()),
+            Some("message_end") if v["message"]["role"] == "assistant" => open = None,
+            Some("message_update") if ame["type"] == "thinking_delta" => {
+                let (Some(blocks), Some(i), Some(d)) = (
+                    open.as_mut(),
+                    ame["contentIndex"].as_u64(),
+                    ame["delta"].as_str(),
+                ) else {
+                    continue;
+                };
+                match blocks.iter_mut().find(|b| b.0 == i) {
+                    Some(b) => b.1.push_str(d),
+                    None => blocks.push((i, d.to_string())),
+                }
+            }
+            _ => {}
+        }
+    }
+    open.unwrap_or_default()
+        .into_iter()
+        .map(|b| b.1)
+        .filter(|t| !t.is_empty())
         .collect()
 }
 
-/// Exactly one terminal, and it is last.
-pub fn terminal(msgs: &[Message]) -> &Message {
-    let n = msgs.iter().filter(|m| m.is_terminal()).count();
-    assert_eq!(n, 1, "expected exactly one terminal: {msgs:#?}");
-    let last = msgs.last().unwrap();
-    assert!(last.is_terminal(), "terminal is not last: {msgs:#?}");
-    last
+/// Thoughts: every thinking block of every `message_end`, once, in order, then the
+/// thinking of a message the stream cut short.
+pub fn check_thoughts(stdout: &[u8], messages: &[Message]) -> Result<(), String> {
+    let mut expected: Vec<String> = final_messages(stdout)
+        .into_iter()
+        .flat_map(|f| f.thoughts)
+        .collect();
+    expected.extend(unfinished_thinking(stdout));
+    let got: Vec<String> = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::AssistantThought { text } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    if got != expected {
+        return Err(format!("thoughts {got:?}, expected {expected:?}"));
+    }
+    Ok(())
+}
+
+/// Structural rules that hold for any input: exactly one terminal and it is last;
+/// one `tool.call` per id before anything else about it; no repeated `tool.update`;
+/// at most one end per id and nothing after it; at most one session message.
+pub fn check_structure(messages: &[Message]) -> Result<(), String> {
+    let terminals = messages.iter().filter(|m| m.is_terminal()).count();
+    if terminals != 1 || !messages.last().is_some_and(|m| m.is_terminal()) {
+        return Err(format!(
+            "{terminals} terminals, last is {:?}",
+            messages.last()
+        ));
+    }
+    let sessions = messages
+        .iter()
+        .filter(|m| {
+            matches!(
+                m,
+                Message::SessionStarted { .. } | Message::SessionResumed { .. }
+            )
+        })
+        .count();
+    if sessions > 1 {
+        return Err(format!("{sessions} session messages"));
+    }
+    let mut called = HashSet::new();
+    let mut ended = HashSet::new();
+    let mut last_update: HashMap<&str, &Value> = HashMap::new();
+    for m in messages {
+        match m {
+            Message::ToolCall { id, .. } if !called.insert(id.as_str()) => {
+                return Err(format!("second tool.call for {id}"));
+            }
+            Message::ToolUpdate { id, partial } => {
+                if !called.contains(id.as_str()) || ended.contains(id.as_str()) {
+                    return Err(format!("tool.update for {id} outside call..end"));
+                }
+                if last_update.insert(id.as_str(), partial) == Some(partial) {
+                    return Err(format!("repeated tool.update for {id}"));
+                }
+            }
+            Message::ToolCompleted { id, .. } | Message::ToolFailed { id, .. }
+                if !called.contains(id.as_str()) || !ended.insert(id.as_str()) =>
+            {
+                return Err(format!("tool end for {id} without call, or twice"));
+            }
+            Message::Assistant { text } | Message::AssistantThought { text } if text.is_empty() => {
+                return Err("empty text message".into())
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Feed `data` cut at `cuts` (sorted or not) and finish with `end`.
+pub fn map_chunked(
+    data: &[u8],
+    cuts: &[usize],
+    end: StreamEnd,
+    opts: pi_harness::mapper::MapperOptions,
+) -> Vec<Message> {
+    let mut cuts: Vec<usize> = cuts.iter().map(|&c| c.min(data.len())).collect();
+    cuts.sort_unstable();
+    let mut mapper = pi_harness::mapper::Mapper::new(opts);
+    let mut out = Vec::new();
+    let mut at = 0;
+    for c in cuts {
+        mapper.push(&data[at..c], &mut out);
+        assert!(
+            !out.iter().any(|m| m.is_terminal()),
+            "push emitted a terminal"
+        );
+        at = c;
+    }
+    mapper.push(&data[at..], &mut out);
+    mapper.finish(end.clone(), &mut out);
+    let len = out.len();
+    mapper.finish(end, &mut out);
+    assert_eq!(out.len(), len, "a second finish appended messages");
+    out
 }

@@ -1,0 +1,670 @@
+//! Scripts for the scripted LLM server (see `cassettes/scripts/README.md`).
+//!
+//! This module owns the script data model (what the fake model answers, request by
+//! request), reading it with `file: field: problem` errors, and rendering one answer
+//! into the exact bytes of an OpenAI chat-completions or Anthropic messages SSE stream.
+//! It is pure: no sockets, no clocks (delays are data the server acts on).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// A whole script: the answers in request order, plus the files of the scenario's workspace.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Script {
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Files to create in pi's working directory before it starts (relative path -> content).
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+    /// One entry per HTTP request, in order (an entry with `repeat: N` answers N requests).
+    pub turns: Vec<Turn>,
+    /// What to answer once the turns are used up.
+    #[serde(default)]
+    pub after_last: AfterLast,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AfterLast {
+    /// HTTP 500 naming the problem, with `x-should-retry: false`.
+    #[default]
+    Error,
+    /// Answer with the last turn again.
+    RepeatLast,
+}
+
+/// One answer.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Turn {
+    /// Reasoning (thinking) chunks, streamed first.
+    #[serde(default)]
+    pub reasoning: Vec<String>,
+    /// Text chunks, streamed after the reasoning.
+    #[serde(default)]
+    pub text: Vec<String>,
+    /// Extra text chunks: `chunk` repeated `count` times, after `text` (long answers).
+    #[serde(default)]
+    pub text_repeat: Option<Repeat>,
+    /// Tool calls, streamed after the text; arguments in pieces of `chunk_bytes`.
+    #[serde(default)]
+    pub tools: Vec<ToolCall>,
+    /// Finish reason; default `tool_calls` when there are tools, else `stop`.
+    #[serde(default)]
+    pub finish: Option<String>,
+    /// Token usage reported at the end; default input 100, output = number of chunks.
+    #[serde(default)]
+    pub usage: Option<Usage>,
+    /// Wait this long before the response head.
+    #[serde(default)]
+    pub first_byte_delay_ms: u64,
+    /// Wait this long before each SSE event.
+    #[serde(default)]
+    pub chunk_delay_ms: u64,
+    /// Write each event in two pieces, cut inside its first multi-byte UTF-8 character.
+    #[serde(default)]
+    pub split_utf8: bool,
+    /// Send the first N events, then stay silent until the client hangs up.
+    #[serde(default)]
+    pub stall_after: Option<usize>,
+    /// Send the first N events, then drop the connection mid-stream (no terminating chunk).
+    #[serde(default)]
+    pub cut_after: Option<usize>,
+    /// An HTTP error instead of a stream.
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// Error message; the body becomes the API's usual error object.
+    #[serde(default)]
+    pub msg: Option<String>,
+    /// Error body, verbatim (a string) or as JSON; wins over `msg`.
+    #[serde(default)]
+    pub body: Option<Value>,
+    /// Extra response headers (for example `x-should-retry: false`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// This turn answers that many consecutive requests (default 1).
+    #[serde(default)]
+    pub repeat: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Repeat {
+    pub chunk: String,
+    pub count: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// The arguments object; serialized compactly and streamed in pieces.
+    pub args: Value,
+    /// Size of the argument pieces in bytes (cut on character boundaries). Default 8.
+    #[serde(default)]
+    pub chunk_bytes: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+}
+
+/// Which wire protocol a request came in on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// `POST /v1/chat/completions`
+    OpenAi,
+    /// `POST /v1/messages`
+    Anthropic,
+}
+
+/// One piece of a streamed body, written after waiting `delay_ms`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Piece {
+    pub delay_ms: u64,
+    pub bytes: Vec<u8>,
+}
+
+/// What the server does for one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// An HTTP error with a complete body.
+    Error {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+        first_byte_delay_ms: u64,
+    },
+    /// A 200 SSE stream.
+    Stream {
+        headers: Vec<(String, String)>,
+        pieces: Vec<Piece>,
+        first_byte_delay_ms: u64,
+        /// After the pieces: end normally, stall, or cut.
+        end: StreamEnd,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamEnd {
+    Complete,
+    Stall,
+    Cut,
+}
+
+/// A script problem, naming the file and the field.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {message}")]
+pub struct ScriptError {
+    pub file: String,
+    pub message: String,
+}
+
+impl Script {
+    /// Read and check a script file.
+    pub fn load(path: &Path) -> Result<Script, ScriptError> {
+        let err = |message: String| ScriptError {
+            file: path.display().to_string(),
+            message,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| err(format!("cannot read: {e}")))?;
+        Script::parse(&text).map_err(err)
+    }
+
+    /// Parse and check script text; the error names the field.
+    pub fn parse(text: &str) -> Result<Script, String> {
+        let script: Script = serde_json::from_str(text).map_err(|e| format!("{e}"))?;
+        script.check()?;
+        Ok(script)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.turns.is_empty() {
+            return Err("`turns` is empty: a script answers at least one request".into());
+        }
+        for (i, t) in self.turns.iter().enumerate() {
+            let at = |field: &str| format!("turns[{i}].{field}");
+            if let Some(s) = t.status {
+                if !(100..=599).contains(&s) || s == 200 {
+                    return Err(format!(
+                        "{}: {s} is not an HTTP error status (use 4xx or 5xx; omit it for a stream)",
+                        at("status")
+                    ));
+                }
+                let streamed = !t.reasoning.is_empty()
+                    || !t.text.is_empty()
+                    || t.text_repeat.is_some()
+                    || !t.tools.is_empty();
+                if streamed {
+                    return Err(format!(
+                        "turns[{i}]: `status` (an HTTP error) cannot be combined with reasoning/text/tools"
+                    ));
+                }
+            } else if t.msg.is_some() || t.body.is_some() {
+                return Err(format!(
+                    "turns[{i}]: `msg`/`body` describe an HTTP error and need `status`"
+                ));
+            }
+            if t.stall_after.is_some() && t.cut_after.is_some() {
+                return Err(format!(
+                    "turns[{i}]: `stall_after` and `cut_after` exclude each other"
+                ));
+            }
+            if t.repeat == Some(0) {
+                return Err(format!("{}: must be at least 1", at("repeat")));
+            }
+            for (j, tool) in t.tools.iter().enumerate() {
+                if tool.id.is_empty() || tool.name.is_empty() {
+                    return Err(format!(
+                        "turns[{i}].tools[{j}]: `id` and `name` must be set"
+                    ));
+                }
+                if tool.chunk_bytes == Some(0) {
+                    return Err(format!(
+                        "turns[{i}].tools[{j}].chunk_bytes: must be at least 1"
+                    ));
+                }
+            }
+            for name in t.headers.keys() {
+                if name.is_empty() || name.bytes().any(|b| b <= b' ' || b == b':' || b >= 0x7f) {
+                    return Err(format!("{}: bad header name {name:?}", at("headers")));
+                }
+            }
+            for (name, value) in &t.headers {
+                if value.contains(['\r', '\n']) {
+                    return Err(format!(
+                        "{}: value of {name:?} contains a line break",
+                        at("headers")
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The turn answering the `n`-th request (0-based), or `None` when the script is used up.
+    pub fn turn_for(&self, n: usize) -> Option<(usize, &Turn)> {
+        let mut left = n;
+        for (i, t) in self.turns.iter().enumerate() {
+            let times = t.repeat.unwrap_or(1) as usize;
+            if left < times {
+                return Some((i, t));
+            }
+            left -= times;
+        }
+        match self.after_last {
+            AfterLast::Error => None,
+            AfterLast::RepeatLast => self.turns.last().map(|t| (self.turns.len() - 1, t)),
+        }
+    }
+
+    /// How many requests the script answers before it runs out (`None` = unbounded).
+    pub fn capacity(&self) -> Option<usize> {
+        match self.after_last {
+            AfterLast::RepeatLast => None,
+            AfterLast::Error => Some(
+                self.turns
+                    .iter()
+                    .map(|t| t.repeat.unwrap_or(1) as usize)
+                    .sum(),
+            ),
+        }
+    }
+}
+
+/// The reply when the script has no turn left for request `n` (0-based).
+pub fn exhausted_reply(api: Api, n: usize, capacity: usize) -> Reply {
+    let msg = format!(
+        "pi-harness serve-llm: the script has no answer for request {} (it answers {capacity})",
+        n + 1
+    );
+    Reply::Error {
+        status: 500,
+        headers: vec![("x-should-retry".into(), "false".into())],
+        body: error_body(api, 500, &msg).into_bytes(),
+        first_byte_delay_ms: 0,
+    }
+}
+
+fn error_body(api: Api, status: u16, msg: &str) -> String {
+    match api {
+        Api::OpenAi => json!({"error":{"message":msg,"type":error_type(status),"code":null}}),
+        Api::Anthropic => json!({"type":"error","error":{"type":error_type(status),"message":msg}}),
+    }
+    .to_string()
+}
+
+fn error_type(status: u16) -> &'static str {
+    match status {
+        400 => "invalid_request_error",
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        429 => "rate_limit_error",
+        529 => "overloaded_error",
+        _ => "api_error",
+    }
+}
+
+/// Render the reply to request number `request` (1-based, used in response ids).
+pub fn render(turn: &Turn, api: Api, model: &str, request: usize) -> Reply {
+    let extra: Vec<(String, String)> = turn
+        .headers
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if let Some(status) = turn.status {
+        let body = match (&turn.body, &turn.msg) {
+            (Some(Value::String(s)), _) => s.clone(),
+            (Some(v), _) => v.to_string(),
+            (None, Some(msg)) => error_body(api, status, msg),
+            (None, None) => error_body(api, status, &format!("HTTP {status}")),
+        };
+        return Reply::Error {
+            status,
+            headers: extra,
+            body: body.into_bytes(),
+            first_byte_delay_ms: turn.first_byte_delay_ms,
+        };
+    }
+    let events = match api {
+        Api::OpenAi => openai_events(turn, model, request),
+        Api::Anthropic => anthropic_events(turn, model, request),
+    };
+    let limit = turn.stall_after.or(turn.cut_after).unwrap_or(usize::MAX);
+    let end = if turn.stall_after.is_some() {
+        StreamEnd::Stall
+    } else if turn.cut_after.is_some() {
+        StreamEnd::Cut
+    } else {
+        StreamEnd::Complete
+    };
+    let mut pieces = Vec::new();
+    for ev in events.into_iter().take(limit) {
+        let bytes = ev.into_bytes();
+        let split = if turn.split_utf8 {
+            utf8_split_point(&bytes)
+        } else {
+            None
+        };
+        match split {
+            Some(at) => {
+                pieces.push(Piece {
+                    delay_ms: turn.chunk_delay_ms,
+                    bytes: bytes[..at].to_vec(),
+                });
+                pieces.push(Piece {
+                    delay_ms: 0,
+                    bytes: bytes[at..].to_vec(),
+                });
+            }
+            None => pieces.push(Piece {
+                delay_ms: turn.chunk_delay_ms,
+                bytes,
+            }),
+        }
+    }
+    Reply::Stream {
+        headers: extra,
+        pieces,
+        first_byte_delay_ms: turn.first_byte_delay_ms,
+        end,
+    }
+}
+
+/// A byte index inside the first multi-byte UTF-8 character, if there is one.
+pub fn utf8_split_point(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b >= 0xC0).map(|i| i + 1)
+}
+
+fn sse_data(v: &Value) -> String {
+    format!("data: {v}\n\n")
+}
+
+fn text_chunks(turn: &Turn) -> impl Iterator<Item = &str> {
+    let repeat = turn
+        .text_repeat
+        .iter()
+        .flat_map(|r| std::iter::repeat(r.chunk.as_str()).take(r.count));
+    turn.text.iter().map(String::as_str).chain(repeat)
+}
+
+/// Argument pieces of at most `size` bytes, cut on character boundaries.
+pub fn arg_pieces(args: &str, size: usize) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < args.len() {
+        let mut end = (start + size).min(args.len());
+        while !args.is_char_boundary(end) {
+            end += 1;
+        }
+        out.push(&args[start..end]);
+        start = end;
+    }
+    out
+}
+
+fn usage_of(turn: &Turn) -> Usage {
+    turn.usage.unwrap_or_else(|| {
+        let chunks = turn.reasoning.len()
+            + turn.text.len()
+            + turn.text_repeat.as_ref().map_or(0, |r| r.count)
+            + turn.tools.len();
+        Usage {
+            input: 100,
+            output: chunks as u64,
+        }
+    })
+}
+
+fn openai_events(turn: &Turn, model: &str, request: usize) -> Vec<String> {
+    let id = format!("c{request}");
+    let chunk = |delta: Value, finish: Value| {
+        sse_data(&json!({
+            "id": id, "object": "chat.completion.chunk", "created": 1_700_000_000u64, "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+        }))
+    };
+    let mut out = vec![chunk(json!({"role": "assistant"}), Value::Null)];
+    for r in &turn.reasoning {
+        out.push(chunk(json!({"reasoning_content": r}), Value::Null));
+    }
+    for t in text_chunks(turn) {
+        out.push(chunk(json!({"content": t}), Value::Null));
+    }
+    for (i, tool) in turn.tools.iter().enumerate() {
+        out.push(chunk(
+            json!({"tool_calls": [{"index": i, "id": tool.id, "type": "function",
+                    "function": {"name": tool.name, "arguments": ""}}]}),
+            Value::Null,
+        ));
+        let args = tool.args.to_string();
+        for p in arg_pieces(&args, tool.chunk_bytes.unwrap_or(8)) {
+            out.push(chunk(
+                json!({"tool_calls": [{"index": i, "function": {"arguments": p}}]}),
+                Value::Null,
+            ));
+        }
+    }
+    let finish = turn.finish.clone().unwrap_or_else(|| {
+        if turn.tools.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
+        }
+        .to_string()
+    });
+    out.push(chunk(json!({}), Value::String(finish)));
+    let u = usage_of(turn);
+    out.push(sse_data(&json!({
+        "id": id, "object": "chat.completion.chunk", "created": 1_700_000_000u64, "model": model,
+        "choices": [],
+        "usage": {"prompt_tokens": u.input, "completion_tokens": u.output, "total_tokens": u.input + u.output}
+    })));
+    out.push("data: [DONE]\n\n".to_string());
+    out
+}
+
+fn anthropic_events(turn: &Turn, model: &str, request: usize) -> Vec<String> {
+    let ev = |name: &str, v: Value| format!("event: {name}\ndata: {v}\n\n");
+    let u = usage_of(turn);
+    let mut out = vec![ev(
+        "message_start",
+        json!({"type": "message_start", "message": {
+            "id": format!("msg_{request}"), "type": "message", "role": "assistant", "model": model,
+            "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": u.input, "output_tokens": 1}}}),
+    )];
+    let mut index = 0usize;
+    if !turn.reasoning.is_empty() {
+        out.push(ev(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index,
+                   "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+        ));
+        for r in &turn.reasoning {
+            out.push(ev(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index,
+                       "delta": {"type": "thinking_delta", "thinking": r}}),
+            ));
+        }
+        out.push(ev(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": index,
+                   "delta": {"type": "signature_delta", "signature": format!("sig-{request}")}}),
+        ));
+        out.push(ev(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+    }
+    if turn.text_repeat.is_some() || !turn.text.is_empty() {
+        out.push(ev(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index,
+                   "content_block": {"type": "text", "text": ""}}),
+        ));
+        for t in text_chunks(turn) {
+            out.push(ev(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index,
+                       "delta": {"type": "text_delta", "text": t}}),
+            ));
+        }
+        out.push(ev(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+    }
+    for tool in &turn.tools {
+        out.push(ev(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index,
+                   "content_block": {"type": "tool_use", "id": tool.id, "name": tool.name, "input": {}}}),
+        ));
+        let args = tool.args.to_string();
+        for p in arg_pieces(&args, tool.chunk_bytes.unwrap_or(8)) {
+            out.push(ev(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index,
+                       "delta": {"type": "input_json_delta", "partial_json": p}}),
+            ));
+        }
+        out.push(ev(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+        index += 1;
+    }
+    let stop = match turn.finish.as_deref() {
+        Some("length") => "max_tokens".to_string(),
+        Some("tool_calls") => "tool_use".to_string(),
+        Some("stop") => "end_turn".to_string(),
+        Some(other) => other.to_string(),
+        None if turn.tools.is_empty() => "end_turn".to_string(),
+        None => "tool_use".to_string(),
+    };
+    out.push(ev(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+               "usage": {"output_tokens": u.output}}),
+    ));
+    out.push(ev("message_stop", json!({"type": "message_stop"})));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data_lines(reply: &Reply) -> Vec<Value> {
+        let Reply::Stream { pieces, .. } = reply else {
+            panic!("not a stream: {reply:?}")
+        };
+        let all: Vec<u8> = pieces.iter().flat_map(|p| p.bytes.clone()).collect();
+        String::from_utf8(all)
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter(|l| *l != "[DONE]")
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn openai_stream_has_reasoning_text_tool_pieces_finish_and_usage() {
+        let s = Script::parse(
+            r#"{"turns":[{"reasoning":["hm"],"text":["a","b"],
+                "tools":[{"id":"call_1","name":"bash","args":{"command":"echo hi"}}]}]}"#,
+        )
+        .unwrap();
+        let (_, t) = s.turn_for(0).unwrap();
+        let v = data_lines(&render(t, Api::OpenAi, "m", 3));
+        assert_eq!(v[0]["id"], "c3");
+        assert_eq!(v[1]["choices"][0]["delta"]["reasoning_content"], "hm");
+        assert_eq!(v[2]["choices"][0]["delta"]["content"], "a");
+        assert_eq!(
+            v[4]["choices"][0]["delta"]["tool_calls"][0]["function"]["name"],
+            "bash"
+        );
+        let args: String = v[5..]
+            .iter()
+            .filter_map(|c| {
+                c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"].as_str()
+            })
+            .collect();
+        assert_eq!(args, r#"{"command":"echo hi"}"#);
+        let finish = &v[v.len() - 2];
+        assert_eq!(finish["choices"][0]["finish_reason"], "tool_calls");
+        assert_eq!(v.last().unwrap()["usage"]["completion_tokens"], 4);
+    }
+
+    #[test]
+    fn anthropic_stream_orders_blocks_and_maps_stop_reason() {
+        let s = Script::parse(r#"{"turns":[{"text":["x"]}]}"#).unwrap();
+        let v = data_lines(&render(&s.turns[0], Api::Anthropic, "m", 1));
+        let types: Vec<&str> = v.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            types,
+            [
+                "message_start",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_stop",
+                "message_delta",
+                "message_stop"
+            ]
+        );
+        assert_eq!(v[4]["delta"]["stop_reason"], "end_turn");
+    }
+
+    #[test]
+    fn repeat_and_after_last_pick_turns() {
+        let s = Script::parse(r#"{"turns":[{"status":500,"repeat":2},{"text":["ok"]}]}"#).unwrap();
+        assert_eq!(s.turn_for(0).unwrap().0, 0);
+        assert_eq!(s.turn_for(1).unwrap().0, 0);
+        assert_eq!(s.turn_for(2).unwrap().0, 1);
+        assert!(s.turn_for(3).is_none());
+        assert_eq!(s.capacity(), Some(3));
+        let s = Script::parse(r#"{"turns":[{"text":["ok"]}],"after_last":"repeat_last"}"#).unwrap();
+        assert_eq!(s.turn_for(9).unwrap().0, 0);
+    }
+
+    #[test]
+    fn bad_scripts_name_the_field() {
+        let e = Script::parse(r#"{"turns":[{"text":["a"]},{"status":200}]}"#).unwrap_err();
+        assert!(e.contains("turns[1].status"), "{e}");
+        let e = Script::parse(r#"{"turns":[{"status":500,"text":["a"]}]}"#).unwrap_err();
+        assert!(e.contains("turns[0]: `status`"), "{e}");
+        let e = Script::parse(r#"{"turns":[{"txt":["a"]}]}"#).unwrap_err();
+        assert!(e.contains("unknown field `txt`"), "{e}");
+        let e = Script::parse(r#"{"turns":[]}"#).unwrap_err();
+        assert!(e.contains("`turns` is empty"), "{e}");
+    }
+
+    #[test]
+    fn cut_and_stall_limit_events_and_split_cuts_inside_a_character() {
+        let s =
+            Script::parse(r#"{"turns":[{"text":["é","b","c"],"cut_after":2,"split_utf8":true}]}"#)
+                .unwrap();
+        let Reply::Stream { pieces, end, .. } = render(&s.turns[0], Api::OpenAi, "m", 1) else {
+            panic!()
+        };
+        assert_eq!(end, StreamEnd::Cut);
+        // role chunk (ASCII, one piece) + "é" chunk split in two.
+        assert_eq!(pieces.len(), 3);
+        assert!(std::str::from_utf8(&pieces[1].bytes).is_err());
+        assert_eq!(arg_pieces("aé", 1), ["a", "é"]);
+    }
+}
