@@ -7,7 +7,7 @@
 //! cancels, and measures the time from `cancel()` until no process carrying the run's marker is
 //! left (checked by scanning `/proc/*/environ` in a tight loop).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use pi_harness::message::Message;
@@ -34,15 +34,15 @@ fn cassette(dir: &std::path::Path, on_sigterm: &str) -> PathBuf {
 }
 
 async fn one(
-    fake: &PathBuf,
-    cassette: &PathBuf,
-    supervisor: &PathBuf,
+    fake: &Path,
+    cassette: &Path,
+    supervisor: &Path,
     grace: Duration,
     run: usize,
 ) -> Duration {
     let marker = format!("{}-{run}", std::process::id());
     let req = Request {
-        pi_path: Some(fake.clone()),
+        pi_path: Some(fake.to_path_buf()),
         pi_version: Some("0.87.1".into()),
         prompt: "go".into(),
         env: vec![
@@ -53,7 +53,7 @@ async fn one(
         ..Request::default()
     };
     let opts = ProviderOptions {
-        supervisor: Some(supervisor.clone()),
+        supervisor: Some(supervisor.to_path_buf()),
         grace,
         ..ProviderOptions::default()
     };

@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::mapper::{EndCause, Mapper, MapperOptions, StreamEnd};
 use crate::message::{ExitInfo, Failure, FailureReason, Message};
+use crate::pi_cli::{is_valid_session_id, Grammar};
 use crate::supervisor::Event;
 
 /// What to run.
@@ -177,13 +178,23 @@ pub fn which(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// pi's command-line grammar for this version: the exact one for the versions we know,
+/// else the nearest (0.87.1's from 0.87 on, 0.73.1's before).
+pub fn grammar_for(version: &str) -> Grammar {
+    Grammar::for_version(version)
+        .or_else(|| {
+            Grammar::for_version(if is_modern(version) {
+                "0.87.1"
+            } else {
+                "0.73.1"
+            })
+        })
+        .expect("the grammars of 0.73.1 and 0.87.1 exist")
+}
+
 /// Thinking levels pi accepts, by version.
 pub fn thinking_levels(version: &str) -> &'static [&'static str] {
-    if is_modern(version) {
-        &["off", "minimal", "low", "medium", "high", "xhigh", "max"]
-    } else {
-        &["off", "minimal", "low", "medium", "high", "xhigh"]
-    }
+    grammar_for(version).thinking_levels()
 }
 
 /// pi's built-in tools enabled by default (grep, find and ls are off unless listed).
@@ -197,12 +208,6 @@ pub fn is_modern(version: &str) -> bool {
         .map(|p| p.parse::<u64>().unwrap_or(0));
     let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
     major >= 1 || minor >= 87
-}
-
-fn valid_session_id(id: &str) -> bool {
-    let ok = |c: char| c.is_ascii_alphanumeric();
-    let inner = |c: char| ok(c) || matches!(c, '.' | '_' | '-');
-    !id.is_empty() && id.starts_with(ok) && id.ends_with(ok) && id.chars().all(inner)
 }
 
 /// pi's command line for this request and version (the prompt is not in it: it goes on stdin).
@@ -233,7 +238,7 @@ pub fn build_argv(req: &Request, version: &str) -> Result<Vec<String>, String> {
         return Err("a request cannot both name a session and ask for no session".into());
     }
     if let Some(s) = &req.session {
-        if !valid_session_id(&s.id) {
+        if !is_valid_session_id(&s.id) {
             return Err(format!(
                 "session id {:?} is not valid: letters, digits, '.', '_' and '-', starting and ending with a letter or digit",
                 s.id
@@ -887,6 +892,42 @@ mod tests {
         assert!(!text.contains("KEY"));
         // Memory stays bounded: at most twice max(cap + key length, 1 KiB) is ever held.
         assert!(t.buf.len() <= 2048, "{}", t.buf.len());
+    }
+
+    #[test]
+    fn built_argv_is_accepted_by_the_grammar_of_each_version() {
+        let mut r = req();
+        r.thinking = Some("low".into());
+        r.exclude_tools = vec!["bash".into()];
+        r.tools = Some(vec!["read".into(), "bash".into(), "grep".into()]);
+        r.system_prompt = Some("-starts with a dash".into());
+        r.append_system_prompt = vec!["@not a file".into()];
+        for version in ["0.73.1", "0.87.1"] {
+            let mut r = r.clone();
+            r.session = Some(SessionRef {
+                id: "s-1".into(),
+                dir: Some("/tmp".into()),
+                resume: false,
+            });
+            let argv = build_argv(&r, version).unwrap();
+            let g = grammar_for(version);
+            let parsed = g
+                .parse(&argv)
+                .unwrap_or_else(|e| panic!("{version}: {}", e.stderr));
+            parsed
+                .validate()
+                .unwrap_or_else(|e| panic!("{version}: {}", e.stderr));
+            assert!(
+                parsed.unknown_flags_error().is_none(),
+                "{version}: {argv:?}"
+            );
+            assert!(
+                parsed.messages.is_empty(),
+                "{version}: the prompt must not be in argv: {argv:?}"
+            );
+            assert_eq!(parsed.value("--system-prompt"), Some("-starts with a dash"));
+            assert_eq!(parsed.value("--thinking"), Some("low"));
+        }
     }
 
     #[test]

@@ -5,12 +5,12 @@ mod world;
 
 use std::time::{Duration, Instant};
 
-use world::*;
 use pi_harness::message::{FailureReason, Message, RetrySource};
 use pi_harness::provider::{collect, ApiKey, Provider, SessionRef};
 use pi_harness::retry::{execute_with_retry, RetryPolicy};
 use tokio_stream::StreamExt;
 use tokio_util::sync::CancellationToken;
+use world::*;
 
 const PI_DEFAULTS: &str = "{}";
 const ENDS_OK: &str = r#"{"dt_ms":0,"exit":0}"#;
