@@ -45,8 +45,8 @@ const MAP_HELP: &str = "Examples:
 
 A cassette is recognised by its header line; its stdout records are mapped and its final
 `exit`/`signal` record gives the process end. A one-line summary goes to stderr.
-Exit status: 0 mapped (whatever the run's outcome), 2 input error (missing file, malformed
-cassette with file:line).";
+Exit status: 0 mapped (whatever the run's outcome), 1 output error, 2 input error (missing
+file, malformed cassette with file:line).";
 
 /// What a map pass saw.
 #[derive(Debug, Clone, PartialEq)]

@@ -108,7 +108,8 @@ const RUN_HELP: &str = "Examples:
   echo 'a prompt starting with -' | pi-harness run -
   FAKE_PI_CASSETTE=cassettes/tool_bash.pi87.cassette.jsonl FAKE_PI_SPEED=0 \\
       pi-harness run --pi target/debug/fake-pi --provider fake --model fake-model 'list files'
-  pi-harness run --pi target/debug/fake-pi --cancel-after 300ms 'a long task'   # try cancelling
+  FAKE_PI_CASSETTE=cassettes/sigterm_mid_tool.pi87.cassette.jsonl \\
+      pi-harness run --pi target/debug/fake-pi --provider fake --model fake-model --cancel-after 300ms go
 
 Ctrl-C cancels in order: pi gets SIGTERM, then after --grace everything below it is killed;
 pi-harness exits once nothing is left. Exit status: 0 completed, 1 failed, 2 usage or input
