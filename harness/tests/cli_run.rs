@@ -9,8 +9,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
-use world::*;
 use pi_harness::message::{FailureReason, Message};
+use world::*;
 
 const ENDS_OK: &str = r#"{"dt_ms":0,"exit":0}"#;
 const HANG: &str = r#"{"dt_ms":0,"hang":true}"#;
