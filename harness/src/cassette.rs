@@ -552,6 +552,37 @@ impl Cassette {
         out
     }
 
+    /// The end a replay of this cassette reaches, for the mapper: pi's exit code or signal
+    /// after EOF, with the recorded stderr; a `hang` is what a caller ends by cancelling.
+    pub fn stream_end(&self) -> crate::mapper::StreamEnd {
+        use crate::mapper::{EndCause, StreamEnd};
+        use crate::message::ExitInfo;
+        let stderr = self.stderr_bytes();
+        let stderr_tail = (!stderr.is_empty()).then(|| String::from_utf8_lossy(&stderr).into_owned());
+        let (exit, cause) = match self.ending() {
+            Action::Exit(code) => (
+                Some(ExitInfo {
+                    code: Some(*code),
+                    signal: None,
+                }),
+                EndCause::Eof,
+            ),
+            Action::Signal(sig) => (
+                Some(ExitInfo {
+                    code: None,
+                    signal: Some(sig.clone()),
+                }),
+                EndCause::Eof,
+            ),
+            _ => (None, EndCause::Cancelled),
+        };
+        StreamEnd {
+            exit,
+            stderr_tail,
+            cause,
+        }
+    }
+
     /// How the recorded process ended.
     pub fn ending(&self) -> &Action {
         &self

@@ -1,10 +1,14 @@
 //! Drift: do fresh recordings of real pi still say what the committed cassettes say?
 //!
-//! This module owns the comparison behind `pi-harness drift`: each cassette is reduced to a
-//! coarse but meaningful stream ([`normalize`]: event types, assistant text and thinking, tool
-//! calls and results, stop reasons, retries, stderr, how the process ended), ignoring timing
-//! and fields that vary run to run, and the two streams are diffed line by line. To compare
-//! through the mapper's normalized message stream instead, change [`normalize`] only.
+//! This module owns the comparison behind `pi-harness drift`. Each cassette is reduced to two
+//! streams, diffed line by line:
+//! - the wire ([`wire_stream`]): event types, assistant text and thinking, tool calls and
+//!   results, stop reasons, retries, stderr, how the process ended, so a new or reshaped
+//!   event shows even when the mapper would absorb it;
+//! - the normalized stream ([`normalized_stream`]): what the reference provider's mapper makes
+//!   of the same stdout and ending, so a change that alters what integrators receive shows.
+//!
+//! Timing and fields that vary run to run are left out of both.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -159,6 +163,58 @@ fn message_lines(prefix: &str, m: &Value, out: &mut Vec<String>) {
 /// lines (their number depends on timing) are dropped; consecutive `tool_execution_end` lines
 /// are sorted (parallel tools finish in any order).
 pub fn normalize(c: &Cassette) -> Vec<String> {
+    let mut out = wire_stream(c);
+    out.push("--- normalized stream ---".into());
+    out.extend(normalized_stream(c));
+    out
+}
+
+/// The reference mapper's normalized stream of a cassette, one line per message:
+/// consecutive `assistant` deltas are joined (their cut depends on SSE chunking), tool updates
+/// and usage are dropped (as on the wire), runs of tool messages are sorted (parallel tools
+/// finish in any order), and long strings are shortened with a hash.
+pub fn normalized_stream(c: &Cassette) -> Vec<String> {
+    use crate::mapper::{map_all, MapperOptions};
+    use crate::message::Message;
+    let msgs = map_all(&c.stdout_bytes(), c.stream_end(), MapperOptions::default());
+    let mut out = Vec::new();
+    let mut text = String::new();
+    for m in &msgs {
+        if let Message::Assistant { text: t } = m {
+            text.push_str(t);
+            continue;
+        }
+        if !text.is_empty() {
+            out.push(format!("assistant {}", short(&std::mem::take(&mut text))));
+        }
+        match m {
+            // Usage is left out as on the wire; tool updates depend on timing.
+            Message::ToolUpdate { .. } | Message::Usage(_) => {}
+            Message::TerminalCompleted { stop_reason, .. } => {
+                out.push(format!("terminal.completed stop_reason={stop_reason}"))
+            }
+            Message::TerminalFailed(f) => out.push(format!(
+                "terminal.failed reason={:?} exit={:?} message={} invalid_lines={}",
+                f.reason,
+                f.exit,
+                short(&f.message),
+                f.invalid_lines.len()
+            )),
+            other => {
+                let json = serde_json::to_string(other).unwrap_or_default();
+                out.push(format!("{} {}", other.kind(), short(&json)));
+            }
+        }
+    }
+    if !text.is_empty() {
+        out.push(format!("assistant {}", short(&text)));
+    }
+    sort_runs_of(&mut out, &["tool."]);
+    out
+}
+
+/// The coarse wire stream of a cassette (see the module doc).
+pub fn wire_stream(c: &Cassette) -> Vec<String> {
     let mut out = Vec::new();
     let mut updates = 0usize;
     let mut stderr = String::new();
@@ -276,10 +332,16 @@ pub fn normalize(c: &Cassette) -> Vec<String> {
 /// Sort each run of consecutive lines starting with `prefix`: tools of one assistant message
 /// run in parallel and pi reports their ends in completion order, which varies run to run.
 fn sort_runs(lines: &mut [String], prefix: &str) {
+    sort_runs_of(lines, &[prefix]);
+}
+
+/// Sort each run of consecutive lines that start with any of `prefixes`.
+fn sort_runs_of(lines: &mut [String], prefixes: &[&str]) {
+    let starts = |l: &String| prefixes.iter().any(|p| l.starts_with(p));
     let mut i = 0;
     while i < lines.len() {
         let mut j = i;
-        while j < lines.len() && lines[j].starts_with(prefix) {
+        while j < lines.len() && starts(&lines[j]) {
             j += 1;
         }
         if j > i + 1 {
@@ -380,7 +442,7 @@ mod tests {
         let na = normalize(&a);
         assert_eq!(na, normalize(&b));
         assert_eq!(
-            na,
+            wire_stream(&a),
             [
                 "agent_start",
                 "message_update x2",

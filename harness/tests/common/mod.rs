@@ -6,9 +6,9 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use pi_harness::cassette::{Action, Cassette};
-use pi_harness::mapper::{EndCause, StreamEnd};
-use pi_harness::message::{ExitInfo, Message};
+use pi_harness::cassette::Cassette;
+use pi_harness::mapper::StreamEnd;
+use pi_harness::message::Message;
 use serde_json::Value;
 
 /// `cassettes/` at the workspace root.
@@ -43,43 +43,9 @@ pub fn load(name: &str) -> Cassette {
     Cassette::load(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The end the cassette's final record implies: exit code or signal after EOF; a hang is
-/// what a caller ends by cancelling.
+/// The end the cassette's final record implies (see `Cassette::stream_end`).
 pub fn end_of(c: &Cassette) -> StreamEnd {
-    let stderr: Vec<u8> = c
-        .records
-        .iter()
-        .filter_map(|r| match &r.action {
-            Action::Stderr(b) => Some(b.data.clone()),
-            _ => None,
-        })
-        .flatten()
-        .collect();
-    let stderr_tail = (!stderr.is_empty()).then(|| String::from_utf8_lossy(&stderr).into_owned());
-    match c.ending() {
-        Action::Exit(code) => StreamEnd {
-            exit: Some(ExitInfo {
-                code: Some(*code),
-                signal: None,
-            }),
-            stderr_tail,
-            cause: EndCause::Eof,
-        },
-        Action::Signal(sig) => StreamEnd {
-            exit: Some(ExitInfo {
-                code: None,
-                signal: Some(sig.clone()),
-            }),
-            stderr_tail,
-            cause: EndCause::Eof,
-        },
-        Action::Hang => StreamEnd {
-            exit: None,
-            stderr_tail,
-            cause: EndCause::Cancelled,
-        },
-        other => panic!("a cassette ends with exit, signal or hang, not {other:?}"),
-    }
+    c.stream_end()
 }
 
 /// What an assistant `message_end` says, read with `serde_json::Value`.
