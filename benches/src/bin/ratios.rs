@@ -127,6 +127,11 @@ fn main() {
             std::process::exit(2);
         }
     };
+    // `ratios profile CONTENDER INPUT SECONDS`: run one contender in a loop, for a profiler.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("profile") {
+        std::process::exit(profile(&inputs, &args[1..]));
+    }
     let reps = env_usize("RATIOS_REPS", 9).max(1);
     if cfg!(debug_assertions) {
         eprintln!("ratios: WARNING: debug build; run with --release for meaningful figures");
@@ -186,6 +191,40 @@ fn main() {
     if !ok {
         std::process::exit(1);
     }
+}
+
+fn profile(inputs: &[Input], args: &[String]) -> i32 {
+    let usage = "usage: ratios profile mapper|validate|naive INPUT SECONDS";
+    let [c, name, secs] = args else {
+        eprintln!("{usage}");
+        return 2;
+    };
+    let c = match c.as_str() {
+        "mapper" => Contender::Mapper,
+        "validate" => Contender::Validate,
+        "naive" => Contender::Naive,
+        other => {
+            eprintln!("unknown contender {other:?}; {usage}");
+            return 2;
+        }
+    };
+    let Some(input) = inputs.iter().find(|i| i.name == name) else {
+        let names: Vec<&str> = inputs.iter().map(|i| i.name).collect();
+        eprintln!("unknown input {name:?}; inputs: {names:?}");
+        return 2;
+    };
+    let Ok(secs) = secs.parse::<f64>() else {
+        eprintln!("SECONDS {secs:?} is not a number; {usage}");
+        return 2;
+    };
+    let end = Instant::now() + Duration::from_secs_f64(secs);
+    let mut n = 0u64;
+    while Instant::now() < end {
+        std::hint::black_box(run(c, std::hint::black_box(input)));
+        n += 1;
+    }
+    println!("{n} iterations");
+    0
 }
 
 // ---------------------------------------------------------------------------
