@@ -21,7 +21,9 @@ fn contenders(c: &mut Criterion) {
             .sample_size(10)
             .warm_up_time(Duration::from_millis(500))
             .measurement_time(Duration::from_secs(3));
-        group.bench_function("mapper", |b| b.iter(|| benches::map_input(black_box(input))));
+        group.bench_function("mapper", |b| {
+            b.iter(|| benches::map_input(black_box(input)))
+        });
         group.bench_function("validate_ignored_any", |b| {
             b.iter(|| benches::validate_input(black_box(input)))
         });

@@ -50,7 +50,7 @@ impl Input {
 }
 
 /// How many times the tool-heavy conversation is repeated (each run mapped with fresh state).
-pub const TOOL_HEAVY_REPEAT: usize = 200;
+pub const TOOL_HEAVY_REPEAT: usize = 50;
 
 /// `cassettes/recorded/` of this workspace.
 pub fn cassette_dir() -> PathBuf {
@@ -247,14 +247,12 @@ pub fn naive_map(stdout: &[u8]) -> Vec<Message> {
             continue;
         };
         match kind {
-            "session" => {
-                if session.is_none() {
-                    if let Some(id) = ev.get("id").and_then(Value::as_str) {
-                        session = Some(id.to_string());
-                        out.push(Message::SessionStarted {
-                            session_id: id.to_string(),
-                        });
-                    }
+            "session" if session.is_none() => {
+                if let Some(id) = ev.get("id").and_then(Value::as_str) {
+                    session = Some(id.to_string());
+                    out.push(Message::SessionStarted {
+                        session_id: id.to_string(),
+                    });
                 }
             }
             "agent_start" => end_seen = false,
@@ -312,7 +310,11 @@ pub fn naive_map(stdout: &[u8]) -> Vec<Message> {
                     }
                 }
                 let u = m.get("usage");
-                let n = |k: &str| u.and_then(|u| u.get(k)).and_then(Value::as_u64).unwrap_or(0);
+                let n = |k: &str| {
+                    u.and_then(|u| u.get(k))
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0)
+                };
                 let usage = Usage {
                     input_tokens: n("input"),
                     output_tokens: n("output"),
@@ -408,7 +410,13 @@ mod tests {
     #[test]
     fn validation_counts_bad_lines() {
         let v = validate_lines(b"{\"a\":1}\nnot json\n\n[1,2]\n{\"a\":\n");
-        assert_eq!(v, Validation { lines: 5, invalid: 3 });
+        assert_eq!(
+            v,
+            Validation {
+                lines: 5,
+                invalid: 3
+            }
+        );
     }
 
     /// The naive mapper is a fair opponent: on every input it emits the same text, tool

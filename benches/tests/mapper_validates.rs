@@ -78,7 +78,8 @@ fn edit_strategy() -> impl Strategy<Value = Edit> {
     prop_oneof![
         any::<Index>().prop_map(Edit::Truncate),
         (any::<Index>(), byte.clone()).prop_map(|(i, b)| Edit::Overwrite(i, b)),
-        (any::<Index>(), proptest::collection::vec(byte, 1..4)).prop_map(|(i, v)| Edit::Insert(i, v)),
+        (any::<Index>(), proptest::collection::vec(byte, 1..4))
+            .prop_map(|(i, v)| Edit::Insert(i, v)),
     ]
 }
 

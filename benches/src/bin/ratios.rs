@@ -153,7 +153,9 @@ fn main() {
         .map(|per| per.into_iter().map(median).collect())
         .collect();
 
-    println!("## Throughput (median of {reps} interleaved repetitions; speedup > 1 = mapper faster)");
+    println!(
+        "## Throughput (median of {reps} interleaved repetitions; speedup > 1 = mapper faster)"
+    );
     println!();
     println!("| input | bytes | lines | mapper MB/s | mapper ev/s | validate MB/s | validate ev/s | naive MB/s | naive ev/s | mapper vs validate | mapper vs naive |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
@@ -308,7 +310,15 @@ fn allocations(inputs: &[Input]) {
             );
         }
         let (n_allocs, n_bytes, n_peak) = naive_costs(&input.stdout);
-        peaks.push((input.name, input.stdout.len(), peak, n_allocs, n_bytes, n_peak, costs.len()));
+        peaks.push((
+            input.name,
+            input.stdout.len(),
+            peak,
+            n_allocs,
+            n_bytes,
+            n_peak,
+            costs.len(),
+        ));
     }
     println!();
     println!("| input | stdout bytes | mapper peak live heap | naive allocs/line | naive alloc bytes/line | naive peak live heap (incl. its output) |");
