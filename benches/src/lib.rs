@@ -1,1 +1,468 @@
-//! Baselines the mapper is measured against.
+//! Baselines the mapper is measured against, and the inputs of the benchmarks.
+//!
+//! Everything here is pure (no clock, no I/O) except [`inputs`], which loads the recorded
+//! cassettes from `cassettes/recorded/`. The three contenders run over the same bytes:
+//!
+//! - [`map_input`]: the real mapper ([`pi_harness::mapper::Mapper`]), lines in, normalized
+//!   messages out;
+//! - [`validate_lines`]: the floor of any JSON-validating design: split lines with `memchr`
+//!   and validate each with `serde_json::from_slice::<IgnoredAny>`;
+//! - [`naive_map`]: a straightforward mapper that parses each line into a
+//!   `serde_json::Value` and then extracts the same information the mapper emits (session,
+//!   text deltas, tool calls/updates/results, usage, terminal).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use pi_harness::cassette::Cassette;
+use pi_harness::mapper::{Mapper, MapperOptions, StreamEnd};
+use pi_harness::message::{ExitInfo, Failure, FailureReason, Message, Usage};
+use serde::de::IgnoredAny;
+use serde_json::Value;
+
+/// One benchmark input: the stdout of a recorded pi run, mapped `repeat` times with fresh
+/// state each time (so a small conversation can be made big enough to time without the
+/// mapper seeing repeated tool ids).
+#[derive(Debug, Clone)]
+pub struct Input {
+    /// Short name for tables and criterion ids.
+    pub name: &'static str,
+    /// What the input is, for the README and the ratio table.
+    pub description: String,
+    /// pi's stdout for one run.
+    pub stdout: Vec<u8>,
+    /// How many runs one iteration maps.
+    pub repeat: usize,
+    /// Non-empty lines (pi events) in one run.
+    pub events_per_run: u64,
+}
+
+impl Input {
+    /// Bytes one iteration goes through.
+    pub fn total_bytes(&self) -> u64 {
+        self.stdout.len() as u64 * self.repeat as u64
+    }
+
+    /// Events (non-empty lines) one iteration goes through.
+    pub fn total_events(&self) -> u64 {
+        self.events_per_run * self.repeat as u64
+    }
+}
+
+/// How many times the tool-heavy conversation is repeated (each run mapped with fresh state).
+pub const TOOL_HEAVY_REPEAT: usize = 50;
+
+/// `cassettes/recorded/` of this workspace.
+pub fn cassette_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("cassettes")
+        .join("recorded")
+}
+
+/// Load one recorded cassette's stdout; the error names the file.
+pub fn load_stdout(file: &str) -> Result<Vec<u8>, String> {
+    let path = cassette_dir().join(file);
+    Cassette::load(&path)
+        .map(|c| c.stdout_bytes())
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Non-empty lines of a byte buffer.
+pub fn count_events(stdout: &[u8]) -> u64 {
+    split_lines(stdout)
+        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+        .count() as u64
+}
+
+/// The three benchmark inputs: the long answer of pi 0.73.1 (2001 text deltas, each line
+/// carrying two full copies of the growing answer), the same answer from pi 0.87.1 (deltas
+/// only), and a tool-heavy conversation (`tool_loop`, pi 0.87.1) repeated
+/// [`TOOL_HEAVY_REPEAT`] times.
+pub fn inputs() -> Result<Vec<Input>, String> {
+    let make = |name, description: &str, file: &str, repeat| -> Result<Input, String> {
+        let stdout = load_stdout(file)?;
+        let events_per_run = count_events(&stdout);
+        Ok(Input {
+            name,
+            description: format!("{description} ({file}, x{repeat})"),
+            stdout,
+            repeat,
+            events_per_run,
+        })
+    };
+    Ok(vec![
+        make(
+            "long_answer_pi73",
+            "long answer, pi 0.73.1",
+            "long_answer.pi73.cassette.jsonl.gz",
+            1,
+        )?,
+        make(
+            "long_answer_pi87",
+            "long answer, pi 0.87.1",
+            "long_answer.pi87.cassette.jsonl",
+            1,
+        )?,
+        make(
+            "tool_heavy_pi87",
+            "tool loop, pi 0.87.1",
+            "tool_loop.pi87.cassette.jsonl",
+            TOOL_HEAVY_REPEAT,
+        )?,
+    ])
+}
+
+/// Lines of `bytes` split at `\n` with `memchr` (a final line without `\n` included, one
+/// trailing `\r` stripped as the mapper's framing does).
+pub fn split_lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = bytes;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let (line, next) = match memchr::memchr(b'\n', rest) {
+            Some(i) => (&rest[..i], &rest[i + 1..]),
+            None => (rest, &rest[rest.len()..]),
+        };
+        rest = next;
+        Some(line.strip_suffix(b"\r").unwrap_or(line))
+    })
+}
+
+/// What [`validate_lines`] found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Validation {
+    pub lines: u64,
+    pub invalid: u64,
+}
+
+/// The floor of a JSON-validating design: every line is checked to be JSON with
+/// `serde_json::from_slice::<IgnoredAny>` (which reads every byte, checks UTF-8 in
+/// strings and escapes, and allocates nothing). Empty lines count as invalid, as they
+/// do for the mapper.
+pub fn validate_lines(stdout: &[u8]) -> Validation {
+    let mut v = Validation::default();
+    for line in split_lines(stdout) {
+        v.lines += 1;
+        if serde_json::from_slice::<IgnoredAny>(line).is_err() {
+            v.invalid += 1;
+        }
+    }
+    v
+}
+
+/// The mapper over one run: all of `stdout` pushed at once, finished at EOF with exit code 0.
+pub fn map_run(stdout: &[u8], out: &mut Vec<Message>) {
+    let mut mapper = Mapper::new(MapperOptions::default());
+    mapper.push(stdout, out);
+    mapper.finish(StreamEnd::eof(Some(exit0())), out);
+}
+
+/// The mapper over a whole input (each repetition with a fresh mapper). Returns the number of
+/// messages emitted.
+pub fn map_input(input: &Input) -> usize {
+    let mut n = 0;
+    for _ in 0..input.repeat {
+        let mut out = Vec::new();
+        map_run(&input.stdout, &mut out);
+        n += out.len();
+    }
+    n
+}
+
+/// Validation over a whole input.
+pub fn validate_input(input: &Input) -> Validation {
+    let mut total = Validation::default();
+    for _ in 0..input.repeat {
+        let v = validate_lines(&input.stdout);
+        total.lines += v.lines;
+        total.invalid += v.invalid;
+    }
+    total
+}
+
+/// The naive mapper over a whole input (each repetition with fresh state). Returns the number
+/// of messages emitted.
+pub fn naive_input(input: &Input) -> usize {
+    let mut n = 0;
+    for _ in 0..input.repeat {
+        n += naive_map(&input.stdout).len();
+    }
+    n
+}
+
+fn exit0() -> ExitInfo {
+    ExitInfo {
+        code: Some(0),
+        signal: None,
+    }
+}
+
+/// A fair naive mapper: each line parsed into a `serde_json::Value` (so the 0.73.1
+/// snapshots are built and dropped), then the information the real mapper emits is picked
+/// out of the tree: the session id, every text delta (`message_update` /
+/// `assistantMessageEvent.text_delta`), tool calls (`toolcall_end`, the tool calls of
+/// `message_end` and `tool_execution_*`, once per id), tool updates and results, usage per
+/// assistant message and a terminal from the last `stopReason` / `agent_end`.
+///
+/// It does not do what the real mapper does on top (snapshot-only producers, divergence
+/// checks, thought buffering, retry bookkeeping, bounded diagnostics), so it is, if anything,
+/// a little flattered.
+pub fn naive_map(stdout: &[u8]) -> Vec<Message> {
+    let mut out = Vec::new();
+    let mut session = None::<String>;
+    let mut tools: HashMap<String, bool> = HashMap::new(); // id -> done
+    let mut usage_sum = Usage::default();
+    let mut last_stop: Option<String> = None;
+    let mut last_error: Option<String> = None;
+    let mut end_seen = false;
+    let mut invalid = 0u64;
+
+    fn announce(
+        tools: &mut HashMap<String, bool>,
+        out: &mut Vec<Message>,
+        id: &str,
+        name: Option<&Value>,
+        args: Option<&Value>,
+    ) {
+        if tools.contains_key(id) {
+            return;
+        }
+        tools.insert(id.to_string(), false);
+        out.push(Message::ToolCall {
+            id: id.to_string(),
+            name: name.and_then(Value::as_str).unwrap_or("").to_string(),
+            arguments: args.cloned().unwrap_or(Value::Null),
+        });
+    }
+
+    for line in split_lines(stdout) {
+        let Ok(Value::Object(ev)) = serde_json::from_slice::<Value>(line) else {
+            invalid += 1;
+            continue;
+        };
+        let Some(kind) = ev.get("type").and_then(Value::as_str) else {
+            invalid += 1;
+            continue;
+        };
+        match kind {
+            "session" if session.is_none() => {
+                if let Some(id) = ev.get("id").and_then(Value::as_str) {
+                    session = Some(id.to_string());
+                    out.push(Message::SessionStarted {
+                        session_id: id.to_string(),
+                    });
+                }
+            }
+            "agent_start" => end_seen = false,
+            "agent_end" | "agent_settled" => {
+                end_seen = ev.get("willRetry").and_then(Value::as_bool) != Some(true)
+            }
+            "message_update" => {
+                let Some(ame) = ev.get("assistantMessageEvent") else {
+                    continue;
+                };
+                match ame.get("type").and_then(Value::as_str) {
+                    Some("text_delta") => {
+                        if let Some(d) = ame.get("delta").and_then(Value::as_str) {
+                            if !d.is_empty() {
+                                out.push(Message::Assistant {
+                                    text: d.to_string(),
+                                });
+                            }
+                        }
+                    }
+                    Some("toolcall_end") => {
+                        if let Some(tc) = ame.get("toolCall") {
+                            if let Some(id) = tc.get("id").and_then(Value::as_str) {
+                                announce(
+                                    &mut tools,
+                                    &mut out,
+                                    id,
+                                    tc.get("name"),
+                                    tc.get("arguments"),
+                                );
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "message_end" => {
+                let Some(m) = ev.get("message") else { continue };
+                if m.get("role").and_then(Value::as_str) != Some("assistant") {
+                    continue;
+                }
+                if let Some(content) = m.get("content").and_then(Value::as_array) {
+                    for block in content {
+                        if block.get("type").and_then(Value::as_str) == Some("toolCall") {
+                            if let Some(id) = block.get("id").and_then(Value::as_str) {
+                                announce(
+                                    &mut tools,
+                                    &mut out,
+                                    id,
+                                    block.get("name"),
+                                    block.get("arguments"),
+                                );
+                            }
+                        }
+                    }
+                }
+                let u = m.get("usage");
+                let n = |k: &str| {
+                    u.and_then(|u| u.get(k))
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0)
+                };
+                let usage = Usage {
+                    input_tokens: n("input"),
+                    output_tokens: n("output"),
+                    cache_read_tokens: n("cacheRead"),
+                    cache_write_tokens: n("cacheWrite"),
+                    total_tokens: n("totalTokens"),
+                    cost_usd: u
+                        .and_then(|u| u.get("cost"))
+                        .and_then(|c| c.get("total"))
+                        .and_then(Value::as_f64)
+                        .unwrap_or(0.0),
+                };
+                usage_sum.add(&usage);
+                out.push(Message::Usage(usage));
+                last_stop = m
+                    .get("stopReason")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                last_error = m
+                    .get("errorMessage")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+            }
+            "tool_execution_start" | "tool_execution_update" | "tool_execution_end" => {
+                let Some(id) = ev.get("toolCallId").and_then(Value::as_str) else {
+                    invalid += 1;
+                    continue;
+                };
+                announce(&mut tools, &mut out, id, ev.get("toolName"), ev.get("args"));
+                let done = tools.get_mut(id).expect("announced above");
+                if *done {
+                    continue;
+                }
+                if kind == "tool_execution_update" {
+                    if let Some(p) = ev.get("partialResult") {
+                        out.push(Message::ToolUpdate {
+                            id: id.to_string(),
+                            partial: p.clone(),
+                        });
+                    }
+                } else if kind == "tool_execution_end" {
+                    *done = true;
+                    let result = ev.get("result").cloned().unwrap_or(Value::Null);
+                    out.push(
+                        if ev.get("isError").and_then(Value::as_bool) == Some(true) {
+                            Message::ToolFailed {
+                                id: id.to_string(),
+                                error: result,
+                            }
+                        } else {
+                            Message::ToolCompleted {
+                                id: id.to_string(),
+                                result,
+                            }
+                        },
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    out.push(match (end_seen, last_stop.as_deref()) {
+        (true, Some("error" | "aborted")) | (false, _) => Message::TerminalFailed(Failure {
+            reason: if end_seen {
+                FailureReason::ModelError
+            } else {
+                FailureReason::MissingTerminalEvent
+            },
+            message: last_error.unwrap_or_else(|| format!("{invalid} invalid lines")),
+            exit: Some(exit0()),
+            stderr_tail: None,
+            invalid_lines: Vec::new(),
+            invalid_lines_dropped: 0,
+        }),
+        (true, stop) => Message::TerminalCompleted {
+            stop_reason: stop.unwrap_or("none").to_string(),
+            usage: usage_sum,
+        },
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_lines_handles_crlf_and_a_final_unterminated_line() {
+        let lines: Vec<&[u8]> = split_lines(b"a\r\nb\n\nc").collect();
+        assert_eq!(lines, vec![&b"a"[..], b"b", b"", b"c"]);
+    }
+
+    #[test]
+    fn validation_counts_bad_lines() {
+        let v = validate_lines(b"{\"a\":1}\nnot json\n\n[1,2]\n{\"a\":\n");
+        assert_eq!(
+            v,
+            Validation {
+                lines: 5,
+                invalid: 3
+            }
+        );
+    }
+
+    /// The naive mapper is a fair opponent: on every input it emits the same text, tool
+    /// calls, tool results and terminal kind as the real mapper.
+    #[test]
+    fn naive_mapper_agrees_with_the_mapper_on_every_input() {
+        for input in inputs().expect("inputs load") {
+            let mut real = Vec::new();
+            map_run(&input.stdout, &mut real);
+            let naive = naive_map(&input.stdout);
+            let text = |ms: &[Message]| -> String {
+                ms.iter()
+                    .filter_map(|m| match m {
+                        Message::Assistant { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect()
+            };
+            let tools = |ms: &[Message]| -> Vec<Message> {
+                ms.iter()
+                    .filter(|m| {
+                        matches!(
+                            m,
+                            Message::ToolCall { .. }
+                                | Message::ToolCompleted { .. }
+                                | Message::ToolFailed { .. }
+                        )
+                    })
+                    .cloned()
+                    .collect()
+            };
+            assert!(!text(&real).is_empty(), "{}: no text", input.name);
+            assert_eq!(text(&naive), text(&real), "{}: text", input.name);
+            assert_eq!(tools(&naive), tools(&real), "{}: tools", input.name);
+            assert_eq!(
+                naive.last().map(Message::kind),
+                real.last().map(Message::kind),
+                "{}: terminal",
+                input.name
+            );
+            assert_eq!(
+                validate_lines(&input.stdout).invalid,
+                0,
+                "{}: recorded stdout is valid JSON",
+                input.name
+            );
+        }
+    }
+}

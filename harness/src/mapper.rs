@@ -1089,8 +1089,10 @@ macro_rules! field_enum {
                         self.visit_bytes(v.as_bytes())
                     }
                 }
-                // Keys as raw bytes: serde_json then skips their UTF-8 validation.
-                d.deserialize_bytes(V)
+                // Keys as strings, not raw bytes: serde_json's raw-bytes path skips the
+                // checks for control characters and bad escapes, so a line serde_json
+                // rejects would be taken as valid (tests: benches/tests/mapper_validates.rs).
+                d.deserialize_str(V)
             }
         }
     };

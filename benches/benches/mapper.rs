@@ -1,0 +1,38 @@
+//! Criterion benchmarks: the mapper against its two baselines, on the same bytes.
+//!
+//! One group per input (see [`benches::inputs`]); in each, `mapper` (lines in, normalized
+//! messages out), `validate_ignored_any` (memchr + `serde_json` `IgnoredAny`, the floor of
+//! any validating design) and `naive_value` (each line into `serde_json::Value`).
+//! Throughput is in bytes; events/s and the ratios, all measured in one run, come from
+//! `cargo run --release -p benches --bin ratios`. Sample sizes are small so `cargo bench`
+//! ends in a few minutes on a shared 2-core machine.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+
+fn contenders(c: &mut Criterion) {
+    let inputs = benches::inputs().unwrap_or_else(|e| panic!("cannot load the inputs: {e}"));
+    for input in &inputs {
+        let mut group = c.benchmark_group(input.name);
+        group
+            .throughput(Throughput::Bytes(input.total_bytes()))
+            .sample_size(10)
+            .warm_up_time(Duration::from_millis(500))
+            .measurement_time(Duration::from_secs(3));
+        group.bench_function("mapper", |b| {
+            b.iter(|| benches::map_input(black_box(input)))
+        });
+        group.bench_function("validate_ignored_any", |b| {
+            b.iter(|| benches::validate_input(black_box(input)))
+        });
+        group.bench_function("naive_value", |b| {
+            b.iter(|| benches::naive_input(black_box(input)))
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(benches, contenders);
+criterion_main!(benches);

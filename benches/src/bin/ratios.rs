@@ -1,0 +1,486 @@
+//! `ratios`: every contender on every input in one run, and the table of their ratios.
+//!
+//! `cargo build --release -p fake-pi -p pi-harness && cargo run --release -p benches --bin ratios`
+//!
+//! Prints, per input: bytes, lines, MB/s and events/s of the mapper, of memchr + `IgnoredAny`
+//! validation and of the naive `Value` mapper (median of interleaved repetitions, so the three
+//! see the same machine load), and the ratios mapper/validation and mapper/naive as speedups
+//! (above 1 = the mapper is faster). Then allocations per line of the mapper (a counting
+//! global allocator, switched on only for that part) on 0.73.1 and 0.87.1, first 10% of the
+//! lines against the last 10%, with the peak of live heap; then the end-to-end figure:
+//! fake-pi at `FAKE_PI_SPEED=0` driven by `pi_harness::provider::Provider` on the 0.73.1 long
+//! answer, beside the mapper alone on the same bytes.
+//!
+//! Environment: `RATIOS_REPS` (repetitions, default 9), `RATIOS_E2E_REPS` (default 5),
+//! `PI_HARNESS_FAKE_PI` (the fake-pi binary; default: beside this executable).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+use benches::{map_input, naive_input, validate_input, Input};
+use pi_harness::mapper::{Mapper, MapperOptions};
+use pi_harness::message::Message;
+use pi_harness::provider::{Provider, ProviderOptions, Request};
+
+// ---------------------------------------------------------------------------
+// Counting allocator (off while timing).
+
+struct Counting;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+static ALLOC_BYTES: AtomicU64 = AtomicU64::new(0);
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn note_alloc(size: usize) {
+    ALLOCS.fetch_add(1, Relaxed);
+    ALLOC_BYTES.fetch_add(size as u64, Relaxed);
+    let live = LIVE.fetch_add(size, Relaxed) + size;
+    PEAK.fetch_max(live, Relaxed);
+}
+
+fn note_free(size: usize) {
+    // Blocks allocated before counting started may be freed while it runs: saturate.
+    let _ = LIVE.fetch_update(Relaxed, Relaxed, |l| Some(l.saturating_sub(size)));
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.load(Relaxed) {
+            note_alloc(layout.size());
+        }
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if COUNTING.load(Relaxed) {
+            note_free(layout.size());
+        }
+        System.dealloc(ptr, layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if COUNTING.load(Relaxed) {
+            note_free(layout.size());
+            note_alloc(new_size);
+        }
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Counters over one closure: (allocations, bytes allocated).
+fn counted<R>(f: impl FnOnce() -> R) -> (R, u64, u64) {
+    let a0 = ALLOCS.load(Relaxed);
+    let b0 = ALLOC_BYTES.load(Relaxed);
+    let r = f();
+    (r, ALLOCS.load(Relaxed) - a0, ALLOC_BYTES.load(Relaxed) - b0)
+}
+
+// ---------------------------------------------------------------------------
+// Timing.
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Contender {
+    Mapper,
+    Validate,
+    Naive,
+}
+
+const CONTENDERS: [Contender; 3] = [Contender::Mapper, Contender::Validate, Contender::Naive];
+
+fn run(c: Contender, input: &Input) -> u64 {
+    match c {
+        Contender::Mapper => map_input(input) as u64,
+        Contender::Validate => validate_input(input).lines,
+        Contender::Naive => naive_input(input) as u64,
+    }
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    match std::env::var(name) {
+        Ok(s) => s.parse().unwrap_or_else(|_| {
+            eprintln!("ratios: {name}={s:?} is not a number, using {default}");
+            default
+        }),
+        Err(_) => default,
+    }
+}
+
+fn mbps(bytes: u64, t: Duration) -> f64 {
+    bytes as f64 / 1e6 / t.as_secs_f64()
+}
+
+fn main() {
+    let inputs = match benches::inputs() {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("ratios: cannot load the inputs: {e}");
+            std::process::exit(2);
+        }
+    };
+    // `ratios profile CONTENDER INPUT SECONDS`: run one contender in a loop, for a profiler.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("profile") {
+        std::process::exit(profile(&inputs, &args[1..]));
+    }
+    let reps = env_usize("RATIOS_REPS", 9).max(1);
+    if cfg!(debug_assertions) {
+        eprintln!("ratios: WARNING: debug build; run with --release for meaningful figures");
+    }
+
+    // Interleaved: each repetition runs every contender on every input once.
+    let mut times = vec![vec![Vec::new(); CONTENDERS.len()]; inputs.len()];
+    for _ in 0..reps {
+        for (i, input) in inputs.iter().enumerate() {
+            for (k, &c) in CONTENDERS.iter().enumerate() {
+                let t = Instant::now();
+                std::hint::black_box(run(c, std::hint::black_box(input)));
+                times[i][k].push(t.elapsed());
+            }
+        }
+    }
+    let med: Vec<Vec<Duration>> = times
+        .into_iter()
+        .map(|per| per.into_iter().map(median).collect())
+        .collect();
+
+    println!(
+        "## Throughput (median of {reps} interleaved repetitions; speedup > 1 = mapper faster)"
+    );
+    println!();
+    println!("| input | bytes | lines | mapper MB/s | mapper ev/s | validate MB/s | validate ev/s | naive MB/s | naive ev/s | mapper vs validate | mapper vs naive |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (i, input) in inputs.iter().enumerate() {
+        let (b, e) = (input.total_bytes(), input.total_events());
+        let [m, v, n] = [med[i][0], med[i][1], med[i][2]];
+        let evs = |t: Duration| e as f64 / t.as_secs_f64();
+        println!(
+            "| {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.2}x | {:.2}x |",
+            input.name,
+            b,
+            e,
+            mbps(b, m),
+            evs(m),
+            mbps(b, v),
+            evs(v),
+            mbps(b, n),
+            evs(n),
+            v.as_secs_f64() / m.as_secs_f64(),
+            n.as_secs_f64() / m.as_secs_f64(),
+        );
+    }
+    println!();
+    for input in &inputs {
+        println!("- `{}`: {}", input.name, input.description);
+    }
+    println!();
+
+    allocations(&inputs);
+    let mapper_alone = inputs
+        .iter()
+        .position(|i| i.name == "long_answer_pi73")
+        .map(|i| med[i][0]);
+    let ok = end_to_end(&inputs, mapper_alone);
+    if !ok {
+        std::process::exit(1);
+    }
+}
+
+fn profile(inputs: &[Input], args: &[String]) -> i32 {
+    let usage = "usage: ratios profile mapper|validate|naive INPUT SECONDS";
+    let [c, name, secs] = args else {
+        eprintln!("{usage}");
+        return 2;
+    };
+    let c = match c.as_str() {
+        "mapper" => Contender::Mapper,
+        "validate" => Contender::Validate,
+        "naive" => Contender::Naive,
+        other => {
+            eprintln!("unknown contender {other:?}; {usage}");
+            return 2;
+        }
+    };
+    let Some(input) = inputs.iter().find(|i| i.name == name) else {
+        let names: Vec<&str> = inputs.iter().map(|i| i.name).collect();
+        eprintln!("unknown input {name:?}; inputs: {names:?}");
+        return 2;
+    };
+    let Ok(secs) = secs.parse::<f64>() else {
+        eprintln!("SECONDS {secs:?} is not a number; {usage}");
+        return 2;
+    };
+    let end = Instant::now() + Duration::from_secs_f64(secs);
+    let mut n = 0u64;
+    while Instant::now() < end {
+        std::hint::black_box(run(c, std::hint::black_box(input)));
+        n += 1;
+    }
+    println!("{n} iterations");
+    0
+}
+
+// ---------------------------------------------------------------------------
+// Allocations per line.
+
+struct LineCost {
+    len: usize,
+    allocs: u64,
+    bytes: u64,
+}
+
+/// Push the stdout line by line into one mapper, counting what each line allocates
+/// (messages emitted included; they are dropped outside the count).
+fn per_line_costs(stdout: &[u8]) -> (Vec<LineCost>, usize) {
+    let mut mapper = Mapper::new(MapperOptions::default());
+    let mut out: Vec<Message> = Vec::with_capacity(64);
+    let mut costs = Vec::new();
+    COUNTING.store(true, Relaxed);
+    LIVE.store(0, Relaxed);
+    PEAK.store(0, Relaxed);
+    let mut rest = stdout;
+    while !rest.is_empty() {
+        let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
+        let (line, next) = rest.split_at(end);
+        rest = next;
+        let ((), allocs, bytes) = counted(|| mapper.push(line, &mut out));
+        costs.push(LineCost {
+            len: line.len(),
+            allocs,
+            bytes,
+        });
+        out.clear();
+    }
+    let peak = PEAK.load(Relaxed);
+    COUNTING.store(false, Relaxed);
+    drop(mapper);
+    (costs, peak)
+}
+
+/// The same for the naive mapper, whole input at once: total allocations and peak live bytes.
+fn naive_costs(stdout: &[u8]) -> (u64, u64, usize) {
+    COUNTING.store(true, Relaxed);
+    LIVE.store(0, Relaxed);
+    PEAK.store(0, Relaxed);
+    let (out, allocs, bytes) = counted(|| benches::naive_map(stdout));
+    let peak = PEAK.load(Relaxed);
+    COUNTING.store(false, Relaxed);
+    drop(out);
+    (allocs, bytes, peak)
+}
+
+fn allocations(inputs: &[Input]) {
+    println!("## Mapper allocations per line (counting allocator; messages emitted included)");
+    println!();
+    println!("| input | lines | part | avg line bytes | allocs/line | alloc bytes/line | median alloc bytes/line | max alloc bytes in one line |");
+    println!("|---|---:|---|---:|---:|---:|---:|---:|");
+    let mut peaks = Vec::new();
+    for input in inputs.iter().filter(|i| i.name.starts_with("long_answer")) {
+        let (costs, peak) = per_line_costs(&input.stdout);
+        let tenth = (costs.len() / 10).max(1);
+        let parts: [(&str, &[LineCost]); 3] = [
+            ("all", &costs),
+            ("first 10%", &costs[..tenth]),
+            ("last 10%", &costs[costs.len() - tenth..]),
+        ];
+        for (part, cs) in parts {
+            let n = cs.len() as f64;
+            let sum = |f: fn(&LineCost) -> u64| cs.iter().map(f).sum::<u64>() as f64 / n;
+            let mut bytes: Vec<u64> = cs.iter().map(|c| c.bytes).collect();
+            bytes.sort_unstable();
+            println!(
+                "| {} | {} | {} | {:.0} | {:.2} | {:.0} | {} | {} |",
+                input.name,
+                costs.len(),
+                part,
+                sum(|c| c.len as u64),
+                sum(|c| c.allocs),
+                sum(|c| c.bytes),
+                bytes[bytes.len() / 2],
+                cs.iter().map(|c| c.bytes).max().unwrap_or(0),
+            );
+        }
+        let (n_allocs, n_bytes, n_peak) = naive_costs(&input.stdout);
+        peaks.push((
+            input.name,
+            input.stdout.len(),
+            peak,
+            n_allocs,
+            n_bytes,
+            n_peak,
+            costs.len(),
+        ));
+    }
+    println!();
+    println!("| input | stdout bytes | mapper peak live heap | naive allocs/line | naive alloc bytes/line | naive peak live heap (incl. its output) |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for (name, len, peak, na, nb, np, lines) in peaks {
+        println!(
+            "| {name} | {len} | {peak} | {:.1} | {:.0} | {np} |",
+            na as f64 / lines as f64,
+            nb as f64 / lines as f64
+        );
+    }
+    println!();
+}
+
+// ---------------------------------------------------------------------------
+// End to end.
+
+const MARKER_VAR: &str = "PI_HARNESS_TEST_MARKER";
+
+fn fake_pi() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PI_HARNESS_FAKE_PI") {
+        return Some(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let bin = exe.parent()?.join("fake-pi");
+    bin.is_file().then_some(bin)
+}
+
+fn assistant_text(ms: &[Message]) -> String {
+    ms.iter()
+        .filter_map(|m| match m {
+            Message::Assistant { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// fake-pi (instant) + provider on the 0.73.1 long answer. Returns false when a run went
+/// wrong or a process was left behind.
+fn end_to_end(inputs: &[Input], mapper_alone: Option<Duration>) -> bool {
+    println!("## End to end: fake-pi (FAKE_PI_SPEED=0) + Provider, long answer pi 0.73.1");
+    println!();
+    let Some(input) = inputs.iter().find(|i| i.name == "long_answer_pi73") else {
+        println!("(input missing)");
+        return false;
+    };
+    let (Some(fake), Some(_)) = (fake_pi(), pi_harness::provider::find_supervisor()) else {
+        println!(
+            "skipped: fake-pi or pi-supervisor not found beside {}; run `cargo build --release -p fake-pi -p pi-harness` first",
+            std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default()
+        );
+        return false;
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let marker = format!("ratios-{}-{nanos:x}", std::process::id());
+    // The recorded cassette expects the prompt in argv (how it was recorded); the provider
+    // sends it on stdin, so replay a copy whose expectation says so (same stdout bytes).
+    let source = benches::cassette_dir().join("long_answer.pi73.cassette.jsonl.gz");
+    let dir = std::env::temp_dir().join(&marker);
+    let cassette = dir.join("long_answer.pi73.cassette.jsonl");
+    let written = pi_harness::cassette::Cassette::load(&source)
+        .map_err(|e| e.to_string())
+        .and_then(|mut c| {
+            c.header.expect.argv_messages = Some(Vec::new());
+            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            c.save(&cassette)
+                .map_err(|e| format!("{}: {e}", cassette.display()))
+        });
+    if let Err(e) = written {
+        println!("cannot prepare the cassette: {e}");
+        return false;
+    }
+    let mut expected = Vec::new();
+    benches::map_run(&input.stdout, &mut expected);
+    let expected_text = assistant_text(&expected);
+
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            println!("cannot start a tokio runtime: {e}");
+            return false;
+        }
+    };
+    let reps = env_usize("RATIOS_E2E_REPS", 5).max(1);
+    let provider = Provider::new(ProviderOptions::default());
+    let mut times = Vec::new();
+    let mut ok = true;
+    for _ in 0..reps {
+        let request = Request {
+            pi_path: Some(fake.clone()),
+            pi_version: Some("0.73.1".into()),
+            prompt: "Write a lot.".into(),
+            provider: Some("fake".into()),
+            model: Some("fake-model".into()),
+            no_session: true,
+            env: vec![
+                (MARKER_VAR.into(), marker.clone()),
+                ("FAKE_PI_CASSETTE".into(), cassette.display().to_string()),
+                ("FAKE_PI_SPEED".into(), "0".into()),
+            ],
+            ..Request::default()
+        };
+        let t = Instant::now();
+        let messages = rt.block_on(async {
+            pi_harness::provider::collect(provider.execute(request, Default::default())).await
+        });
+        times.push(t.elapsed());
+        let last = messages.last().map(Message::kind);
+        if last != Some("terminal.completed") || assistant_text(&messages) != expected_text {
+            println!(
+                "end-to-end run went wrong: last message {:?}, text {} bytes (expected {})",
+                messages.last(),
+                assistant_text(&messages).len(),
+                expected_text.len()
+            );
+            ok = false;
+            break;
+        }
+    }
+    drop(rt);
+    let _ = std::fs::remove_dir_all(&dir);
+    let left = pi_harness::procs::pids_with_env(MARKER_VAR, &marker);
+    if !left.is_empty() {
+        pi_harness::procs::kill_marked(MARKER_VAR, &marker);
+        println!("processes left behind: {left:?}");
+        ok = false;
+    }
+    if !ok {
+        return false;
+    }
+    let e2e = median(times);
+    let b = input.total_bytes();
+    println!("| what | time | MB/s | ev/s |");
+    println!("|---|---:|---:|---:|");
+    let row = |what: &str, t: Duration| {
+        println!(
+            "| {what} | {:.1} ms | {:.0} | {:.0} |",
+            t.as_secs_f64() * 1e3,
+            mbps(b, t),
+            input.total_events() as f64 / t.as_secs_f64()
+        )
+    };
+    if let Some(m) = mapper_alone {
+        row("mapper alone", m);
+    }
+    row(
+        &format!("fake-pi + supervisor + provider (median of {reps})"),
+        e2e,
+    );
+    if let Some(m) = mapper_alone {
+        println!();
+        println!(
+            "End to end costs {:.2}x the mapper alone; pipes, processes and replay add {:.1} ms.",
+            e2e.as_secs_f64() / m.as_secs_f64(),
+            (e2e.as_secs_f64() - m.as_secs_f64()) * 1e3
+        );
+    }
+    true
+}
