@@ -386,6 +386,16 @@ pub struct FieldDiff {
 
 fn diff_value(path: String, e: Option<&Value>, a: Option<&Value>, out: &mut Vec<FieldDiff>) {
     match (e, a) {
+        // Messages of different types differ as wholes, not field by field.
+        (Some(Value::Object(eo)), Some(Value::Object(ao)))
+            if eo.get("type").is_some() && eo.get("type") != ao.get("type") =>
+        {
+            out.push(FieldDiff {
+                path,
+                expected: e.cloned(),
+                actual: a.cloned(),
+            })
+        }
         (Some(Value::Object(eo)), Some(Value::Object(ao))) => {
             let mut keys: Vec<&String> = eo.keys().chain(ao.keys()).collect();
             keys.sort();
@@ -399,6 +409,8 @@ fn diff_value(path: String, e: Option<&Value>, a: Option<&Value>, out: &mut Vec<
                 diff_value(format!("{path}[{i}]"), ea.get(i), aa.get(i), out);
             }
         }
+        // JSON has one number type: 0 and 0.0 are the same number.
+        (Some(Value::Number(en)), Some(Value::Number(an))) if en.as_f64() == an.as_f64() => {}
         (e, a) if e != a => out.push(FieldDiff {
             path,
             expected: e.cloned(),
@@ -467,8 +479,8 @@ pub fn prepare(case: &Case, dir: &Path, fake_pi: &Path) -> Result<RequestDoc, St
     Ok(instantiate(&case.request, &copy, dir))
 }
 
-/// Run `sh -c CMD` with the request on stdin, `DIR/bin` first on `PATH`, the request's env
-/// and a marker; read normalized JSONL from stdout. Killed after `timeout`; survivors carrying
+/// Run `sh -c CMD` (in the caller's working directory) with the request on stdin, `DIR/bin`
+/// first on `PATH`, the request's env and a marker; read normalized JSONL from stdout. Killed after `timeout`; survivors carrying
 /// the marker are killed and reported.
 pub fn run_impl(cmd: &str, req: &RequestDoc, dir: &Path, timeout: Duration) -> ImplOutput {
     use std::os::unix::process::CommandExt as _;
@@ -483,7 +495,6 @@ pub fn run_impl(cmd: &str, req: &RequestDoc, dir: &Path, timeout: Duration) -> I
         .env("PATH", std::env::join_paths(paths).unwrap_or(path))
         .env(MARKER_VAR, &marker)
         .envs(&req.env)
-        .current_dir(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -1067,6 +1078,20 @@ mod tests {
         assert_eq!(d[0].actual, Some(json!(2)));
         assert_eq!(d[1].path, "[0].invalid_lines");
         assert_eq!(d[1].actual, None);
+    }
+
+    #[test]
+    fn numbers_compare_as_numbers() {
+        let e = vec![json!({"type":"usage","cost_usd":0.0,"input_tokens":1})];
+        assert!(compare(&e, &[json!({"type":"usage","cost_usd":0,"input_tokens":1})]).is_empty());
+        assert_eq!(
+            compare(
+                &e,
+                &[json!({"type":"usage","cost_usd":0.5,"input_tokens":1})]
+            )
+            .len(),
+            1
+        );
     }
 
     #[test]
