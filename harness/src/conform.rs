@@ -304,18 +304,33 @@ pub fn to_provider_request(doc: &RequestDoc) -> Request {
     }
 }
 
-/// Run the reference provider on a request, writing each message as one JSON line to `out`
-/// (flushed per line). Cancels after `cancel_after_idle_ms` of silence when asked.
+/// Run the reference provider on a request document (see [`provider_run_request`]).
 pub async fn provider_run(
     doc: &RequestDoc,
+    opts: ProviderOptions,
+    out: impl Write,
+) -> std::io::Result<Vec<Message>> {
+    provider_run_request(
+        to_provider_request(doc),
+        doc.cancel_after_idle_ms.map(Duration::from_millis),
+        opts,
+        out,
+    )
+    .await
+}
+
+/// Run the reference provider, writing each message as one JSON line to `out` (flushed per
+/// line), and return the messages. With `idle`, the run is cancelled once no message has
+/// come for that long after the first one.
+pub async fn provider_run_request(
+    req: Request,
+    idle: Option<Duration>,
     opts: ProviderOptions,
     mut out: impl Write,
 ) -> std::io::Result<Vec<Message>> {
     use tokio_stream::StreamExt as _;
     let cancel = tokio_util::sync::CancellationToken::new();
-    let mut stream =
-        std::pin::pin!(Provider::new(opts).execute(to_provider_request(doc), cancel.clone()));
-    let idle = doc.cancel_after_idle_ms.map(Duration::from_millis);
+    let mut stream = std::pin::pin!(Provider::new(opts).execute(req, cancel.clone()));
     let mut seen = Vec::new();
     loop {
         let next = match idle {
