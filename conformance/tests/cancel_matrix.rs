@@ -83,6 +83,13 @@ fn pi_alive(w: &World) -> bool {
     })
 }
 
+/// Is one of fake-pi's tool processes (child or grandchild) alive?
+fn holder_alive(w: &World) -> bool {
+    w.alive().iter().any(|&pid| {
+        procs::read_proc(pid).is_some_and(|p| p.cmdline.iter().any(|a| a == "fake-pi-child"))
+    })
+}
+
 /// Run one point of the matrix; returns the messages the consumer saw.
 async fn run_point(point: Point, round: usize) -> Vec<Message> {
     let w = World::new(&format!("cancel-{point:?}-{round}"));
@@ -116,7 +123,8 @@ async fn run_point(point: Point, round: usize) -> Vec<Message> {
         Point::AfterPiExitedGrandchildHoldsStdout => {
             let mut r = opening("done");
             r.push(r#"{"dt_ms":0,"spawn":{"id":"bash","own_session":true,"hold_stdout":true,"grandchild":{"own_session":true,"hold_stdout":true,"ignore_sigterm":true}}}"#.into());
-            r.push(r#"{"dt_ms":0,"exit":0}"#.into());
+            // Time for the child to start its grandchild before pi exits (real timing).
+            r.push(r#"{"dt_ms":300,"exit":0}"#.into());
             (r, PI_DEFAULTS)
         }
         Point::ConsumerDropsStream => {
@@ -128,7 +136,10 @@ async fn run_point(point: Point, round: usize) -> Vec<Message> {
         }
     };
     let c = w.cassette("m", process, &records);
-    let speed = if point == Point::MidText { "1" } else { "0" };
+    let speed = match point {
+        Point::MidText | Point::AfterPiExitedGrandchildHoldsStdout => "1",
+        _ => "0",
+    };
     let mut o = opts();
     o.grace = grace;
     let token = CancellationToken::new();
@@ -149,12 +160,11 @@ async fn run_point(point: Point, round: usize) -> Vec<Message> {
             Point::MidToolOwnSession => w.alive().len() >= 4,
             // supervisor + fake-pi + child
             Point::PiIgnoresSigterm => w.alive().len() >= 3,
-            // pi is gone, its tool's processes still hold stdout open (the supervisor and the
-            // holders carry the marker)
+            // pi is gone, its tool's processes still hold stdout open
             Point::AfterPiExitedGrandchildHoldsStdout => {
                 msgs.iter().any(|m| matches!(m, Message::Assistant { .. }))
                     && !pi_alive(&w)
-                    && w.alive().len() >= 2
+                    && holder_alive(&w)
             }
             Point::ConsumerDropsStream => !msgs.is_empty() && w.alive().len() >= 3,
         };
