@@ -39,41 +39,38 @@ pub fn expected_dir() -> PathBuf {
     root().join("conformance/expected")
 }
 
-/// A binary of this workspace in the test's target dir, built on demand (a lone
-/// `cargo test -p conformance` does not build other packages' binaries).
-pub fn workspace_bin(name: &str, package: &str) -> PathBuf {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+/// A binary of this workspace in the test's target dir. The binaries of fake-pi and
+/// pi-harness are (re)built once per test process (a lone `cargo test -p conformance` does
+/// not build other packages' binaries, and an old one would test old code).
+pub fn workspace_bin(name: &str) -> PathBuf {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let status = std::process::Command::new(env!("CARGO"))
+            .args(["build", "-q", "-p", "fake-pi", "-p", "pi-harness", "--bins"])
+            .status()
+            .expect("cargo build");
+        assert!(status.success(), "building fake-pi and pi-harness failed");
+    });
     let exe = std::env::current_exe().expect("test exe");
     let dir = exe.parent().and_then(Path::parent).expect("target dir");
     let bin = dir.join(name);
-    if !bin.is_file() {
-        let status = std::process::Command::new(env!("CARGO"))
-            .args(["build", "-q", "-p", package, "--bins"])
-            .status()
-            .expect("cargo build");
-        assert!(status.success(), "building {package} failed");
-    }
     assert!(bin.is_file(), "{name} not found at {}", bin.display());
     bin
 }
 
 pub fn fake_pi() -> PathBuf {
     static P: OnceLock<PathBuf> = OnceLock::new();
-    P.get_or_init(|| workspace_bin("fake-pi", "fake-pi"))
-        .clone()
+    P.get_or_init(|| workspace_bin("fake-pi")).clone()
 }
 
 pub fn pi_harness_bin() -> PathBuf {
     static P: OnceLock<PathBuf> = OnceLock::new();
-    P.get_or_init(|| workspace_bin("pi-harness", "pi-harness"))
-        .clone()
+    P.get_or_init(|| workspace_bin("pi-harness")).clone()
 }
 
 pub fn supervisor() -> PathBuf {
     static P: OnceLock<PathBuf> = OnceLock::new();
-    P.get_or_init(|| workspace_bin("pi-supervisor", "pi-harness"))
-        .clone()
+    P.get_or_init(|| workspace_bin("pi-supervisor")).clone()
 }
 
 /// Provider options with this workspace's supervisor.
