@@ -813,7 +813,7 @@ fn quote(s: &str) -> String {
 }
 
 /// Find fake-pi: `--fake-pi`, `$PI_HARNESS_FAKE_PI`, beside this executable, else build it
-/// with the cargo that runs us (`$CARGO`, set by `cargo run`).
+/// (see [`find_or_build`]).
 pub fn find_fake_pi(explicit: Option<&Path>) -> Result<PathBuf, String> {
     if let Some(p) = explicit {
         return Ok(p.to_path_buf());
@@ -821,6 +821,14 @@ pub fn find_fake_pi(explicit: Option<&Path>) -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os("PI_HARNESS_FAKE_PI") {
         return Ok(PathBuf::from(p));
     }
+    find_or_build("fake-pi")
+}
+
+/// A binary of this workspace (`fake-pi`, `pi-supervisor`) beside this executable (or one
+/// directory up), else built with the cargo that runs us (`$CARGO`, set by `cargo run`, which
+/// builds only the binary it runs): `cargo build -p fake-pi -p pi-harness --bins`, with
+/// `--release` for a release pi-harness. Without cargo, an error names the command to run.
+pub fn find_or_build(name: &str) -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| format!("current executable: {e}"))?;
     let dirs: Vec<PathBuf> = exe
         .ancestors()
@@ -828,32 +836,40 @@ pub fn find_fake_pi(explicit: Option<&Path>) -> Result<PathBuf, String> {
         .take(2)
         .map(Path::to_path_buf)
         .collect();
-    for d in &dirs {
-        if d.join("fake-pi").is_file() {
-            return Ok(d.join("fake-pi"));
-        }
+    if let Some(found) = dirs.iter().map(|d| d.join(name)).find(|p| p.is_file()) {
+        return Ok(found);
     }
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+    let release = dirs.first().is_some_and(|d| d.ends_with("release"));
+    let flag = if release { " --release" } else { "" };
     let hint = format!(
-        "fake-pi not found beside {}: build it with `cargo build -p fake-pi` (add --release for a release pi-harness) or pass --fake-pi PATH",
+        "{name} not found beside {}: build it with `cargo build{flag} -p fake-pi -p pi-harness --bins`",
         exe.display()
     );
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
     let Some(cargo) = std::env::var_os("CARGO") else {
         return Err(hint);
     };
     if !manifest.is_file() {
         return Err(hint);
     }
-    let release = dirs.first().is_some_and(|d| d.ends_with("release"));
-    eprintln!("conform: building fake-pi (once)...");
+    eprintln!("conform: building fake-pi and pi-supervisor (once)...");
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "-q", "-p", "fake-pi", "--manifest-path"])
-        .arg(&manifest);
+    cmd.args([
+        "build",
+        "-q",
+        "-p",
+        "fake-pi",
+        "-p",
+        "pi-harness",
+        "--bins",
+        "--manifest-path",
+    ])
+    .arg(&manifest);
     if release {
         cmd.arg("--release");
     }
     let status = cmd.status().map_err(|e| format!("{hint} ({e})"))?;
-    let bin = dirs.first().map(|d| d.join("fake-pi")).unwrap_or_default();
+    let bin = dirs.first().map(|d| d.join(name)).unwrap_or_default();
     if status.success() && bin.is_file() {
         Ok(bin)
     } else {
@@ -942,7 +958,14 @@ pub fn expected_of(case: &Case, root: &Path, messages: Vec<Value>) -> Result<Exp
 pub fn conform(opts: &ConformOptions) -> Result<bool, String> {
     let fake_pi = find_fake_pi(opts.fake_pi.as_deref())?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let reference = format!("{} provider-run", quote(&exe.to_string_lossy()));
+    let mut reference = format!("{} provider-run", quote(&exe.to_string_lossy()));
+    if opts.implementation.is_none() && crate::provider::find_supervisor().is_none() {
+        let sup = find_or_build("pi-supervisor")?;
+        reference = format!(
+            "PI_HARNESS_SUPERVISOR={} {reference}",
+            quote(&sup.to_string_lossy())
+        );
+    }
     let cmd = opts.implementation.clone().unwrap_or(reference);
     let mut cases = discover(&opts.cassettes)?;
     if !opts.cases.is_empty() {
