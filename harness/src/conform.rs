@@ -1162,6 +1162,45 @@ mod tests {
     }
 
     #[test]
+    fn the_request_comes_from_the_header() {
+        let text = concat!(
+            r#"{"format":"pi-cassette","version":1,"pi":{"version":"0.73.1","dialect":"snapshot+delta"},"#,
+            r#""scenario":{"name":"s_x","description":"d"},"expect":{"flags":{"mode":"json","model":"m","#,
+            r#""provider":"p","session":true,"thinking":"high","exclude-tools":"bash,edit"},"prompt":"go","#,
+            r#""argv_messages":["go"],"env":["OPENAI_API_KEY"]},"origin":{"kind":"hand-made","timing":"synthetic"}}"#,
+            "\n",
+            r#"{"dt_ms":0,"hang":true}"#,
+            "\n"
+        );
+        let path = Path::new("/c/faults/s_x.pi73.cassette.jsonl");
+        let c = Cassette::parse(path, text.as_bytes()).unwrap();
+        let case = case_of(Path::new("/c"), path, &c);
+        let r = &case.request;
+        assert_eq!(case.name, "faults/s_x.pi73");
+        assert_eq!((r.prompt.as_str(), r.pi.version.as_str()), ("go", "0.73.1"));
+        assert_eq!(
+            (r.provider.as_deref(), r.model.as_deref()),
+            (Some("p"), Some("m"))
+        );
+        assert_eq!(r.thinking.as_deref(), Some("high"));
+        assert_eq!(
+            r.exclude_tools,
+            vec!["bash".to_string(), "edit".to_string()]
+        );
+        let s = r.session.as_ref().expect("a session");
+        assert_eq!(
+            (s.id.as_str(), s.dir.as_deref(), s.resume),
+            ("s-x", Some("<DIR>/sessions"), true)
+        );
+        assert_eq!(r.env["OPENAI_API_KEY"], "conformance-openai_api_key");
+        assert_eq!(r.cancel_after_idle_ms, Some(CANCEL_IDLE_MS));
+        let filled = instantiate(r, Path::new("/t/case.cassette.jsonl"), Path::new("/t"));
+        assert_eq!(filled.env["FAKE_PI_CASSETTE"], "/t/case.cassette.jsonl");
+        assert_eq!(filled.cwd.as_deref(), Some("/t"));
+        assert_eq!(filled.session.unwrap().dir.as_deref(), Some("/t/sessions"));
+    }
+
+    #[test]
     fn unclaimed_capabilities_skip() {
         let needed = vec!["text".to_string(), "thinking".to_string()];
         assert_eq!(
