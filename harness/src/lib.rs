@@ -21,9 +21,11 @@
 //! - [`provider`]: one supervised run of pi as a stream of normalized messages.
 //! - [`supervisor`]: the subreaper process that owns pi's process tree.
 //! - [`retry`]: attempts of the provider under a policy, at the caller.
+//! - [`conform`]: the conformance runner (cases, request document, handshake, comparison, report).
 
 pub mod cassette;
 pub mod cli;
+pub mod conform;
 pub mod corpus;
 pub mod drift;
 pub mod framing;

@@ -110,6 +110,19 @@ enum Command {
         #[arg(long)]
         only: Vec<String>,
     },
+    /// Run the conformance suite against an implementation (default: the bundled reference provider).
+    #[command(
+        after_help = "Examples:\n  pi-harness conform\n  pi-harness conform --impl 'node conformance/examples/node-impl/impl.js'\n  pi-harness conform --impl 'node conformance/examples/node-impl/impl.js' --case recorded/text_only.pi87\n\nSee conformance/README.md for the request document and the capability handshake."
+    )]
+    Conform(ConformArgs),
+    /// Read a request document (file or stdin), run the reference provider, print normalized JSONL.
+    ProviderRun {
+        /// The request document; stdin when absent.
+        file: Option<PathBuf>,
+        /// Print the capability handshake answer and exit.
+        #[arg(long)]
+        capabilities: bool,
+    },
     /// Compare fresh recordings with committed ones; non-zero exit and a diff when they differ.
     #[command(
         after_help = "Example:\n  pi-harness drift --committed cassettes/recorded --fresh /tmp/fresh"
@@ -120,6 +133,34 @@ enum Command {
         #[arg(long)]
         fresh: PathBuf,
     },
+}
+
+#[derive(clap::Args)]
+struct ConformArgs {
+    /// The implementation's command line, run with `sh -c` (default: this binary's provider-run).
+    #[arg(long = "impl", value_name = "CMD ARGS")]
+    implementation: Option<String>,
+    /// Run only this case (repeatable), e.g. recorded/text_only.pi87.
+    #[arg(long = "case", value_name = "NAME")]
+    cases: Vec<String>,
+    /// Cassettes directory (default: the bundled cassettes/).
+    #[arg(long)]
+    cassettes: Option<PathBuf>,
+    /// Expected streams directory (default: the bundled conformance/expected/).
+    #[arg(long)]
+    expected: Option<PathBuf>,
+    /// Also print one JSON result per case on stdout (the report goes to stderr).
+    #[arg(long)]
+    json: bool,
+    /// Write the implementation's streams as expected files into DIR instead of comparing.
+    #[arg(long, value_name = "DIR")]
+    export: Option<PathBuf>,
+    /// The fake-pi binary (default: beside this executable, built on demand under cargo).
+    #[arg(long)]
+    fake_pi: Option<PathBuf>,
+    /// Seconds a case may take before the implementation is killed.
+    #[arg(long, default_value_t = 30)]
+    timeout: u64,
 }
 
 #[derive(Subcommand)]
@@ -252,6 +293,34 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 ExitCode::FAILURE
             })
+        }
+        Command::Conform(a) => {
+            let (cassettes, expected) = pi_harness::conform::bundled_dirs();
+            let ok = pi_harness::conform::conform(&pi_harness::conform::ConformOptions {
+                implementation: a.implementation,
+                cases: a.cases,
+                cassettes: a.cassettes.unwrap_or(cassettes),
+                expected: a.expected.unwrap_or(expected),
+                json: a.json,
+                export: a.export,
+                fake_pi: a.fake_pi,
+                timeout: Duration::from_secs(a.timeout),
+            })
+            .map_err(anyhow::Error::msg)?;
+            Ok(if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        Command::ProviderRun { file, capabilities } => {
+            if capabilities {
+                println!("{}", pi_harness::conform::reference_capabilities());
+            } else {
+                pi_harness::conform::provider_run_main(file.as_deref())
+                    .map_err(anyhow::Error::msg)?;
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Drift { committed, fresh } => {
             let report = drift::compare_dirs(&committed, &fresh)?;

@@ -1,0 +1,56 @@
+//! For every scenario recorded on both pi versions (`cassettes/recorded/*.pi73` and
+//! `*.pi87`), the normalized streams are equal once the documented differences
+//! (`conformance::cross_version::DIFFERENCES`) are taken out, and every documented
+//! difference is actually needed by some scenario (the list stays short and true).
+
+use conformance::cross_version::{normalize, DIFFERENCES};
+use conformance::*;
+use pi_harness::conform;
+
+#[test]
+fn both_versions_give_the_same_stream_but_for_the_documented_differences() {
+    let cases = conform::discover(&cassettes_dir()).expect("cases");
+    let mut pairs = 0;
+    let mut differing = Vec::new();
+    for c73 in cases
+        .iter()
+        .filter(|c| c.name.starts_with("recorded/") && c.name.ends_with(".pi73"))
+    {
+        let scenario = c73.name.trim_end_matches(".pi73");
+        let Some(c87) = cases.iter().find(|c| c.name == format!("{scenario}.pi87")) else {
+            continue;
+        };
+        pairs += 1;
+        let a = conform::load_expected(&expected_dir(), &c73.name)
+            .expect("expected")
+            .messages;
+        let b = conform::load_expected(&expected_dir(), &c87.name)
+            .expect("expected")
+            .messages;
+        if a != b {
+            differing.push(scenario.to_string());
+        }
+        let (na, nb) = (normalize(&a), normalize(&b));
+        let diffs = conform::compare(&na, &nb);
+        assert!(
+            diffs.is_empty(),
+            "{scenario}: 0.73.1 and 0.87.1 differ beyond the documented list: {diffs:#?}"
+        );
+    }
+    assert!(pairs >= 18, "only {pairs} scenario pairs found");
+    eprintln!("{pairs} pairs; differing before normalization: {differing:?}");
+    // Each documented difference is needed: drop it and some pair differs.
+    assert!(differing.len() >= DIFFERENCES.len(), "{differing:?}");
+    for must in [
+        "auth_401",
+        "retries_exhausted",
+        "session_resume",
+        "tool_bash",
+        "tools_parallel_one_fails",
+    ] {
+        assert!(
+            differing.iter().any(|d| d.ends_with(must)),
+            "recorded/{must} was expected to differ between versions (a documented difference)"
+        );
+    }
+}

@@ -1,0 +1,105 @@
+//! Every cassette through the reference provider with fake-pi as a real subprocess at
+//! instant speed: the normalized stream is an insta snapshot (`tests/snapshots/`), every
+//! invariant holds, no process carrying the run's marker is left, and the committed
+//! expected stream (`conformance/expected/<case>.json[.gz]`) equals this run's output.
+//! `PI_HARNESS_BLESS=1` rewrites stale expected files instead of failing.
+
+use conformance::*;
+use pi_harness::cassette::Cassette;
+use pi_harness::conform;
+
+#[test]
+fn every_cassette_through_the_reference_provider() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let root = cassettes_dir();
+    let bless = std::env::var_os("PI_HARNESS_BLESS").is_some_and(|v| v == "1");
+    let mut stale = Vec::new();
+    insta::glob!("../../cassettes", "**/*.cassette.jsonl*", |path| {
+        let c = Cassette::load(path).unwrap_or_else(|e| panic!("{e}"));
+        let case = conform::case_of(&root, path, &c);
+        let world = World::new(&case.name);
+        let msgs = rt.block_on(run_case(&world, &case));
+        world.assert_none_left();
+        check_invariants(&c, &msgs).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        if case.request.cancel_after_idle_ms.is_some() {
+            assert!(
+                matches!(
+                    msgs.last(),
+                    Some(pi_harness::message::Message::TerminalCancelled { .. })
+                ),
+                "{}: a hang case ends cancelled: {:?}",
+                case.name,
+                msgs.last()
+            );
+        }
+
+        let vals = values(&msgs);
+        let expected = conform::expected_of(&case, &root, vals.clone()).expect("expected record");
+        match conform::load_expected(&expected_dir(), &case.name) {
+            Ok(committed) if committed == expected => {}
+            _ if bless => {
+                conform::write_expected(&expected_dir(), &expected).expect("write expected");
+            }
+            _ => stale.push(case.name.clone()),
+        }
+
+        // Shown as messages (type first, fields in their declared order).
+        let shown: Vec<pi_harness::message::Message> = vals
+            .into_iter()
+            .map(|mut v| {
+                shorten(&mut v);
+                redact_path(&mut v, world.dir.path(), "<DIR>");
+                serde_json::from_value(v).expect("still a message")
+            })
+            .collect();
+        insta::with_settings!({
+            description => format!("{} (pi {}, {})", c.header.scenario.description, c.header.pi.version, c.header.pi.dialect),
+            omit_expression => true,
+        }, {
+            insta::assert_yaml_snapshot!(shown, {
+                "[].session_id" => "[session_id]",
+            });
+        });
+    });
+    assert!(
+        stale.is_empty(),
+        "expected streams out of date (rerun with PI_HARNESS_BLESS=1 and review the diff): {stale:?}"
+    );
+}
+
+#[test]
+fn every_case_has_an_expected_file_and_no_file_is_orphaned() {
+    let cases = conform::discover(&cassettes_dir()).expect("cases");
+    let names: std::collections::BTreeSet<String> = cases.iter().map(|c| c.name.clone()).collect();
+    let mut files = Vec::new();
+    let mut dirs = vec![expected_dir()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).expect("expected dir") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                let rel = p
+                    .strip_prefix(expected_dir())
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                files.push(
+                    rel.trim_end_matches(".gz")
+                        .trim_end_matches(".json")
+                        .to_string(),
+                );
+            }
+        }
+    }
+    for f in &files {
+        assert!(names.contains(f), "expected file without a cassette: {f}");
+    }
+    for n in &names {
+        assert!(files.contains(n), "no expected file for case {n}");
+    }
+}
