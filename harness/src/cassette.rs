@@ -558,7 +558,8 @@ impl Cassette {
         use crate::mapper::{EndCause, StreamEnd};
         use crate::message::ExitInfo;
         let stderr = self.stderr_bytes();
-        let stderr_tail = (!stderr.is_empty()).then(|| String::from_utf8_lossy(&stderr).into_owned());
+        let stderr_tail =
+            (!stderr.is_empty()).then(|| String::from_utf8_lossy(&stderr).into_owned());
         let (exit, cause) = match self.ending() {
             Action::Exit(code) => (
                 Some(ExitInfo {
