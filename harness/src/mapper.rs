@@ -22,6 +22,8 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::framing::{Line, LineSplitter};
+
+mod hot;
 use crate::message::{ExitInfo, Failure, FailureReason, InvalidLine, Message, RetrySource, Usage};
 
 /// Default line cap: 16 MiB lets every real pi 0.73.1 line through (its snapshots grow quadratically).
@@ -301,6 +303,19 @@ impl State {
     }
 
     fn event(&mut self, n: u64, raw: &[u8], out: &mut Vec<Message>) {
+        // The hot lines (`message_update`) in one pass; anything unusual takes the serde path.
+        if let Some(hot) = hot::scan(raw) {
+            self.open.get_or_insert_with(OpenMessage::default);
+            if let hot::Hot::Delta {
+                thinking,
+                delta,
+                content_index,
+            } = hot
+            {
+                self.on_delta(thinking, &delta, content_index, out);
+            }
+            return;
+        }
         let first = raw.iter().find(|b| !b.is_ascii_whitespace());
         if first != Some(&b'{') {
             let problem = match first {
@@ -494,7 +509,7 @@ impl State {
         ev: &mut Event<'_>,
         out: &mut Vec<Message>,
     ) {
-        let open = self.open.get_or_insert_with(OpenMessage::default);
+        self.open.get_or_insert_with(OpenMessage::default);
         let ame = ev.ame.0.take();
         let kind = ame.as_ref().and_then(|a| a.kind.as_str());
         match (kind, ame.as_ref()) {
@@ -502,13 +517,7 @@ impl State {
                 let Lv::Str(d) = &a.delta else {
                     return self.bad(n, raw, "`text_delta` whose `delta` is not a string".into());
                 };
-                self.sends_deltas = true;
-                if !d.is_empty() {
-                    open.emitted.push_str(d);
-                    out.push(Message::Assistant {
-                        text: d.to_string(),
-                    });
-                }
+                self.on_delta(false, d, None, out);
             }
             (Some("thinking_delta"), Some(a)) if a.delta.is_present() => {
                 let Lv::Str(d) = &a.delta else {
@@ -518,12 +527,7 @@ impl State {
                         "`thinking_delta` whose `delta` is not a string".into(),
                     );
                 };
-                self.sends_deltas = true;
-                let index = a.content_index.as_u64();
-                match open.thoughts.iter_mut().rev().find(|t| t.0 == index) {
-                    Some(t) => t.1.push_str(d),
-                    None => open.thoughts.push((index, d.to_string())),
-                }
+                self.on_delta(true, d, a.content_index.as_u64(), out);
             }
             (Some("toolcall_end"), Some(a)) => {
                 let Some(tc) = a.tool_call else {
@@ -552,6 +556,23 @@ impl State {
             }
             // Update types without a delta by design, and unknown ones: nothing to take.
             _ => {}
+        }
+    }
+
+    /// A `text_delta` or `thinking_delta` with its string `delta` (an assistant message is open).
+    fn on_delta(&mut self, thinking: bool, d: &str, index: Option<u64>, out: &mut Vec<Message>) {
+        self.sends_deltas = true;
+        let open = self.open.get_or_insert_with(OpenMessage::default);
+        if thinking {
+            match open.thoughts.iter_mut().rev().find(|t| t.0 == index) {
+                Some(t) => t.1.push_str(d),
+                None => open.thoughts.push((index, d.to_string())),
+            }
+        } else if !d.is_empty() {
+            open.emitted.push_str(d);
+            out.push(Message::Assistant {
+                text: d.to_string(),
+            });
         }
     }
 
