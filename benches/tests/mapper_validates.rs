@@ -44,6 +44,19 @@ fn mapper_flags(line: &[u8]) -> bool {
     m.stats().invalid_lines == 1
 }
 
+/// The same, after `warm` (a valid line) went through the same mapper: the fast
+/// scanner's memo then holds the values it validated there.
+fn mapper_flags_after(warm: &[u8], line: &[u8]) -> bool {
+    let mut m = Mapper::new(MapperOptions::default());
+    let mut out = Vec::new();
+    m.push(warm, &mut out);
+    m.push(b"\n", &mut out);
+    let before = m.stats().invalid_lines;
+    m.push(line, &mut out);
+    m.push(b"\n", &mut out);
+    m.stats().invalid_lines == before + 1
+}
+
 fn serde_rejects(line: &[u8]) -> bool {
     serde_json::from_slice::<IgnoredAny>(line).is_err()
 }
@@ -92,13 +105,19 @@ fn edit_strategy() -> impl Strategy<Value = Edit> {
 /// What the mapper makes of one line (after a `message_start`, so deltas land in an open
 /// message), finished at EOF: the messages before the terminal, the terminal's kind, and
 /// how many lines were invalid.
-fn mapped(line: &[u8]) -> (Vec<Message>, &'static str, u64) {
+/// `warm` is pushed first (a line, possibly empty), so the fast scanner's memo holds
+/// what it validated there.
+fn mapped(warm: &[u8], line: &[u8]) -> (Vec<Message>, &'static str, u64) {
     let mut m = Mapper::new(MapperOptions::default());
     let mut out = Vec::new();
     m.push(
         b"{\"type\":\"message_start\",\"message\":{\"role\":\"assistant\",\"timestamp\":1}}\n",
         &mut out,
     );
+    if !warm.is_empty() {
+        m.push(warm, &mut out);
+        m.push(b"\n", &mut out);
+    }
     m.push(line, &mut out);
     m.push(b"\n", &mut out);
     let exit = ExitInfo {
@@ -209,9 +228,16 @@ proptest! {
         line in select(lines()),
         edits in proptest::collection::vec(edit_strategy(), 0..4),
     ) {
-        let line = apply(line.clone(), &edits);
-        if let Some(slow) = via_serde(&line) {
-            prop_assert_eq!(mapped(&line), mapped(&slow), "{:?}", String::from_utf8_lossy(&line));
+        // The unmutated line first: the scanner's memo then holds its values, and the
+        // mutated line is read through it.
+        let mutated = apply(line.clone(), &edits);
+        if let Some(slow) = via_serde(&mutated) {
+            prop_assert_eq!(
+                mapped(&line, &mutated),
+                mapped(&line, &slow),
+                "{:?}",
+                String::from_utf8_lossy(&mutated)
+            );
         }
     }
 
@@ -222,7 +248,7 @@ proptest! {
     ) {
         let line = apply(line, &edits);
         if let Some(slow) = via_serde(&line) {
-            prop_assert_eq!(mapped(&line), mapped(&slow), "{:?}", String::from_utf8_lossy(&line));
+            prop_assert_eq!(mapped(b"", &line), mapped(b"", &slow), "{:?}", String::from_utf8_lossy(&line));
         }
         if serde_rejects(&line) {
             prop_assert!(mapper_flags(&line), "{:?}", String::from_utf8_lossy(&line));
@@ -234,12 +260,17 @@ proptest! {
         line in select(lines()),
         edits in proptest::collection::vec(edit_strategy(), 0..4),
     ) {
-        let line = apply(line.clone(), &edits);
-        if serde_rejects(&line) {
+        let mutated = apply(line.clone(), &edits);
+        if serde_rejects(&mutated) {
             prop_assert!(
-                mapper_flags(&line),
+                mapper_flags(&mutated),
                 "serde_json rejects this line, the mapper did not report it: {:?}",
-                String::from_utf8_lossy(&line)
+                String::from_utf8_lossy(&mutated)
+            );
+            prop_assert!(
+                mapper_flags_after(&line, &mutated),
+                "after the unmutated line: {:?}",
+                String::from_utf8_lossy(&mutated)
             );
         }
     }

@@ -198,6 +198,8 @@ struct State {
     invalid: Vec<InvalidLine>,
     invalid_dropped: u64,
     invalid_bytes: usize,
+    /// The fast scanner's memo: the last small top-level object or array it validated.
+    hot_memo: Vec<u8>,
 }
 
 #[derive(Debug, Default)]
@@ -257,6 +259,7 @@ impl State {
             invalid: Vec::new(),
             invalid_dropped: 0,
             invalid_bytes: 0,
+            hot_memo: Vec::new(),
         }
     }
 
@@ -304,7 +307,7 @@ impl State {
 
     fn event(&mut self, n: u64, raw: &[u8], out: &mut Vec<Message>) {
         // The hot lines (`message_update`) in one pass; anything unusual takes the serde path.
-        if let Some(hot) = hot::scan(raw) {
+        if let Some(hot) = hot::scan(raw, &mut self.hot_memo) {
             self.open.get_or_insert_with(OpenMessage::default);
             if let hot::Hot::Delta {
                 thinking,

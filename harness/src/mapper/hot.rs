@@ -35,12 +35,17 @@ struct Fallback;
 
 type R<T> = Result<T, Fallback>;
 
-/// Scan one line (without its `\n`).
-pub(super) fn scan(raw: &[u8]) -> Option<Hot<'_>> {
+/// Longest top-level value kept in the memo.
+const MEMO_MAX: usize = 1024;
+
+/// Scan one line (without its `\n`). `memo` is kept by the caller between lines: pi
+/// 0.87.1 repeats the same `usage` object on every `message_update`, and a value whose
+/// bytes equal those of a value already validated (at the same depth) is valid too.
+pub(super) fn scan<'a>(raw: &'a [u8], memo: &mut Vec<u8>) -> Option<Hot<'a>> {
     // Outside strings any non-ASCII byte is a syntax error; strings holding one are
     // checked to be UTF-8.
     let mut s = Scanner { b: raw, i: 0 };
-    s.line().ok()
+    s.line(memo).ok()
 }
 
 struct Scanner<'a> {
@@ -103,7 +108,7 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn line(&mut self) -> R<Hot<'a>> {
+    fn line(&mut self, memo: &mut Vec<u8>) -> R<Hot<'a>> {
         self.eat(b'{')?;
         let mut kind: Option<&'a str> = None;
         let mut ame: Option<AmeSeen<'a>> = None;
@@ -155,7 +160,7 @@ impl<'a> Scanner<'a> {
                 b"id" | b"toolCallId" | b"toolName" | b"args" | b"partialResult" | b"result"
                 | b"isError" | b"willRetry" | b"attempt" | b"maxAttempts" | b"delayMs"
                 | b"errorMessage" => return Err(Fallback),
-                _ => self.value(1)?,
+                _ => self.memo_value(memo)?,
             }
             self.ws();
             match self.peek() {
@@ -259,6 +264,24 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// A top-level value, through the memo: when the line continues with the bytes of
+    /// the last small object or array validated at this depth, those bytes are that same
+    /// value (a container ends at its closing bracket, whatever follows), valid again.
+    fn memo_value(&mut self, memo: &mut Vec<u8>) -> R<()> {
+        if !memo.is_empty() && self.b[self.i..].starts_with(memo) {
+            self.i += memo.len();
+            return Ok(());
+        }
+        let start = self.i;
+        let container = matches!(self.peek(), Some(b'{' | b'['));
+        self.value(1)?;
+        if container && self.i - start <= MEMO_MAX {
+            memo.clear();
+            memo.extend_from_slice(&self.b[start..self.i]);
+        }
+        Ok(())
+    }
+
     /// A number made only of digits, without leading zero, that fits a `u64` (else fall back).
     fn plain_uint(&mut self) -> R<u64> {
         let start = self.i;
@@ -281,12 +304,23 @@ impl<'a> Scanner<'a> {
     }
 
     /// Any JSON value at nesting `depth` (whitespace before it already skipped).
+    /// Scalars inline; containers in [`Scanner::container`].
+    #[inline(always)]
     fn value(&mut self, depth: u32) -> R<()> {
         match self.peek() {
             Some(b'"') => {
                 self.i += 1;
                 self.string().map(|_| ())
             }
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            _ => self.container(depth),
+        }
+    }
+
+    /// An object, array or literal at nesting `depth`.
+    #[inline(never)]
+    fn container(&mut self, depth: u32) -> R<()> {
+        match self.peek() {
             Some(b'{') => {
                 if depth >= MAX_DEPTH {
                     return Err(Fallback);
@@ -341,7 +375,6 @@ impl<'a> Scanner<'a> {
             Some(b't') => self.literal(b"true"),
             Some(b'f') => self.literal(b"false"),
             Some(b'n') => self.literal(b"null"),
-            Some(b'-' | b'0'..=b'9') => self.number(),
             _ => Err(Fallback),
         }
     }
@@ -364,6 +397,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`
+    #[inline(always)]
     fn number(&mut self) -> R<()> {
         if self.peek() == Some(b'-') {
             self.i += 1;
@@ -396,7 +430,7 @@ impl<'a> Scanner<'a> {
     /// A string, after its opening quote; leaves `i` after the closing quote. Plain runs
     /// are skipped 16 bytes at a time (SSE2, 8 with SWAR elsewhere); a body with a byte
     /// >= 0x80 is checked to be UTF-8.
-    #[inline]
+    #[inline(always)]
     fn string(&mut self) -> R<Str> {
         let start = self.i;
         let mut escaped = false;
@@ -443,9 +477,15 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// A string read from the line, as text (checked: short fields only).
+    /// A string read from the line, as text.
+    #[inline(always)]
     fn str_at(&self, s: Str) -> R<&'a str> {
-        std::str::from_utf8(&self.b[s.start..s.end]).map_err(|_| Fallback)
+        let body = &self.b[s.start..s.end];
+        debug_assert!(std::str::from_utf8(body).is_ok());
+        // SAFETY: `string` returned `s` only after seeing every byte of the body: all
+        // were ASCII (`non_ascii` false, escapes are ASCII), or the body was checked
+        // with `std::str::from_utf8`.
+        Ok(unsafe { std::str::from_utf8_unchecked(body) })
     }
 }
 
@@ -548,7 +588,7 @@ mod tests {
     fn a_text_delta_is_read() {
         let line = br#"{"type":"message_update","usage":{"a":[1,-2.5e3,true,null]},"assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"a\n\"b\u00e9","partial":{"x":"y"}},"message":{"role":"assistant"}}"#;
         assert_eq!(
-            scan(line),
+            scan(line, &mut Vec::new()),
             Some(Hot::Delta {
                 thinking: false,
                 delta: Cow::Owned("a\n\"b\u{e9}".into()),
@@ -558,9 +598,49 @@ mod tests {
     }
 
     #[test]
+    fn the_memo_skips_a_repeated_value_and_nothing_else() {
+        let mut memo = Vec::new();
+        let line = |usage: &str| {
+            format!(
+                r#"{{"type":"message_update","usage":{usage},"assistantMessageEvent":{{"type":"text_delta","delta":"a"}}}}"#
+            )
+        };
+        assert!(scan(
+            line(r#"{"input":0,"cost":{"total":0}}"#).as_bytes(),
+            &mut memo
+        )
+        .is_some());
+        assert_eq!(memo, br#"{"input":0,"cost":{"total":0}}"#);
+        assert!(scan(
+            line(r#"{"input":0,"cost":{"total":0}}"#).as_bytes(),
+            &mut memo
+        )
+        .is_some());
+        // The memo's bytes followed by more than a value allows: still rejected.
+        assert!(scan(
+            line(r#"{"input":0,"cost":{"total":0}}}"#).as_bytes(),
+            &mut memo
+        )
+        .is_none());
+        assert!(scan(
+            line(r#"{"input":0,"cost":{"total":0}},"#).as_bytes(),
+            &mut memo
+        )
+        .is_none());
+        // A different value is scanned (and remembered).
+        assert!(scan(
+            line(r#"{"input":0,"cost":{"total":0e}}"#).as_bytes(),
+            &mut memo
+        )
+        .is_none());
+        assert!(scan(line("[1,2]").as_bytes(), &mut memo).is_some());
+        assert_eq!(memo, b"[1,2]");
+    }
+
+    #[test]
     fn other_updates_and_unusual_lines_fall_back_or_say_nothing() {
         let start = br#"{"type":"message_update","assistantMessageEvent":{"type":"text_start","contentIndex":0}}"#;
-        assert_eq!(scan(start), Some(Hot::Nothing));
+        assert_eq!(scan(start, &mut Vec::new()), Some(Hot::Nothing));
         for line in [
             // another event type
             &br#"{"type":"turn_start"}"#[..],
@@ -581,7 +661,7 @@ mod tests {
             br#"{"type":"message_update","x":01,"assistantMessageEvent":{"type":"text_delta","delta":"a"}}"#,
             br#"{"type":"message_update","x":tru,"assistantMessageEvent":{"type":"text_delta","delta":"a"}}"#,
         ] {
-            assert_eq!(scan(line), None, "{}", String::from_utf8_lossy(line));
+            assert_eq!(scan(line, &mut Vec::new()), None, "{}", String::from_utf8_lossy(line));
         }
     }
 
@@ -593,18 +673,22 @@ mod tests {
             let mut line = br#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":""#.to_vec();
             line.extend_from_slice(&body);
             line.extend_from_slice(b"\"}}");
-            assert_eq!(scan(&line), None);
+            assert_eq!(scan(&line, &mut Vec::new()), None);
             body[at] = b'"';
             let mut line = br#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":""#.to_vec();
             line.extend_from_slice(&body);
             line.extend_from_slice(b"\"}}");
-            assert_eq!(scan(&line), None, "quote at {at} ends the string early");
+            assert_eq!(
+                scan(&line, &mut Vec::new()),
+                None,
+                "quote at {at} ends the string early"
+            );
         }
         let with = |body: &[u8]| {
             let mut line = br#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":""#.to_vec();
             line.extend_from_slice(body);
             line.extend_from_slice(b"\"}}");
-            scan(&line).map(|h| match h {
+            scan(&line, &mut Vec::new()).map(|h| match h {
                 Hot::Delta { delta, .. } => Some(delta.into_owned()),
                 Hot::Nothing => None,
             })
