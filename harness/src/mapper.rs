@@ -9,7 +9,9 @@
 //! Each line is deserialized into borrowed structs; the big snapshot copies pi 0.73.1
 //! writes on every token are skipped with [`IgnoredAny`] unless the event has no delta,
 //! so the work per line is one pass over its bytes and the allocation per line does not
-//! grow with the snapshot.
+//! grow with the snapshot. `message_update` lines, the hot ones, first go through a
+//! hand-written validating scanner (`mapper/hot.rs`) that answers only when this serde path
+//! would accept the line and read the same from it.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -22,6 +24,8 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::framing::{Line, LineSplitter};
+
+mod hot;
 use crate::message::{ExitInfo, Failure, FailureReason, InvalidLine, Message, RetrySource, Usage};
 
 /// Default line cap: 16 MiB lets every real pi 0.73.1 line through (its snapshots grow quadratically).
@@ -196,6 +200,8 @@ struct State {
     invalid: Vec<InvalidLine>,
     invalid_dropped: u64,
     invalid_bytes: usize,
+    /// The fast scanner's memo: the last small top-level object or array it validated.
+    hot_memo: Vec<u8>,
 }
 
 #[derive(Debug, Default)]
@@ -255,6 +261,7 @@ impl State {
             invalid: Vec::new(),
             invalid_dropped: 0,
             invalid_bytes: 0,
+            hot_memo: Vec::new(),
         }
     }
 
@@ -301,6 +308,19 @@ impl State {
     }
 
     fn event(&mut self, n: u64, raw: &[u8], out: &mut Vec<Message>) {
+        // The hot lines (`message_update`) in one pass; anything unusual takes the serde path.
+        if let Some(hot) = hot::scan(raw, &mut self.hot_memo) {
+            self.open.get_or_insert_with(OpenMessage::default);
+            if let hot::Hot::Delta {
+                thinking,
+                delta,
+                content_index,
+            } = hot
+            {
+                self.on_delta(thinking, &delta, content_index, out);
+            }
+            return;
+        }
         let first = raw.iter().find(|b| !b.is_ascii_whitespace());
         if first != Some(&b'{') {
             let problem = match first {
@@ -494,7 +514,7 @@ impl State {
         ev: &mut Event<'_>,
         out: &mut Vec<Message>,
     ) {
-        let open = self.open.get_or_insert_with(OpenMessage::default);
+        self.open.get_or_insert_with(OpenMessage::default);
         let ame = ev.ame.0.take();
         let kind = ame.as_ref().and_then(|a| a.kind.as_str());
         match (kind, ame.as_ref()) {
@@ -502,13 +522,7 @@ impl State {
                 let Lv::Str(d) = &a.delta else {
                     return self.bad(n, raw, "`text_delta` whose `delta` is not a string".into());
                 };
-                self.sends_deltas = true;
-                if !d.is_empty() {
-                    open.emitted.push_str(d);
-                    out.push(Message::Assistant {
-                        text: d.to_string(),
-                    });
-                }
+                self.on_delta(false, d, None, out);
             }
             (Some("thinking_delta"), Some(a)) if a.delta.is_present() => {
                 let Lv::Str(d) = &a.delta else {
@@ -518,12 +532,7 @@ impl State {
                         "`thinking_delta` whose `delta` is not a string".into(),
                     );
                 };
-                self.sends_deltas = true;
-                let index = a.content_index.as_u64();
-                match open.thoughts.iter_mut().rev().find(|t| t.0 == index) {
-                    Some(t) => t.1.push_str(d),
-                    None => open.thoughts.push((index, d.to_string())),
-                }
+                self.on_delta(true, d, a.content_index.as_u64(), out);
             }
             (Some("toolcall_end"), Some(a)) => {
                 let Some(tc) = a.tool_call else {
@@ -552,6 +561,23 @@ impl State {
             }
             // Update types without a delta by design, and unknown ones: nothing to take.
             _ => {}
+        }
+    }
+
+    /// A `text_delta` or `thinking_delta` with its string `delta` (an assistant message is open).
+    fn on_delta(&mut self, thinking: bool, d: &str, index: Option<u64>, out: &mut Vec<Message>) {
+        self.sends_deltas = true;
+        let open = self.open.get_or_insert_with(OpenMessage::default);
+        if thinking {
+            match open.thoughts.iter_mut().rev().find(|t| t.0 == index) {
+                Some(t) => t.1.push_str(d),
+                None => open.thoughts.push((index, d.to_string())),
+            }
+        } else if !d.is_empty() {
+            open.emitted.push_str(d);
+            out.push(Message::Assistant {
+                text: d.to_string(),
+            });
         }
     }
 

@@ -1,0 +1,708 @@
+//! The mapper's fast path for its hot lines: `message_update` events.
+//!
+//! One pass over the line that validates it as JSON (RFC 8259, as `serde_json` does:
+//! strings with their escapes and no raw control characters, numbers, literals,
+//! nesting, nothing after the value but whitespace) and picks out the few fields a
+//! `message_update` needs. It answers only when it is sure the serde path of the
+//! mapper would accept the line and read the same thing from it; on anything unusual
+//! (an error, invalid UTF-8, a key of interest repeated or escaped, an escaped lone
+//! surrogate, a field order under which the serde path would parse a snapshot, deep
+//! nesting, another event type) it answers `None` and the line takes the serde path,
+//! which gives the verdict and the error message. Pure; no allocation unless the
+//! delta holds escapes.
+
+use std::borrow::Cow;
+
+/// What a hot line says.
+#[derive(Debug, PartialEq)]
+pub(super) enum Hot<'a> {
+    /// A `text_delta` (`thinking: false`) or `thinking_delta` with a string `delta`.
+    Delta {
+        thinking: bool,
+        delta: Cow<'a, str>,
+        /// `contentIndex` when present (a plain unsigned integer).
+        content_index: Option<u64>,
+    },
+    /// An update of another type (not `toolcall_end`): nothing to take.
+    Nothing,
+}
+
+/// serde_json allows 128 levels; below that margin the two always agree.
+const MAX_DEPTH: u32 = 100;
+
+/// Why the scan gave up (any reason: the serde path decides).
+struct Fallback;
+
+type R<T> = Result<T, Fallback>;
+
+/// Longest top-level value kept in the memo.
+const MEMO_MAX: usize = 1024;
+
+/// Scan one line (without its `\n`). `memo` is kept by the caller between lines: pi
+/// 0.87.1 repeats the same `usage` object on every `message_update`, and a value whose
+/// bytes equal those of a value already validated (at the same depth) is valid too.
+pub(super) fn scan<'a>(raw: &'a [u8], memo: &mut Vec<u8>) -> Option<Hot<'a>> {
+    // Outside strings any non-ASCII byte is a syntax error; strings holding one are
+    // checked to be UTF-8.
+    let mut s = Scanner { b: raw, i: 0 };
+    s.line(memo).ok()
+}
+
+struct Scanner<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+/// A string read from the line: its body (between the quotes) and whether it holds escapes.
+#[derive(Clone, Copy)]
+struct Str {
+    start: usize,
+    end: usize,
+    escaped: bool,
+}
+
+#[derive(Default)]
+struct AmeSeen<'a> {
+    kind: Option<&'a str>,
+    delta: Option<Str>,
+    content_index: Option<u64>,
+    index_seen: bool,
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// Bytes of `w` that end a plain run inside a string: `"`, `\` or a control character.
+/// The lowest flagged byte is exact (higher ones may be false positives).
+#[inline(always)]
+fn specials(w: u64) -> u64 {
+    let q = w ^ (ONES * b'"' as u64);
+    let bs = w ^ (ONES * b'\\' as u64);
+    let zq = q.wrapping_sub(ONES) & !q;
+    let zb = bs.wrapping_sub(ONES) & !bs;
+    let ctrl = w.wrapping_sub(ONES * 0x20) & !w;
+    (zq | zb | ctrl) & HIGH
+}
+
+impl<'a> Scanner<'a> {
+    #[inline(always)]
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    #[inline(always)]
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
+            self.i += 1;
+        }
+    }
+
+    #[inline(always)]
+    fn eat(&mut self, c: u8) -> R<()> {
+        self.ws();
+        if self.peek() == Some(c) {
+            self.i += 1;
+            Ok(())
+        } else {
+            Err(Fallback)
+        }
+    }
+
+    fn line(&mut self, memo: &mut Vec<u8>) -> R<Hot<'a>> {
+        self.eat(b'{')?;
+        let mut kind: Option<&'a str> = None;
+        let mut ame: Option<AmeSeen<'a>> = None;
+        let mut message_seen = false;
+        self.ws();
+        if self.peek() == Some(b'}') {
+            return Err(Fallback); // no `type`
+        }
+        loop {
+            self.eat(b'"')?;
+            let key = self.string()?;
+            if key.escaped {
+                return Err(Fallback);
+            }
+            self.eat(b':')?;
+            self.ws();
+            match &self.b[key.start..key.end] {
+                b"type" => {
+                    if kind.is_some() || self.peek() != Some(b'"') {
+                        return Err(Fallback);
+                    }
+                    self.i += 1;
+                    let v = self.string()?;
+                    if v.escaped {
+                        return Err(Fallback);
+                    }
+                    let k = self.str_at(v)?;
+                    if k != "message_update" {
+                        return Err(Fallback);
+                    }
+                    kind = Some(k);
+                }
+                b"assistantMessageEvent" => {
+                    if ame.is_some() || message_seen || self.peek() != Some(b'{') {
+                        return Err(Fallback);
+                    }
+                    self.i += 1;
+                    ame = Some(self.ame()?);
+                }
+                b"message" => {
+                    // The serde path parses the snapshot when the type is known and the
+                    // update not yet: stay off that case.
+                    if message_seen || (kind.is_some() && ame.is_none()) {
+                        return Err(Fallback);
+                    }
+                    message_seen = true;
+                    self.value(1)?;
+                }
+                b"id" | b"toolCallId" | b"toolName" | b"args" | b"partialResult" | b"result"
+                | b"isError" | b"willRetry" | b"attempt" | b"maxAttempts" | b"delayMs"
+                | b"errorMessage" => return Err(Fallback),
+                _ => self.memo_value(memo)?,
+            }
+            self.ws();
+            match self.peek() {
+                Some(b',') => self.i += 1,
+                Some(b'}') => {
+                    self.i += 1;
+                    break;
+                }
+                _ => return Err(Fallback),
+            }
+            self.ws();
+        }
+        self.ws();
+        if self.i != self.b.len() || kind.is_none() {
+            return Err(Fallback);
+        }
+        let a = ame.ok_or(Fallback)?;
+        match a.kind {
+            Some(k @ ("text_delta" | "thinking_delta")) => {
+                let d = a.delta.ok_or(Fallback)?;
+                let delta = if d.escaped {
+                    Cow::Owned(unescape(self.str_at(d)?).ok_or(Fallback)?)
+                } else {
+                    Cow::Borrowed(self.str_at(d)?)
+                };
+                Ok(Hot::Delta {
+                    thinking: k == "thinking_delta",
+                    delta,
+                    content_index: a.content_index,
+                })
+            }
+            Some("toolcall_end") | None => Err(Fallback),
+            Some(_) => Ok(Hot::Nothing),
+        }
+    }
+
+    /// The `assistantMessageEvent` object, after its `{`.
+    fn ame(&mut self) -> R<AmeSeen<'a>> {
+        let mut a = AmeSeen::default();
+        self.ws();
+        if self.peek() == Some(b'}') {
+            self.i += 1;
+            return Ok(a);
+        }
+        loop {
+            self.eat(b'"')?;
+            let key = self.string()?;
+            if key.escaped {
+                return Err(Fallback);
+            }
+            self.eat(b':')?;
+            self.ws();
+            match &self.b[key.start..key.end] {
+                b"type" => {
+                    if a.kind.is_some() || self.peek() != Some(b'"') {
+                        return Err(Fallback);
+                    }
+                    self.i += 1;
+                    let v = self.string()?;
+                    if v.escaped {
+                        return Err(Fallback);
+                    }
+                    a.kind = Some(self.str_at(v)?);
+                }
+                b"delta" => {
+                    if a.delta.is_some() || self.peek() != Some(b'"') {
+                        return Err(Fallback);
+                    }
+                    self.i += 1;
+                    a.delta = Some(self.string()?);
+                }
+                b"contentIndex" => {
+                    if a.index_seen {
+                        return Err(Fallback);
+                    }
+                    a.index_seen = true;
+                    a.content_index = Some(self.plain_uint()?);
+                }
+                b"partial" => {
+                    // Skipped by the serde path only once a delta, or a type that never
+                    // has one, was seen.
+                    let skipped = a.delta.is_some()
+                        || a.kind
+                            .is_some_and(|k| k != "text_delta" && k != "thinking_delta");
+                    if !skipped {
+                        return Err(Fallback);
+                    }
+                    self.value(2)?;
+                }
+                _ => self.value(2)?,
+            }
+            self.ws();
+            match self.peek() {
+                Some(b',') => self.i += 1,
+                Some(b'}') => {
+                    self.i += 1;
+                    return Ok(a);
+                }
+                _ => return Err(Fallback),
+            }
+        }
+    }
+
+    /// A top-level value, through the memo: when the line continues with the bytes of
+    /// the last small object or array validated at this depth, those bytes are that same
+    /// value (a container ends at its closing bracket, whatever follows), valid again.
+    fn memo_value(&mut self, memo: &mut Vec<u8>) -> R<()> {
+        if !memo.is_empty() && self.b[self.i..].starts_with(memo) {
+            self.i += memo.len();
+            return Ok(());
+        }
+        let start = self.i;
+        let container = matches!(self.peek(), Some(b'{' | b'['));
+        self.value(1)?;
+        if container && self.i - start <= MEMO_MAX {
+            memo.clear();
+            memo.extend_from_slice(&self.b[start..self.i]);
+        }
+        Ok(())
+    }
+
+    /// A number made only of digits, without leading zero, that fits a `u64` (else fall back).
+    fn plain_uint(&mut self) -> R<u64> {
+        let start = self.i;
+        let mut v: u64 = 0;
+        while let Some(c @ b'0'..=b'9') = self.peek() {
+            v = v
+                .checked_mul(10)
+                .and_then(|v| v.checked_add((c - b'0') as u64))
+                .ok_or(Fallback)?;
+            self.i += 1;
+        }
+        let len = self.i - start;
+        if len == 0 || (len > 1 && self.b[start] == b'0') {
+            return Err(Fallback);
+        }
+        match self.peek() {
+            Some(b'.' | b'e' | b'E') => Err(Fallback),
+            _ => Ok(v),
+        }
+    }
+
+    /// Any JSON value at nesting `depth` (whitespace before it already skipped).
+    /// Scalars inline; containers in [`Scanner::container`].
+    #[inline(always)]
+    fn value(&mut self, depth: u32) -> R<()> {
+        match self.peek() {
+            Some(b'"') => {
+                self.i += 1;
+                self.string().map(|_| ())
+            }
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            _ => self.container(depth),
+        }
+    }
+
+    /// An object, array or literal at nesting `depth`.
+    #[inline(never)]
+    fn container(&mut self, depth: u32) -> R<()> {
+        match self.peek() {
+            Some(b'{') => {
+                if depth >= MAX_DEPTH {
+                    return Err(Fallback);
+                }
+                self.i += 1;
+                self.ws();
+                if self.peek() == Some(b'}') {
+                    self.i += 1;
+                    return Ok(());
+                }
+                loop {
+                    self.eat(b'"')?;
+                    self.string()?;
+                    self.eat(b':')?;
+                    self.ws();
+                    self.value(depth + 1)?;
+                    self.ws();
+                    match self.peek() {
+                        Some(b',') => self.i += 1,
+                        Some(b'}') => {
+                            self.i += 1;
+                            return Ok(());
+                        }
+                        _ => return Err(Fallback),
+                    }
+                }
+            }
+            Some(b'[') => {
+                if depth >= MAX_DEPTH {
+                    return Err(Fallback);
+                }
+                self.i += 1;
+                self.ws();
+                if self.peek() == Some(b']') {
+                    self.i += 1;
+                    return Ok(());
+                }
+                loop {
+                    self.ws();
+                    self.value(depth + 1)?;
+                    self.ws();
+                    match self.peek() {
+                        Some(b',') => self.i += 1,
+                        Some(b']') => {
+                            self.i += 1;
+                            return Ok(());
+                        }
+                        _ => return Err(Fallback),
+                    }
+                }
+            }
+            Some(b't') => self.literal(b"true"),
+            Some(b'f') => self.literal(b"false"),
+            Some(b'n') => self.literal(b"null"),
+            _ => Err(Fallback),
+        }
+    }
+
+    fn literal(&mut self, lit: &[u8]) -> R<()> {
+        if self.b[self.i..].starts_with(lit) {
+            self.i += lit.len();
+            Ok(())
+        } else {
+            Err(Fallback)
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.i;
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.i += 1;
+        }
+        self.i - start
+    }
+
+    /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`
+    #[inline(always)]
+    fn number(&mut self) -> R<()> {
+        if self.peek() == Some(b'-') {
+            self.i += 1;
+        }
+        match self.peek() {
+            Some(b'0') => self.i += 1,
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            _ => return Err(Fallback),
+        }
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            if self.digits() == 0 {
+                return Err(Fallback);
+            }
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.i += 1;
+            }
+            if self.digits() == 0 {
+                return Err(Fallback);
+            }
+        }
+        Ok(())
+    }
+
+    /// A string, after its opening quote; leaves `i` after the closing quote. Plain runs
+    /// are skipped 16 bytes at a time (SSE2, 8 with SWAR elsewhere); a body with a byte
+    /// >= 0x80 is checked to be UTF-8.
+    #[inline(always)]
+    fn string(&mut self) -> R<Str> {
+        let start = self.i;
+        let mut escaped = false;
+        let mut non_ascii = false;
+        let b = self.b;
+        let mut i = self.i;
+        loop {
+            skip_plain(b, &mut i, &mut non_ascii);
+            match b.get(i) {
+                None => return Err(Fallback),
+                Some(b'"') => {
+                    self.i = i + 1;
+                    if non_ascii && std::str::from_utf8(&b[start..i]).is_err() {
+                        return Err(Fallback);
+                    }
+                    return Ok(Str {
+                        start,
+                        end: i,
+                        escaped,
+                    });
+                }
+                Some(b'\\') => {
+                    escaped = true;
+                    match b.get(i + 1) {
+                        Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => i += 2,
+                        Some(b'u') => {
+                            let cp = hex4(b.get(i + 2..i + 6).ok_or(Fallback)?)?;
+                            // serde_json reads lone surrogates differently when it skips a
+                            // string and when it decodes one: leave all surrogates to it.
+                            if (0xD800..=0xDFFF).contains(&cp) {
+                                return Err(Fallback);
+                            }
+                            i += 6;
+                        }
+                        _ => return Err(Fallback),
+                    }
+                }
+                Some(c) if *c < 0x20 => return Err(Fallback),
+                Some(c) => {
+                    non_ascii |= *c >= 0x80;
+                    i += 1;
+                }
+            }
+        }
+    }
+
+    /// A string read from the line, as text.
+    #[inline(always)]
+    fn str_at(&self, s: Str) -> R<&'a str> {
+        let body = &self.b[s.start..s.end];
+        debug_assert!(std::str::from_utf8(body).is_ok());
+        // SAFETY: `string` returned `s` only after seeing every byte of the body: all
+        // were ASCII (`non_ascii` false, escapes are ASCII), or the body was checked
+        // with `std::str::from_utf8`.
+        Ok(unsafe { std::str::from_utf8_unchecked(body) })
+    }
+}
+
+/// Advance `i` over bytes that are neither `"`, `\\` nor control characters, at least to
+/// within 8 bytes of the end or of such a byte; notes bytes >= 0x80 seen (possibly a few
+/// past the stop: a hint to check UTF-8, never a verdict).
+#[inline(always)]
+fn skip_plain(b: &[u8], i: &mut usize, non_ascii: &mut bool) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        // SAFETY: SSE2 is part of the x86_64 baseline; every load reads 16 bytes at
+        // `i` with `i + 16 <= b.len()`.
+        unsafe {
+            let q = _mm_set1_epi8(b'"' as i8);
+            let bs = _mm_set1_epi8(b'\\' as i8);
+            let c1f = _mm_set1_epi8(0x1f);
+            let mut hi = 0i32;
+            while *i + 16 <= b.len() {
+                let x = _mm_loadu_si128(b.as_ptr().add(*i) as *const __m128i);
+                let ctrl = _mm_cmpeq_epi8(_mm_max_epu8(x, c1f), c1f);
+                let m = _mm_or_si128(
+                    _mm_or_si128(_mm_cmpeq_epi8(x, q), _mm_cmpeq_epi8(x, bs)),
+                    ctrl,
+                );
+                hi |= _mm_movemask_epi8(x);
+                let mask = _mm_movemask_epi8(m);
+                if mask != 0 {
+                    *i += mask.trailing_zeros() as usize;
+                    *non_ascii |= hi != 0;
+                    return;
+                }
+                *i += 16;
+            }
+            *non_ascii |= hi != 0;
+        }
+    }
+    while *i + 8 <= b.len() {
+        let w = u64::from_le_bytes(b[*i..*i + 8].try_into().expect("8 bytes"));
+        let m = specials(w);
+        if m != 0 {
+            *non_ascii |= w & HIGH != 0;
+            *i += (m.trailing_zeros() / 8) as usize;
+            return;
+        }
+        *non_ascii |= w & HIGH != 0;
+        *i += 8;
+    }
+}
+
+fn hex4(h: &[u8]) -> R<u32> {
+    let mut v = 0u32;
+    for &c in h {
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => return Err(Fallback),
+        };
+        v = v * 16 + d as u32;
+    }
+    Ok(v)
+}
+
+/// Decode a string body already validated by [`Scanner::string`] (no surrogate escapes).
+fn unescape(body: &str) -> Option<String> {
+    let mut out = String::with_capacity(body.len());
+    let mut rest = body;
+    while let Some(p) = rest.find('\\') {
+        out.push_str(&rest[..p]);
+        let e = rest.as_bytes().get(p + 1)?;
+        let mut used = 2;
+        match e {
+            b'"' => out.push('"'),
+            b'\\' => out.push('\\'),
+            b'/' => out.push('/'),
+            b'b' => out.push('\u{8}'),
+            b'f' => out.push('\u{c}'),
+            b'n' => out.push('\n'),
+            b'r' => out.push('\r'),
+            b't' => out.push('\t'),
+            b'u' => {
+                let cp = hex4(rest.as_bytes().get(p + 2..p + 6)?).ok()?;
+                out.push(char::from_u32(cp)?);
+                used = 6;
+            }
+            _ => return None,
+        }
+        rest = &rest[p + used..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_text_delta_is_read() {
+        let line = br#"{"type":"message_update","usage":{"a":[1,-2.5e3,true,null]},"assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"a\n\"b\u00e9","partial":{"x":"y"}},"message":{"role":"assistant"}}"#;
+        assert_eq!(
+            scan(line, &mut Vec::new()),
+            Some(Hot::Delta {
+                thinking: false,
+                delta: Cow::Owned("a\n\"b\u{e9}".into()),
+                content_index: Some(0),
+            })
+        );
+    }
+
+    #[test]
+    fn the_memo_skips_a_repeated_value_and_nothing_else() {
+        let mut memo = Vec::new();
+        let line = |usage: &str| {
+            format!(
+                r#"{{"type":"message_update","usage":{usage},"assistantMessageEvent":{{"type":"text_delta","delta":"a"}}}}"#
+            )
+        };
+        assert!(scan(
+            line(r#"{"input":0,"cost":{"total":0}}"#).as_bytes(),
+            &mut memo
+        )
+        .is_some());
+        assert_eq!(memo, br#"{"input":0,"cost":{"total":0}}"#);
+        assert!(scan(
+            line(r#"{"input":0,"cost":{"total":0}}"#).as_bytes(),
+            &mut memo
+        )
+        .is_some());
+        // The memo's bytes followed by more than a value allows: still rejected.
+        assert!(scan(
+            line(r#"{"input":0,"cost":{"total":0}}}"#).as_bytes(),
+            &mut memo
+        )
+        .is_none());
+        assert!(scan(
+            line(r#"{"input":0,"cost":{"total":0}},"#).as_bytes(),
+            &mut memo
+        )
+        .is_none());
+        // A different value is scanned (and remembered).
+        assert!(scan(
+            line(r#"{"input":0,"cost":{"total":0e}}"#).as_bytes(),
+            &mut memo
+        )
+        .is_none());
+        assert!(scan(line("[1,2]").as_bytes(), &mut memo).is_some());
+        assert_eq!(memo, b"[1,2]");
+    }
+
+    #[test]
+    fn other_updates_and_unusual_lines_fall_back_or_say_nothing() {
+        let start = br#"{"type":"message_update","assistantMessageEvent":{"type":"text_start","contentIndex":0}}"#;
+        assert_eq!(scan(start, &mut Vec::new()), Some(Hot::Nothing));
+        for line in [
+            // another event type
+            &br#"{"type":"turn_start"}"#[..],
+            // a snapshot the serde path would parse: partial before delta
+            br#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","partial":{},"delta":"a"}}"#,
+            // message after the type and before the update
+            br#"{"type":"message_update","message":{},"assistantMessageEvent":{"type":"text_delta","delta":"a"}}"#,
+            // repeated key, escaped key, lone surrogate, control character, trailing comma
+            br#"{"type":"message_update","type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"a"}}"#,
+            br#"{"typ\u0065":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"a"}}"#,
+            br#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"\ud800"}}"#,
+            b"{\"type\":\"message_update\",\"assistantMessageEvent\":{\"type\":\"text_delta\",\"delta\":\"\x01\"}}",
+            br#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"a",}}"#,
+            // a content index the serde path reads as a float
+            br#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":1e0,"delta":"a"}}"#,
+            // trailing bytes, bad number, bad literal
+            br#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"a"}} x"#,
+            br#"{"type":"message_update","x":01,"assistantMessageEvent":{"type":"text_delta","delta":"a"}}"#,
+            br#"{"type":"message_update","x":tru,"assistantMessageEvent":{"type":"text_delta","delta":"a"}}"#,
+        ] {
+            assert_eq!(scan(line, &mut Vec::new()), None, "{}", String::from_utf8_lossy(line));
+        }
+    }
+
+    #[test]
+    fn the_string_scan_finds_specials_at_every_offset() {
+        for at in 0..20 {
+            let mut body = vec![b'a'; 20];
+            body[at] = 0x1f;
+            let mut line = br#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":""#.to_vec();
+            line.extend_from_slice(&body);
+            line.extend_from_slice(b"\"}}");
+            assert_eq!(scan(&line, &mut Vec::new()), None);
+            body[at] = b'"';
+            let mut line = br#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":""#.to_vec();
+            line.extend_from_slice(&body);
+            line.extend_from_slice(b"\"}}");
+            assert_eq!(
+                scan(&line, &mut Vec::new()),
+                None,
+                "quote at {at} ends the string early"
+            );
+        }
+        let with = |body: &[u8]| {
+            let mut line = br#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":""#.to_vec();
+            line.extend_from_slice(body);
+            line.extend_from_slice(b"\"}}");
+            scan(&line, &mut Vec::new()).map(|h| match h {
+                Hot::Delta { delta, .. } => Some(delta.into_owned()),
+                Hot::Nothing => None,
+            })
+        };
+        for len in [3, 9, 17, 40] {
+            for at in 0..len - 1 {
+                let mut body = vec![b'a'; len];
+                body[at] = 0xff;
+                assert_eq!(with(&body), None, "invalid UTF-8 at {at} of {len}");
+                body[at] = 0xc3;
+                body[at + 1] = 0xa9;
+                let text = String::from_utf8(body.clone()).unwrap();
+                assert_eq!(with(&body), Some(Some(text)));
+            }
+        }
+    }
+}
