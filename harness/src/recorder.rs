@@ -632,7 +632,18 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
             notes,
         },
     };
-    let cassette = Cassette { header, records };
+    let mut cassette = Cassette { header, records };
+    // List only the placeholders that appear in the cassette (a redacted temp path can vanish
+    // from it when the flag it was the value of is only required to be present).
+    let body = {
+        let mut probe = cassette.clone();
+        probe.header.redactions.clear();
+        probe.to_jsonl()
+    };
+    cassette
+        .header
+        .redactions
+        .retain(|placeholder, _| body.contains(placeholder.as_str()));
     let path = write_checked(&cassette, &opts.out, &key, &tmp)?;
     let bytes = std::fs::metadata(&path)?.len();
     drop(tmp_dir);
