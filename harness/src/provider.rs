@@ -766,6 +766,18 @@ impl Run {
                         "the supervisor ended without reporting pi's exit ({status:?})"
                     ),
                 },
+                // The supervisor was told to stop by a signal (a terminal's Ctrl-C reaches the
+                // whole foreground group, the supervisor included): that is a cancel too.
+                None if matches!(
+                    exited,
+                    Some(Event::Exited {
+                        cancelled: true,
+                        ..
+                    })
+                ) =>
+                {
+                    EndCause::Cancelled
+                }
                 None => EndCause::Eof,
             }
         };

@@ -647,3 +647,41 @@ async fn cancel_during_backoff_is_cancelled_not_failed() {
     );
     w.assert_none_left();
 }
+
+#[tokio::test]
+async fn sigint_to_the_supervisor_is_a_cancel_not_a_failure() {
+    // A terminal's Ctrl-C reaches the whole foreground process group, the supervisor included,
+    // possibly before the caller's own handler cancels the token.
+    let w = World::new("supsigint");
+    let mut recs = conversation("running");
+    recs.truncate(6);
+    recs.push(tool_start());
+    recs.push(r#"{"dt_ms":0,"spawn":{"id":"bash","own_session":true}}"#.into());
+    recs.push(r#"{"dt_ms":0,"hang":true}"#.into());
+    let c = w.cassette("s", "0.87.1", "{}", PI_DEFAULTS, &recs);
+    let mut stream = std::pin::pin!(
+        Provider::new(opts()).execute(w.request(&c, "0.87.1", "0"), CancellationToken::new())
+    );
+    let mut msgs = vec![stream.next().await.expect("a first message")];
+    assert!(
+        w.wait_alive(3, Duration::from_secs(10)).len() >= 3,
+        "the tool child never started"
+    );
+    let supervisor = w
+        .alive()
+        .into_iter()
+        .find(|&pid| {
+            pi_harness::procs::read_proc(pid).is_some_and(|p| p.command().contains("pi-supervisor"))
+        })
+        .expect("the supervisor carries the marker");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(supervisor),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    while let Some(m) = stream.next().await {
+        msgs.push(m);
+    }
+    cancelled(&msgs);
+    w.assert_none_left();
+}
