@@ -25,8 +25,11 @@ echo "note: ran in $PWD against 127.0.0.1:$port" >&2
 case "${FAKE_PI_MODE:-}" in
   leak) printf '\xff raw key %s\n' "$key" ;;
   sigint)
-    printf '{"type":"tool_execution_start","toolCallId":"call_9","toolName":"bash","args":{"command":"sleep 301"}}\n'
+    # Start the tool child first and wait until it is `sleep` (exec done), so the signal the
+    # recorder sends 100 ms after the line below always finds it, however loaded the machine.
     setsid sleep 301 &
+    while [ "$(cat /proc/$!/comm 2>/dev/null)" != sleep ]; do :; done
+    printf '{"type":"tool_execution_start","toolCallId":"call_9","toolName":"bash","args":{"command":"sleep 301"}}\n'
     exec sleep 302 ;;
 esac
 exit 0
