@@ -304,6 +304,16 @@ fn tool_start() -> String {
     )
 }
 
+/// A run stopped mid-tool: some text, a tool start, the tool's child (`spawn` JSON), then silence.
+fn mid_tool(spawn: &str) -> Vec<String> {
+    let mut recs = conversation("running");
+    recs.truncate(6);
+    recs.push(tool_start());
+    recs.push(format!(r#"{{"dt_ms":0,"spawn":{spawn}}}"#));
+    recs.push(r#"{"dt_ms":0,"hang":true}"#.into());
+    recs
+}
+
 #[tokio::test]
 async fn cancel_before_the_first_line() {
     let w = World::new("prefirst");
@@ -340,14 +350,7 @@ async fn cancel_mid_text_keeps_what_came_before() {
 #[tokio::test]
 async fn cancel_mid_tool_reaches_a_child_in_its_own_session() {
     let w = World::new("midtool");
-    let mut recs = conversation("running");
-    recs.truncate(6);
-    recs.push(tool_start());
-    recs.push(
-        r#"{"dt_ms":0,"spawn":{"id":"bash","own_session":true,"grandchild":{"own_session":true}}}"#
-            .into(),
-    );
-    recs.push(r#"{"dt_ms":0,"hang":true}"#.into());
+    let recs = mid_tool(r#"{"id":"bash","own_session":true,"grandchild":{"own_session":true}}"#);
     let c = w.cassette("mt", "0.87.1", "{}", PI_DEFAULTS, &recs);
     // supervisor + fake-pi + child + grandchild (escaped into its own session)
     let (msgs, took) = run_and_cancel(&w, &c, "0", Duration::from_secs(2), |_, w| {
@@ -362,13 +365,7 @@ async fn cancel_mid_tool_reaches_a_child_in_its_own_session() {
 #[tokio::test]
 async fn cancel_when_pi_ignores_sigterm() {
     let w = World::new("ignoreterm");
-    let mut recs = conversation("running");
-    recs.truncate(6);
-    recs.push(tool_start());
-    recs.push(
-        r#"{"dt_ms":0,"spawn":{"id":"bash","own_session":true,"ignore_sigterm":true}}"#.into(),
-    );
-    recs.push(r#"{"dt_ms":0,"hang":true}"#.into());
+    let recs = mid_tool(r#"{"id":"bash","own_session":true,"ignore_sigterm":true}"#);
     let process = r#"{"on_sigterm":{"action":"ignore"}}"#;
     let c = w.cassette("it", "0.87.1", "{}", process, &recs);
     let grace = Duration::from_millis(300);
@@ -414,11 +411,7 @@ async fn pi_exits_while_a_grandchild_holds_stdout() {
 #[tokio::test]
 async fn dropping_the_stream_stops_everything() {
     let w = World::new("drop");
-    let mut recs = conversation("running");
-    recs.truncate(6);
-    recs.push(tool_start());
-    recs.push(r#"{"dt_ms":0,"spawn":{"id":"bash","own_session":true}}"#.into());
-    recs.push(r#"{"dt_ms":0,"hang":true}"#.into());
+    let recs = mid_tool(r#"{"id":"bash","own_session":true}"#);
     let c = w.cassette("d", "0.87.1", "{}", PI_DEFAULTS, &recs);
     {
         let mut stream = Box::pin(
@@ -653,11 +646,7 @@ async fn sigint_to_the_supervisor_is_a_cancel_not_a_failure() {
     // A terminal's Ctrl-C reaches the whole foreground process group, the supervisor included,
     // possibly before the caller's own handler cancels the token.
     let w = World::new("supsigint");
-    let mut recs = conversation("running");
-    recs.truncate(6);
-    recs.push(tool_start());
-    recs.push(r#"{"dt_ms":0,"spawn":{"id":"bash","own_session":true}}"#.into());
-    recs.push(r#"{"dt_ms":0,"hang":true}"#.into());
+    let recs = mid_tool(r#"{"id":"bash","own_session":true}"#);
     let c = w.cassette("s", "0.87.1", "{}", PI_DEFAULTS, &recs);
     let mut stream = std::pin::pin!(
         Provider::new(opts()).execute(w.request(&c, "0.87.1", "0"), CancellationToken::new())
