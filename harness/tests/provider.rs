@@ -532,58 +532,43 @@ async fn caller_retries_a_transient_failure_then_succeeds() {
     w.assert_none_left();
 }
 
-#[tokio::test]
-async fn caller_does_not_retry_401() {
-    let w = World::new("noretry");
-    let c = w.cassette(
-        "a",
-        "0.87.1",
-        "{}",
-        PI_DEFAULTS,
-        &error_turn("401 invalid api key"),
-    );
+/// How many times the attempts wrapper started pi.
+fn starts(w: &World) -> u32 {
+    let count = std::fs::read_to_string(w.dir.path().join("count")).unwrap();
+    count.trim().parse().unwrap()
+}
+
+/// Every attempt ends with pi's `error` stop reason and `message`; run with up to 3 attempts.
+async fn retry_on_repeated_error(w: &World, message: &str) -> Vec<Message> {
+    let c = w.cassette("a", "0.87.1", "{}", PI_DEFAULTS, &error_turn(message));
     let mut req = w.request(&c, "0.87.1", "0");
-    req.pi_path = Some(attempts(&w, &[c.clone(), c.clone(), c.clone()]));
-    let msgs = collect(execute_with_retry(
+    req.pi_path = Some(attempts(w, &[c.clone(), c.clone(), c.clone()]));
+    collect(execute_with_retry(
         Provider::new(opts()),
         req,
         fast_policy(3),
         CancellationToken::new(),
     ))
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn caller_does_not_retry_401() {
+    let w = World::new("noretry");
+    let msgs = retry_on_repeated_error(&w, "401 invalid api key").await;
     let f = failed(&msgs);
     assert_eq!(f.reason, FailureReason::ModelError);
     assert!(!msgs
         .iter()
         .any(|m| matches!(m, Message::RetryScheduled { .. })));
-    assert_eq!(
-        std::fs::read_to_string(w.dir.path().join("count"))
-            .unwrap()
-            .trim(),
-        "1"
-    );
+    assert_eq!(starts(&w), 1);
     w.assert_none_left();
 }
 
 #[tokio::test]
 async fn caller_gives_up_after_max_attempts() {
     let w = World::new("exhaust");
-    let c = w.cassette(
-        "a",
-        "0.87.1",
-        "{}",
-        PI_DEFAULTS,
-        &error_turn("503 Service Unavailable"),
-    );
-    let mut req = w.request(&c, "0.87.1", "0");
-    req.pi_path = Some(attempts(&w, &[c.clone(), c.clone(), c.clone()]));
-    let msgs = collect(execute_with_retry(
-        Provider::new(opts()),
-        req,
-        fast_policy(3),
-        CancellationToken::new(),
-    ))
-    .await;
+    let msgs = retry_on_repeated_error(&w, "503 Service Unavailable").await;
     let f = failed(&msgs);
     assert!(f.message.contains("503"), "{}", f.message);
     let n = msgs
@@ -591,12 +576,7 @@ async fn caller_gives_up_after_max_attempts() {
         .filter(|m| matches!(m, Message::RetryScheduled { .. }))
         .count();
     assert_eq!(n, 2);
-    assert_eq!(
-        std::fs::read_to_string(w.dir.path().join("count"))
-            .unwrap()
-            .trim(),
-        "3"
-    );
+    assert_eq!(starts(&w), 3);
     w.assert_none_left();
 }
 
@@ -632,12 +612,7 @@ async fn cancel_during_backoff_is_cancelled_not_failed() {
         msgs.push(m);
     }
     cancelled(&msgs);
-    assert_eq!(
-        std::fs::read_to_string(w.dir.path().join("count"))
-            .unwrap()
-            .trim(),
-        "1"
-    );
+    assert_eq!(starts(&w), 1);
     w.assert_none_left();
 }
 
