@@ -3,7 +3,7 @@
 //! Everything here is pure (no clock, no I/O) except [`inputs`], which loads the recorded
 //! cassettes from `cassettes/recorded/`. The three contenders run over the same bytes:
 //!
-//! - [`map_input`]: the real mapper ([`pi_harness::mapper::Mapper`]), lines in, normalized
+//! - [`map_input`]: the real mapper ([`pi_wire::mapper::Mapper`]), lines in, normalized
 //!   messages out;
 //! - [`validate_lines`]: the floor of any JSON-validating design: split lines with `memchr`
 //!   and validate each with `serde_json::from_slice::<IgnoredAny>`;
@@ -14,9 +14,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use pi_harness::cassette::Cassette;
-use pi_harness::mapper::{Mapper, MapperOptions, StreamEnd};
-use pi_harness::message::{ExitInfo, Failure, FailureReason, Message, Usage};
+use pi_cassette::Cassette;
+use pi_wire::mapper::{Mapper, MapperOptions, StreamEnd};
+use pi_wire::message::{ExitInfo, Failure, FailureReason, Message, Usage};
 use serde::de::IgnoredAny;
 use serde_json::Value;
 

@@ -10,8 +10,8 @@
 
 use std::sync::OnceLock;
 
-use pi_harness::mapper::{Mapper, MapperOptions, StreamEnd};
-use pi_harness::message::{ExitInfo, Message};
+use pi_wire::mapper::{Mapper, MapperOptions, StreamEnd};
+use pi_wire::message::{ExitInfo, Message};
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use serde::de::IgnoredAny;

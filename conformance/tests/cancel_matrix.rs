@@ -6,10 +6,11 @@
 
 use std::time::{Duration, Instant};
 
-use conformance::*;
-use pi_harness::message::Message;
-use pi_harness::procs;
-use pi_harness::provider::Provider;
+mod support;
+use pi_procs as procs;
+use pi_provider::Provider;
+use pi_wire::message::Message;
+use support::*;
 use tokio_stream::StreamExt as _;
 use tokio_util::sync::CancellationToken;
 
@@ -135,7 +136,12 @@ async fn run_point(point: Point, round: usize) -> Vec<Message> {
             (r, PI_DEFAULTS)
         }
     };
-    let c = w.cassette("m", process, &records);
+    let c = w
+        .cassette("m")
+        .description("cancellation matrix")
+        .process(process)
+        .records(records.clone())
+        .write();
     let speed = match point {
         Point::MidText | Point::AfterPiExitedGrandchildHoldsStdout => "1",
         _ => "0",
@@ -171,7 +177,7 @@ async fn run_point(point: Point, round: usize) -> Vec<Message> {
         if ready && cancelled_at.is_none() {
             if point == Point::ConsumerDropsStream {
                 drop(stream);
-                w.assert_none_left();
+                w.assert_none_left_within(SETTLE);
                 return msgs;
             }
             token.cancel();
@@ -216,7 +222,7 @@ async fn run_point(point: Point, round: usize) -> Vec<Message> {
             })
         );
     }
-    w.assert_none_left();
+    w.assert_none_left_within(SETTLE);
     msgs
 }
 

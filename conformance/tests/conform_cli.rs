@@ -5,7 +5,8 @@
 
 use std::process::Command;
 
-use conformance::*;
+mod support;
+use support::*;
 
 struct Table {
     cases: usize,
@@ -59,7 +60,7 @@ const NODE_IMPL: &str = "node conformance/examples/node-impl/impl.js";
 
 #[test]
 fn the_bundled_provider_passes_every_case() {
-    let cases = pi_harness::conform::discover(&cassettes_dir())
+    let cases = conformance::conform::discover(&cassettes_dir())
         .expect("cases")
         .len();
     let (code, out, err) = conform(&[]);

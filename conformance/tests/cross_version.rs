@@ -4,8 +4,9 @@
 //! difference is actually needed by some scenario (the list stays short and true).
 
 use conformance::cross_version::{normalize, DIFFERENCES};
-use conformance::*;
-use pi_harness::conform;
+mod support;
+use conformance::conform;
+use support::*;
 
 #[test]
 fn both_versions_give_the_same_stream_but_for_the_documented_differences() {

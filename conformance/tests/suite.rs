@@ -4,9 +4,10 @@
 //! expected stream (`conformance/expected/<case>.json[.gz]`) equals this run's output.
 //! `PI_HARNESS_BLESS=1` rewrites stale expected files instead of failing.
 
-use conformance::*;
-use pi_harness::cassette::Cassette;
-use pi_harness::conform;
+mod support;
+use conformance::conform;
+use pi_cassette::Cassette;
+use support::*;
 
 #[test]
 fn every_cassette_through_the_reference_provider() {
@@ -23,13 +24,13 @@ fn every_cassette_through_the_reference_provider() {
         let case = conform::case_of(&root, path, &c);
         let world = World::new(&case.name);
         let msgs = rt.block_on(run_case(&world, &case));
-        world.assert_none_left();
+        world.assert_none_left_within(SETTLE);
         check_invariants(&c, &msgs).unwrap_or_else(|e| panic!("{}: {e}", case.name));
         if case.request.cancel_after_idle_ms.is_some() {
             assert!(
                 matches!(
                     msgs.last(),
-                    Some(pi_harness::message::Message::TerminalCancelled { .. })
+                    Some(pi_wire::message::Message::TerminalCancelled { .. })
                 ),
                 "{}: a hang case ends cancelled: {:?}",
                 case.name,
@@ -48,11 +49,11 @@ fn every_cassette_through_the_reference_provider() {
         }
 
         // Shown as messages (type first, fields in their declared order).
-        let shown: Vec<pi_harness::message::Message> = vals
+        let shown: Vec<pi_wire::message::Message> = vals
             .into_iter()
             .map(|mut v| {
                 shorten(&mut v);
-                redact_path(&mut v, world.dir.path(), "<DIR>");
+                redact_path(&mut v, world.path(), "<DIR>");
                 serde_json::from_value(v).expect("still a message")
             })
             .collect();

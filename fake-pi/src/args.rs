@@ -4,7 +4,7 @@
 //! session flag checks, `--help`) and others only after (unknown long flags). [`before_stdin`]
 //! runs the first group and says either "go on" or "finish now with this output".
 
-use pi_harness::pi_cli::{AppMode, Grammar, ParsedArgs, Stream};
+use pi_grammar::{AppMode, Grammar, ParsedArgs, Stream};
 
 /// Output to write, then exit with `code`.
 #[derive(Debug, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use nix::sys::signal::{self, SigHandler, SigSet, SigmaskHow, Signal};
 use nix::unistd::{dup2, fork, setsid, ForkResult};
-use pi_harness::cassette::Spawn;
+use pi_cassette::Spawn;
 
 /// The variable that carries the spawn record to the child.
 pub const SPEC_ENV: &str = "FAKE_PI_CHILD_SPEC";

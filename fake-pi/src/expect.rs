@@ -5,8 +5,8 @@
 //! cassette's pi version does not have); [`check`] lists every mismatch as
 //! `expect.<field>: expected <x>, got <y>`.
 
-use pi_harness::cassette::{Expect, FlagRule, Secret};
-use pi_harness::pi_cli::{FlagKind, FlagSpec, Grammar, ParsedArgs};
+use pi_cassette::{Expect, FlagRule, Secret};
+use pi_grammar::{FlagKind, FlagSpec, Grammar, ParsedArgs};
 
 /// What fake-pi was called with.
 pub struct Actual<'a> {
@@ -165,7 +165,7 @@ mod tests {
     ) -> Vec<String> {
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
         let parsed = g().parse(&argv).unwrap();
-        let prompt = pi_harness::pi_cli::join_prompt(stdin, &parsed.messages);
+        let prompt = pi_grammar::join_prompt(stdin, &parsed.messages);
         let env: BTreeMap<String, String> = env
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -17,8 +17,8 @@ use std::ffi::OsString;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
-use pi_harness::cassette::{Cassette, CassetteError};
-use pi_harness::pi_cli::{self, AppMode, Grammar, KNOWN_VERSIONS};
+use pi_cassette::{Cassette, CassetteError};
+use pi_grammar::{self as pi_cli, AppMode, Grammar, KNOWN_VERSIONS};
 
 /// fake-pi cannot do what was asked (bad `FAKE_PI_SPEED`, a pi package command, a child
 /// that cannot be started).

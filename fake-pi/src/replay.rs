@@ -16,7 +16,7 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
-use pi_harness::cassette::{Action, Cassette};
+use pi_cassette::{Action, Cassette};
 
 use crate::{child, signals};
 

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use nix::sys::signal::{self, SigHandler, SigSet, SigmaskHow, Signal};
 use nix::unistd::Pid;
-use pi_harness::cassette::{ProcessBehaviour, SignalAction};
+use pi_cassette::{ProcessBehaviour, SignalAction};
 
 /// A child fake-pi started (a `spawn` record).
 pub struct Tracked {

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::Sandbox;
+use common::*;
 
 const OK: &[&str] = &[
     r#"{"dt_ms":0,"stdout":{"type":"session"}}"#,
@@ -17,10 +17,15 @@ const OK: &[&str] = &[
 
 /// Run fake-pi on a cassette with no expectations; return (stdout, stderr, exit code).
 fn run(version: &str, argv: &[&str], stdin: &str) -> (String, String, i32) {
-    let sb = Sandbox::new();
-    let c = sb.cassette("ok", version, "", OK);
-    let out = sb.cmd(&c).args(argv).write_stdin(stdin).output().unwrap();
-    sb.finish();
+    let sb = World::new(module_path!());
+    let c = sb
+        .cassette("ok")
+        .version(version)
+        .members("")
+        .records(OK)
+        .write();
+    let out = cmd(&sb, &c).args(argv).write_stdin(stdin).output().unwrap();
+    sb.assert_none_left();
     (
         String::from_utf8(out.stdout).unwrap(),
         String::from_utf8(out.stderr).unwrap(),
@@ -154,33 +159,38 @@ fn unknown_options_get_pis_exact_error() {
 
 #[test]
 fn print_flag_and_double_dash() {
-    let sb = Sandbox::new();
+    let sb = World::new(module_path!());
     for v in ["0.73.1", "0.87.1"] {
-        let c = sb.cassette("p", v, r#""expect":{"argv_messages":["---x","more"]}"#, OK);
-        sb.cmd(&c).args(["-p", "---x", "more"]).assert().success();
-        let c = sb.cassette(
-            "p",
-            v,
-            r#""expect":{"argv_messages":[],"flags":{"print":true}}"#,
-            OK,
-        );
-        sb.cmd(&c).args(["-p", "@f"]).assert().success();
+        let c = sb
+            .cassette("p")
+            .version(v)
+            .members(r#""expect":{"argv_messages":["---x","more"]}"#)
+            .records(OK)
+            .write();
+        cmd(&sb, &c).args(["-p", "---x", "more"]).assert().success();
+        let c = sb
+            .cassette("p")
+            .version(v)
+            .members(r#""expect":{"argv_messages":[],"flags":{"print":true}}"#)
+            .records(OK)
+            .write();
+        cmd(&sb, &c).args(["-p", "@f"]).assert().success();
     }
     pi_error("0.73.1", &["-p", "-x"], "Error: Unknown option: -x\n");
-    let c = sb.cassette(
-        "dd",
-        "0.87.1",
-        r#""expect":{"argv_messages":["-y","--model"],"flags":{"model":false}}"#,
-        OK,
-    );
-    sb.cmd(&c)
+    let c = sb
+        .cassette("dd")
+        .version("0.87.1")
+        .members(r#""expect":{"argv_messages":["-y","--model"],"flags":{"model":false}}"#)
+        .records(OK)
+        .write();
+    cmd(&sb, &c)
         .args(["-p", "--", "-y", "--model"])
         .assert()
         .success();
     // 0.73.1 has no `--`: it is an unknown flag named "" (and -y an unknown option).
     pi_error("0.73.1", &["-p", "--", "-y"], "Error: Unknown option: -y\n");
     pi_error("0.73.1", &["--", "hello"], "Error: Unknown option: --\n");
-    sb.finish();
+    sb.assert_none_left();
 }
 
 #[test]
@@ -223,55 +233,64 @@ fn version_and_help_streams() {
 
 #[test]
 fn version_is_the_cassettes_even_when_run_as_pi() {
-    let sb = Sandbox::new();
-    let c = sb.cassette("v", "0.87.1", "", OK);
-    let pi = sb.dir.path().join("pi");
+    let sb = World::new(module_path!());
+    let c = sb
+        .cassette("v")
+        .version("0.87.1")
+        .members("")
+        .records(OK)
+        .write();
+    let pi = sb.path().join("pi");
     std::os::unix::fs::symlink(assert_cmd::cargo::cargo_bin("fake-pi"), &pi).unwrap();
     let out = std::process::Command::new(&pi)
         .arg("--version")
         .env("FAKE_PI_CASSETTE", &c)
-        .env(common::MARKER_VAR, &sb.marker)
+        .env(MARKER_VAR, sb.marker())
         .stdin(Stdio::null())
         .output()
         .unwrap();
     assert_eq!(out.stdout, b"0.87.1\n");
-    sb.finish();
+    sb.assert_none_left();
 }
 
 #[test]
 fn stdin_is_joined_with_the_first_message() {
-    let sb = Sandbox::new();
+    let sb = World::new(module_path!());
     for v in ["0.73.1", "0.87.1"] {
-        let both = sb.cassette(
-            "j",
-            v,
-            r#""expect":{"prompt":"hello world","argv_messages":[" world","second"]}"#,
-            OK,
-        );
-        sb.cmd(&both)
+        let both = sb
+            .cassette("j")
+            .version(v)
+            .members(r#""expect":{"prompt":"hello world","argv_messages":[" world","second"]}"#)
+            .records(OK)
+            .write();
+        cmd(&sb, &both)
             .args([" world", "second"])
             .write_stdin("  hello\n")
             .assert()
             .success();
-        let stdin_only = sb.cassette(
-            "s",
-            v,
-            r#""expect":{"prompt":"line one\nline two","argv_messages":[]}"#,
-            OK,
-        );
-        sb.cmd(&stdin_only)
+        let stdin_only = sb
+            .cassette("s")
+            .version(v)
+            .members(r#""expect":{"prompt":"line one\nline two","argv_messages":[]}"#)
+            .records(OK)
+            .write();
+        cmd(&sb, &stdin_only)
             .write_stdin("\nline one\nline two\n\n")
             .assert()
             .success();
-        let argv_only = sb.cassette("a", v, r#""expect":{"prompt":"just argv"}"#, OK);
-        sb.cmd(&argv_only)
+        let argv_only = sb
+            .cassette("a")
+            .version(v)
+            .members(r#""expect":{"prompt":"just argv"}"#)
+            .records(OK)
+            .write();
+        cmd(&sb, &argv_only)
             .arg("just argv")
             .write_stdin("  \n")
             .assert()
             .success();
         // And the mismatch names both sides.
-        let out = sb
-            .cmd(&both)
+        let out = cmd(&sb, &both)
             .args(["world"])
             .write_stdin("hello")
             .assert()
@@ -285,15 +304,20 @@ fn stdin_is_joined_with_the_first_message() {
             "{err}"
         );
     }
-    sb.finish();
+    sb.assert_none_left();
 }
 
 #[test]
 fn unknown_long_flags_are_reported_only_after_stdin_closes() {
-    let sb = Sandbox::new();
-    let c = sb.cassette("u", "0.87.1", "", OK);
+    let sb = World::new(module_path!());
+    let c = sb
+        .cassette("u")
+        .version("0.87.1")
+        .members("")
+        .records(OK)
+        .write();
     let mut child = sb
-        .process(&c)
+        .fake_pi(&c)
         .arg("--bogus")
         .stdin(Stdio::piped())
         .spawn()
@@ -310,27 +334,21 @@ fn unknown_long_flags_are_reported_only_after_stdin_closes() {
         String::from_utf8_lossy(&out.stderr),
         "Error: Unknown option: --bogus\n"
     );
-    sb.finish();
+    sb.assert_none_left();
 }
 
 #[test]
 fn expectations_name_field_expected_and_actual() {
-    let sb = Sandbox::new();
-    let c = sb.cassette(
-        "e",
-        "0.87.1",
-        r#""expect":{"flags":{"model":"fake-model","tools":"read","no-session":true,"offline":false},"env":["PI_TEST_KEY"],"never_in_argv":[{"env":"PI_TEST_KEY"},{"literal":"sk-live"}]}"#,
-        OK,
-    );
+    let sb = World::new(module_path!());
+    let c = sb.cassette("e").version("0.87.1").members(r#""expect":{"flags":{"model":"fake-model","tools":"read","no-session":true,"offline":false},"env":["PI_TEST_KEY"],"never_in_argv":[{"env":"PI_TEST_KEY"},{"literal":"sk-live"}]}"#).records(OK).write();
     // Satisfied, with a short alias standing in for --tools.
-    sb.cmd(&c)
+    cmd(&sb, &c)
         .args(["--model", "fake-model", "-t", "read", "--no-session"])
         .env("PI_TEST_KEY", "k-123")
         .assert()
         .success()
         .stdout("{\"type\":\"session\"}\n");
-    let out = sb
-        .cmd(&c)
+    let out = cmd(&sb, &c)
         .args([
             "--model",
             "gpt-4o",
@@ -360,7 +378,7 @@ fn expectations_name_field_expected_and_actual() {
         ]
     );
     assert!(!err.contains("k-123"), "a secret must never be printed");
-    sb.cmd(&c)
+    cmd(&sb, &c)
         .args(["--model", "fake-model", "-t", "read", "--no-session"])
         .env_remove("PI_TEST_KEY")
         .assert()
@@ -368,105 +386,120 @@ fn expectations_name_field_expected_and_actual() {
         .stderr(predicates::str::contains(
             "expect.env.PI_TEST_KEY: expected set and non-empty, got unset",
         ));
-    sb.finish();
+    sb.assert_none_left();
 }
 
 #[test]
 fn error_classes() {
-    let sb = Sandbox::new();
+    let sb = World::new(module_path!());
     // 97: no cassette set, or unreadable.
     let mut c = assert_cmd::Command::cargo_bin("fake-pi").unwrap();
     c.env_remove("FAKE_PI_CASSETTE")
-        .env(common::MARKER_VAR, &sb.marker);
+        .env(MARKER_VAR, sb.marker());
     c.assert()
         .code(97)
         .stdout("")
         .stderr(predicates::str::starts_with(
             "fake-pi: no cassette: set FAKE_PI_CASSETTE",
         ));
-    let missing = sb.dir.path().join("missing.cassette.jsonl");
-    sb.cmd(&missing).assert().code(97).stderr(format!(
+    let missing = sb.path().join("missing.cassette.jsonl");
+    cmd(&sb, &missing).assert().code(97).stderr(format!(
         "fake-pi: {}: cannot read cassette: No such file or directory (os error 2)\n",
         missing.display()
     ));
     // 98: invalid, with file and line.
-    let bad = sb.cassette(
-        "bad",
-        "0.87.1",
-        "",
-        &[
+    let bad = sb
+        .cassette("bad")
+        .version("0.87.1")
+        .members("")
+        .records([
             r#"{"dt_ms":0,"stdout":{}}"#,
             r#"{"dt_ms":0,"exit":0,"colour":1}"#,
-        ],
-    );
-    let err = sb.cmd(&bad).assert().code(98).get_output().stderr.clone();
+        ])
+        .write();
+    let err = cmd(&sb, &bad).assert().code(98).get_output().stderr.clone();
     let err = String::from_utf8(err).unwrap();
     assert!(
         err.starts_with(&format!("fake-pi: invalid cassette: {}:3: ", bad.display())),
         "{err}"
     );
     assert!(err.contains("colour"), "{err}");
-    let unknown = sb.cassette("v", "0.80.0", "", OK);
-    sb.cmd(&unknown).assert().code(98).stderr(format!(
+    let unknown = sb
+        .cassette("v")
+        .version("0.80.0")
+        .members("")
+        .records(OK)
+        .write();
+    cmd(&sb, &unknown).assert().code(98).stderr(format!(
         "fake-pi: invalid cassette: {}:1: header field `pi.version`: fake-pi knows the command line of pi 0.73.1, 0.87.1, not \"0.80.0\"\n",
         unknown.display()
     ));
-    let flag = sb.cassette(
-        "f",
-        "0.73.1",
-        r#""expect":{"flags":{"exclude-tools":"bash"}}"#,
-        OK,
-    );
-    sb.cmd(&flag).assert().code(98).stderr(format!(
+    let flag = sb
+        .cassette("f")
+        .version("0.73.1")
+        .members(r#""expect":{"flags":{"exclude-tools":"bash"}}"#)
+        .records(OK)
+        .write();
+    cmd(&sb, &flag).assert().code(98).stderr(format!(
         "fake-pi: invalid cassette: {}:1: header field `expect.flags.exclude-tools`: pi 0.73.1 has no flag --exclude-tools\n",
         flag.display()
     ));
     // 96: fake-pi misuse.
-    let ok = sb.cassette("ok", "0.87.1", "", OK);
-    sb.cmd(&ok)
+    let ok = sb
+        .cassette("ok")
+        .version("0.87.1")
+        .members("")
+        .records(OK)
+        .write();
+    cmd(&sb, &ok)
         .env("FAKE_PI_SPEED", "fast")
         .assert()
         .code(96)
         .stderr(predicates::str::contains("FAKE_PI_SPEED=\"fast\""));
-    sb.cmd(&ok)
+    cmd(&sb, &ok)
         .args(["install", "npm:x"])
         .assert()
         .code(96)
         .stderr(predicates::str::contains("`pi install`"));
-    sb.finish();
+    sb.assert_none_left();
 }
 
 #[test]
 fn gzipped_cassettes_replay() {
-    let sb = Sandbox::new();
-    let plain = sb.cassette(
-        "gz",
-        "0.87.1",
-        "",
-        &[r#"{"dt_ms":0,"stdout":{"a":1}}"#, r#"{"dt_ms":0,"exit":4}"#],
-    );
+    let sb = World::new(module_path!());
+    let plain = sb
+        .cassette("gz")
+        .version("0.87.1")
+        .members("")
+        .records([r#"{"dt_ms":0,"stdout":{"a":1}}"#, r#"{"dt_ms":0,"exit":4}"#])
+        .write();
     let text = std::fs::read(&plain).unwrap();
-    let gz = sb.dir.path().join("gz.cassette.jsonl.gz");
+    let gz = sb.path().join("gz.cassette.jsonl.gz");
     let mut enc = flate2::write::GzEncoder::new(
         std::fs::File::create(&gz).unwrap(),
         flate2::Compression::default(),
     );
     enc.write_all(&text).unwrap();
     enc.finish().unwrap();
-    sb.cmd(&gz).assert().code(4).stdout("{\"a\":1}\n");
-    sb.finish();
+    cmd(&sb, &gz).assert().code(4).stdout("{\"a\":1}\n");
+    sb.assert_none_left();
 }
 
 /// A terminal on stdin: pi 0.73.1 is then interactive and prints `--version` on stdout,
 /// and stdin is not read (no EOF needed).
 #[test]
 fn a_terminal_on_stdin() {
-    let sb = Sandbox::new();
+    let sb = World::new(module_path!());
     let pty = nix::pty::openpty(None, None).unwrap();
     let tty = || Stdio::from(pty.slave.try_clone().unwrap());
-    let c73 = sb.cassette("t", "0.73.1", "", OK);
+    let c73 = sb
+        .cassette("t")
+        .version("0.73.1")
+        .members("")
+        .records(OK)
+        .write();
     let out = sb
-        .process(&c73)
+        .fake_pi(&c73)
         .arg("--version")
         .stdin(tty())
         .output()
@@ -477,7 +510,7 @@ fn a_terminal_on_stdin() {
     );
     // With -p pi is not interactive: back to stderr.
     let out = sb
-        .process(&c73)
+        .fake_pi(&c73)
         .args(["-p", "--version"])
         .stdin(tty())
         .output()
@@ -487,9 +520,14 @@ fn a_terminal_on_stdin() {
         (&b""[..], &b"0.73.1\n"[..])
     );
     // The terminal is never read: the run goes on although nobody types anything.
-    let c = sb.cassette("p", "0.87.1", r#""expect":{"prompt":"from argv"}"#, OK);
+    let c = sb
+        .cassette("p")
+        .version("0.87.1")
+        .members(r#""expect":{"prompt":"from argv"}"#)
+        .records(OK)
+        .write();
     let out = sb
-        .process(&c)
+        .fake_pi(&c)
         .args(["-p", "from argv"])
         .stdin(tty())
         .output()
@@ -501,5 +539,5 @@ fn a_terminal_on_stdin() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(out.stdout, b"{\"type\":\"session\"}\n");
-    sb.finish();
+    sb.assert_none_left();
 }

@@ -11,7 +11,7 @@ use std::process::{Child, ChildStdout};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{alive, cmdline, send, stat, wait_until, Sandbox};
+use common::*;
 
 const LONG: Duration = Duration::from_secs(10);
 
@@ -37,8 +37,8 @@ fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
 }
 
 /// The children (`fake-pi-child`) carrying the sandbox marker: (pid, ppid, session).
-fn fake_children(sb: &Sandbox) -> Vec<(i32, i32, i32)> {
-    sb.survivors()
+fn fake_children(sb: &World) -> Vec<(i32, i32, i32)> {
+    sb.alive()
         .into_iter()
         .filter(|&p| cmdline(p).starts_with("fake-pi-child"))
         .filter_map(|p| stat(p).map(|(_, ppid, _, sid)| (p, ppid, sid)))
@@ -47,52 +47,52 @@ fn fake_children(sb: &Sandbox) -> Vec<(i32, i32, i32)> {
 
 #[test]
 fn exit_code_and_death_by_signal() {
-    let sb = Sandbox::new();
-    let c = sb.cassette(
-        "x",
-        "0.87.1",
-        "",
-        &[
+    let sb = World::new(module_path!());
+    let c = sb
+        .cassette("x")
+        .version("0.87.1")
+        .members("")
+        .records([
             r#"{"dt_ms":0,"stdout_text":"partial","newline":false}"#,
             r#"{"dt_ms":0,"exit":42}"#,
-        ],
-    );
-    sb.cmd(&c).assert().code(42).stdout("partial");
+        ])
+        .write();
+    cmd(&sb, &c).assert().code(42).stdout("partial");
     for (name, num) in [
         ("SIGKILL", 9),
         ("SIGUSR1", 10),
         ("SIGTERM", 15),
         ("SIGPIPE", 13),
     ] {
-        let c = sb.cassette(
-            "s",
-            "0.73.1",
-            "",
-            &[
+        let c = sb
+            .cassette("s")
+            .version("0.73.1")
+            .members("")
+            .records([
                 r#"{"dt_ms":0,"stderr":"dying\n"}"#,
                 &format!(r#"{{"dt_ms":0,"signal":"{name}"}}"#),
-            ],
-        );
-        let out = sb.process(&c).output().unwrap();
+            ])
+            .write();
+        let out = sb.fake_pi(&c).output().unwrap();
         assert_eq!(out.status.signal(), Some(num), "{name}: {:?}", out.status);
         assert_eq!(out.stderr, b"dying\n");
     }
-    sb.finish();
+    sb.assert_none_left();
 }
 
 #[test]
 fn hang_stays_alive_and_silent_until_killed() {
-    let sb = Sandbox::new();
-    let c = sb.cassette(
-        "h",
-        "0.87.1",
-        "",
-        &[
+    let sb = World::new(module_path!());
+    let c = sb
+        .cassette("h")
+        .version("0.87.1")
+        .members("")
+        .records([
             r#"{"dt_ms":0,"stdout":{"type":"agent_start"}}"#,
             r#"{"dt_ms":0,"hang":true}"#,
-        ],
-    );
-    let mut child = sb.process(&c).spawn().unwrap();
+        ])
+        .write();
+    let mut child = sb.fake_pi(&c).spawn().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     assert_eq!(read_line(&mut out), "{\"type\":\"agent_start\"}\n");
     std::thread::sleep(Duration::from_millis(200));
@@ -105,24 +105,19 @@ fn hang_stays_alive_and_silent_until_killed() {
     let mut rest = Vec::new();
     out.read_to_end(&mut rest).unwrap();
     assert!(rest.is_empty(), "silent while hung");
-    sb.finish();
+    sb.assert_none_left();
 }
 
 #[test]
 fn sigterm_cleans_up_children_but_an_escaped_grandchild_survives() {
-    let sb = Sandbox::new();
-    let c = sb.cassette(
-        "t",
-        "0.87.1",
-        "",
-        &[
+    let sb = World::new(module_path!());
+    let c = sb.cassette("t").version("0.87.1").members("").records([
             r#"{"dt_ms":0,"spawn":{"id":"a","own_session":true,"ignore_sigterm":true,"grandchild":{"own_session":true}}}"#,
             r#"{"dt_ms":0,"spawn":{"id":"b","own_session":true,"grandchild":{"own_session":false,"ignore_sigterm":true}}}"#,
             r#"{"dt_ms":0,"stdout":{"type":"tool_execution_start"}}"#,
             r#"{"dt_ms":0,"hang":true}"#,
-        ],
-    );
-    let mut child = sb.process(&c).spawn().unwrap();
+        ]).write();
+    let mut child = sb.fake_pi(&c).spawn().unwrap();
     let me = child.id() as i32;
     let mut out = BufReader::new(child.stdout.take().unwrap());
     read_line(&mut out);
@@ -166,24 +161,24 @@ fn sigterm_cleans_up_children_but_an_escaped_grandchild_survives() {
         "a grandchild in its own session escapes pi's cleanup"
     );
     sb.kill_and_await(&[ga]);
-    sb.finish();
+    sb.assert_none_left();
 }
 
 #[test]
 fn sigint_dies_and_children_survive() {
-    let sb = Sandbox::new();
-    let c = sb.cassette(
-        "i",
-        "0.73.1",
-        "",
-        &[
+    let sb = World::new(module_path!());
+    let c = sb
+        .cassette("i")
+        .version("0.73.1")
+        .members("")
+        .records([
             r#"{"dt_ms":0,"spawn":{"id":"tool","grandchild":{}}}"#,
             r#"{"dt_ms":0,"stdout":{"type":"tool_execution_start"}}"#,
             r#"{"dt_ms":60000,"stdout":{"type":"never"}}"#,
             r#"{"dt_ms":0,"exit":0}"#,
-        ],
-    );
-    let mut child = sb.process(&c).env("FAKE_PI_SPEED", "1").spawn().unwrap();
+        ])
+        .write();
+    let mut child = sb.fake_pi(&c).env("FAKE_PI_SPEED", "1").spawn().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     read_line(&mut out);
     wait_until(LONG, || fake_children(&sb).len() == 2);
@@ -200,24 +195,24 @@ fn sigint_dies_and_children_survive() {
         "pi leaves its tool processes behind on SIGINT"
     );
     sb.kill_and_await(&left);
-    sb.finish();
+    sb.assert_none_left();
 }
 
 #[test]
 fn child_ignoring_sigterm_and_child_in_callers_group() {
-    let sb = Sandbox::new();
-    let c = sb.cassette(
-        "g",
-        "0.87.1",
-        r#""process":{"on_sigterm":{"action":"cleanup_exit","code":7}}"#,
-        &[
+    let sb = World::new(module_path!());
+    let c = sb
+        .cassette("g")
+        .version("0.87.1")
+        .members(r#""process":{"on_sigterm":{"action":"cleanup_exit","code":7}}"#)
+        .records([
             r#"{"dt_ms":0,"spawn":{"id":"stubborn","ignore_sigterm":true}}"#,
             r#"{"dt_ms":0,"spawn":{"id":"same-group","own_session":false}}"#,
             r#"{"dt_ms":0,"stdout":{"type":"ready"}}"#,
             r#"{"dt_ms":0,"hang":true}"#,
-        ],
-    );
-    let mut child = sb.process(&c).spawn().unwrap();
+        ])
+        .write();
+    let mut child = sb.fake_pi(&c).spawn().unwrap();
     let me = child.id() as i32;
     let mut out = BufReader::new(child.stdout.take().unwrap());
     read_line(&mut out);
@@ -243,23 +238,23 @@ fn child_ignoring_sigterm_and_child_in_callers_group() {
     send(me as u32, libc::SIGTERM);
     assert_eq!(wait_exit(&mut child).code(), Some(7));
     wait_until(LONG, || !alive(stubborn) && !alive(same));
-    sb.finish();
+    sb.assert_none_left();
 }
 
 #[test]
 fn a_child_holding_stdout_keeps_the_reader_from_eof() {
-    let sb = Sandbox::new();
-    let c = sb.cassette(
-        "o",
-        "0.87.1",
-        "",
-        &[
+    let sb = World::new(module_path!());
+    let c = sb
+        .cassette("o")
+        .version("0.87.1")
+        .members("")
+        .records([
             r#"{"dt_ms":0,"spawn":{"id":"holder","hold_stdout":true}}"#,
             r#"{"dt_ms":0,"stdout":{"type":"agent_end"}}"#,
             r#"{"dt_ms":0,"exit":0}"#,
-        ],
-    );
-    let mut child = sb.process(&c).spawn().unwrap();
+        ])
+        .write();
+    let mut child = sb.fake_pi(&c).spawn().unwrap();
     let rx = drain(child.stdout.take().unwrap());
     assert_eq!(wait_exit(&mut child).code(), Some(0));
     assert!(
@@ -271,42 +266,37 @@ fn a_child_holding_stdout_keeps_the_reader_from_eof() {
     sb.kill_and_await(&holder);
     let all = rx.recv_timeout(LONG).expect("EOF once the holder is gone");
     assert_eq!(all, b"{\"type\":\"agent_end\"}\n");
-    sb.finish();
+    sb.assert_none_left();
 }
 
 #[test]
 fn a_child_with_a_lifetime_ends_by_itself() {
-    let sb = Sandbox::new();
-    let c = sb.cassette(
-        "l",
-        "0.87.1",
-        "",
-        &[
+    let sb = World::new(module_path!());
+    let c = sb
+        .cassette("l")
+        .version("0.87.1")
+        .members("")
+        .records([
             r#"{"dt_ms":0,"spawn":{"id":"short","hold_stdout":true,"lifetime_ms":200}}"#,
             r#"{"dt_ms":0,"exit":0}"#,
-        ],
-    );
+        ])
+        .write();
     let start = Instant::now();
-    let out = sb.process(&c).output().unwrap(); // returns at EOF, when the child is gone
+    let out = sb.fake_pi(&c).output().unwrap(); // returns at EOF, when the child is gone
     assert_eq!(out.status.code(), Some(0));
     assert!(
         start.elapsed() >= Duration::from_millis(200),
         "{:?}",
         start.elapsed()
     );
-    sb.finish();
+    sb.assert_none_left();
 }
 
 #[test]
 fn signal_actions_from_the_header() {
-    let sb = Sandbox::new();
-    let c = sb.cassette(
-        "a",
-        "0.87.1",
-        r#""process":{"on_sigterm":{"action":"ignore"},"on_sighup":{"action":"exit","code":5},"on_sigint":{"action":"die"}}"#,
-        &[r#"{"dt_ms":0,"stdout":{"type":"x"}}"#, r#"{"dt_ms":0,"hang":true}"#],
-    );
-    let mut child = sb.process(&c).spawn().unwrap();
+    let sb = World::new(module_path!());
+    let c = sb.cassette("a").version("0.87.1").members(r#""process":{"on_sigterm":{"action":"ignore"},"on_sighup":{"action":"exit","code":5},"on_sigint":{"action":"die"}}"#).records([r#"{"dt_ms":0,"stdout":{"type":"x"}}"#, r#"{"dt_ms":0,"hang":true}"#]).write();
+    let mut child = sb.fake_pi(&c).spawn().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     read_line(&mut out);
     send(child.id(), libc::SIGTERM);
@@ -315,31 +305,36 @@ fn signal_actions_from_the_header() {
     send(child.id(), libc::SIGHUP);
     assert_eq!(wait_exit(&mut child).code(), Some(5));
     // Signals act while fake-pi is still reading stdin, too (pi's default: SIGTERM -> 143).
-    let c = sb.cassette("b", "0.87.1", "", &[r#"{"dt_ms":0,"exit":0}"#]);
+    let c = sb
+        .cassette("b")
+        .version("0.87.1")
+        .members("")
+        .records([r#"{"dt_ms":0,"exit":0}"#])
+        .write();
     let mut child = sb
-        .process(&c)
+        .fake_pi(&c)
         .stdin(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(100));
     send(child.id(), libc::SIGTERM);
     assert_eq!(wait_exit(&mut child).code(), Some(143));
-    sb.finish();
+    sb.assert_none_left();
 }
 
 /// Arrival times of the first two stdout lines at a given speed.
-fn gap(sb: &Sandbox, speed: &str) -> Duration {
-    let c = sb.cassette(
-        "gap",
-        "0.87.1",
-        "",
-        &[
+fn gap(sb: &World, speed: &str) -> Duration {
+    let c = sb
+        .cassette("gap")
+        .version("0.87.1")
+        .members("")
+        .records([
             r#"{"dt_ms":0,"stdout":{"n":1}}"#,
             r#"{"dt_ms":300,"stdout":{"n":2}}"#,
             r#"{"dt_ms":0,"exit":0}"#,
-        ],
-    );
-    let mut child = sb.process(&c).env("FAKE_PI_SPEED", speed).spawn().unwrap();
+        ])
+        .write();
+    let mut child = sb.fake_pi(&c).env("FAKE_PI_SPEED", speed).spawn().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     assert_eq!(read_line(&mut out), "{\"n\":1}\n");
     let t1 = Instant::now();
@@ -351,7 +346,7 @@ fn gap(sb: &Sandbox, speed: &str) -> Duration {
 
 #[test]
 fn timing_is_recorded_scaled_or_instant() {
-    let sb = Sandbox::new();
+    let sb = World::new(module_path!());
     let real = gap(&sb, "1");
     let fast = gap(&sb, "10");
     let instant = gap(&sb, "0");
@@ -365,45 +360,45 @@ fn timing_is_recorded_scaled_or_instant() {
         "speed 0: {instant:?}"
     );
     assert!(fast < real);
-    sb.finish();
+    sb.assert_none_left();
 }
 
 #[test]
 fn a_sleeping_fake_pi_answers_sigterm_at_once() {
-    let sb = Sandbox::new();
-    let c = sb.cassette(
-        "z",
-        "0.73.1",
-        "",
-        &[
+    let sb = World::new(module_path!());
+    let c = sb
+        .cassette("z")
+        .version("0.73.1")
+        .members("")
+        .records([
             r#"{"dt_ms":0,"stdout":{"n":1}}"#,
             r#"{"dt_ms":60000,"exit":0}"#,
-        ],
-    );
-    let mut child = sb.process(&c).env("FAKE_PI_SPEED", "1").spawn().unwrap();
+        ])
+        .write();
+    let mut child = sb.fake_pi(&c).env("FAKE_PI_SPEED", "1").spawn().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     read_line(&mut out);
     let t = Instant::now();
     send(child.id(), libc::SIGTERM);
     assert_eq!(wait_exit(&mut child).code(), Some(143));
     assert!(t.elapsed() < Duration::from_secs(5));
-    sb.finish();
+    sb.assert_none_left();
 }
 
 #[test]
 fn a_reader_that_goes_away_ends_fake_pi_quietly() {
-    let sb = Sandbox::new();
-    let c = sb.cassette(
-        "p",
-        "0.87.1",
-        "",
-        &[
+    let sb = World::new(module_path!());
+    let c = sb
+        .cassette("p")
+        .version("0.87.1")
+        .members("")
+        .records([
             r#"{"dt_ms":0,"stdout":{"n":1}}"#,
             r#"{"dt_ms":100,"stdout":{"n":2}}"#,
             r#"{"dt_ms":0,"exit":0}"#,
-        ],
-    );
-    let mut child = sb.process(&c).env("FAKE_PI_SPEED", "1").spawn().unwrap();
+        ])
+        .write();
+    let mut child = sb.fake_pi(&c).env("FAKE_PI_SPEED", "1").spawn().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     read_line(&mut out);
     drop(out);
@@ -416,7 +411,7 @@ fn a_reader_that_goes_away_ends_fake_pi_quietly() {
         .read_to_string(&mut err)
         .unwrap();
     assert_eq!(err, "");
-    sb.finish();
+    sb.assert_none_left();
 }
 
 /// Read stdout to EOF in a thread; the receiver gets everything once EOF comes.
@@ -432,19 +427,14 @@ fn drain(mut stdout: ChildStdout) -> mpsc::Receiver<Vec<u8>> {
 
 #[test]
 fn a_grandchild_holds_stdout_only_when_told_to() {
-    let sb = Sandbox::new();
+    let sb = World::new(module_path!());
     // The child holds stdout for 100 ms; its grandchild keeps it (or not) after that.
     for hold in [true, false] {
-        let c = sb.cassette(
-            "gh",
-            "0.87.1",
-            "",
-            &[
+        let c = sb.cassette("gh").version("0.87.1").members("").records([
                 &format!(r#"{{"dt_ms":0,"spawn":{{"id":"c","hold_stdout":true,"lifetime_ms":100,"grandchild":{{"hold_stdout":{hold}}}}}}}"#),
                 r#"{"dt_ms":0,"exit":0}"#,
-            ],
-        );
-        let mut child = sb.process(&c).spawn().unwrap();
+            ]).write();
+        let mut child = sb.fake_pi(&c).spawn().unwrap();
         let rx = drain(child.stdout.take().unwrap());
         assert_eq!(wait_exit(&mut child).code(), Some(0));
         wait_until(LONG, || fake_children(&sb).len() == 1); // the child is gone, the grandchild stays
@@ -463,5 +453,5 @@ fn a_grandchild_holds_stdout_only_when_told_to() {
             sb.kill_and_await(&[grandchild]);
         }
     }
-    sb.finish();
+    sb.assert_none_left();
 }

@@ -12,7 +12,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::Sandbox;
+use common::*;
 
 /// (argv, versions it applies to)
 const CASES: &[(&[&str], &[&str])] = &[
@@ -76,19 +76,19 @@ fn parity(var: &str, version: &str) {
         eprintln!("skip: {var} not set (point it at a real pi {version} binary to compare)");
         return;
     };
-    let sb = Sandbox::new();
-    let agent = sb.dir.path().join("agent");
+    let sb = World::new(module_path!());
+    let agent = sb.path().join("agent");
     std::fs::create_dir_all(&agent).unwrap();
-    let cassette = sb.cassette(
-        "parity",
-        version,
-        "",
-        &[
+    let cassette = sb
+        .cassette("parity")
+        .version(version)
+        .members("")
+        .records([
             r#"{"dt_ms":0,"stdout":{"type":"session"}}"#,
             r#"{"dt_ms":0,"exit":0}"#,
-        ],
-    );
-    let real_version = real_pi(&bin, &["--version"], &agent, sb.dir.path());
+        ])
+        .write();
+    let real_version = real_pi(&bin, &["--version"], &agent, sb.path());
     assert!(
         real_version.0.contains(version) || real_version.1.contains(version),
         "{var} is not pi {version}: {real_version:?}"
@@ -98,8 +98,8 @@ fn parity(var: &str, version: &str) {
         if !versions.contains(&version) {
             continue;
         }
-        let real = real_pi(&bin, argv, &agent, sb.dir.path());
-        let fake = sb.process(&cassette).args(*argv).output().unwrap();
+        let real = real_pi(&bin, argv, &agent, sb.path());
+        let fake = sb.fake_pi(&cassette).args(*argv).output().unwrap();
         let fake = (
             String::from_utf8_lossy(&fake.stdout).into_owned(),
             String::from_utf8_lossy(&fake.stderr).into_owned(),
@@ -111,7 +111,7 @@ fn parity(var: &str, version: &str) {
             ));
         }
     }
-    sb.finish();
+    sb.assert_none_left();
     assert!(
         diffs.is_empty(),
         "fake-pi differs from real pi {version}:\n{}",

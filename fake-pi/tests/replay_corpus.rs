@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{cmdline, send, wait_until, Sandbox};
-use pi_harness::cassette::{Action, Cassette, FlagRule, SignalAction};
+use common::*;
+use pi_cassette::{Action, Cassette, FlagRule, SignalAction};
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -44,7 +44,7 @@ fn find(dir: &Path, out: &mut Vec<PathBuf>) {
 /// argv, stdin and env that satisfy the header's expectations.
 fn invocation(c: &Cassette) -> (Vec<String>, Vec<u8>, Vec<(String, String)>) {
     let e = &c.header.expect;
-    let grammar = pi_harness::pi_cli::Grammar::for_version(&c.header.pi.version)
+    let grammar = pi_grammar::Grammar::for_version(&c.header.pi.version)
         .expect("the cassette's pi version has a grammar");
     let mut argv = Vec::new();
     for (name, rule) in &e.flags {
@@ -54,7 +54,7 @@ fn invocation(c: &Cassette) -> (Vec<String>, Vec<u8>, Vec<(String, String)>) {
                 // A flag that takes a value but whose value was redacted (a temp path)
                 // still needs one, or it would swallow the next argument.
                 let kind = grammar.flag(&format!("--{name}")).map(|f| f.kind);
-                if kind.is_some_and(|k| k != pi_harness::pi_cli::FlagKind::Switch) {
+                if kind.is_some_and(|k| k != pi_grammar::FlagKind::Switch) {
                     argv.push(format!("value-of-{name}"));
                 }
             }
@@ -118,9 +118,9 @@ fn ending_signal(c: &Cassette) -> (&'static str, i32) {
 
 fn replay(path: &Path) -> Result<(), String> {
     let c = Cassette::load(path).map_err(|e| e.to_string())?;
-    let sb = Sandbox::new();
+    let sb = World::new(module_path!());
     let (argv, stdin, env) = invocation(&c);
-    let mut cmd = sb.process(path);
+    let mut cmd = sb.fake_pi(path);
     cmd.args(&argv).envs(env).stdin(Stdio::piped());
     let mut child = cmd.spawn().map_err(|e| e.to_string())?;
     let mut input = child.stdin.take().unwrap();
@@ -139,7 +139,7 @@ fn replay(path: &Path) -> Result<(), String> {
     if let Err(e) = stdout.read_exact(&mut got_out) {
         let _ = child.kill();
         let _ = child.wait();
-        sb.kill_and_await(&sb.survivors());
+        sb.kill_and_await(&sb.alive());
         let err = String::from_utf8_lossy(&err_reader.join().unwrap()).into_owned();
         return Err(format!(
             "reading the expected {} stdout bytes: {e}; stderr: {err}",
@@ -159,7 +159,7 @@ fn replay(path: &Path) -> Result<(), String> {
             })
             .sum();
         let children = || {
-            sb.survivors()
+            sb.alive()
                 .into_iter()
                 .filter(|&p| cmdline(p).starts_with("fake-pi-child"))
                 .count()
@@ -189,16 +189,16 @@ fn replay(path: &Path) -> Result<(), String> {
         }
         if matches!(action, SignalAction::Die) {
             // A `die` leaves the spawned tool processes running, as real pi does.
-            if children() != expected_children || sb.survivors().len() != expected_children {
+            if children() != expected_children || sb.alive().len() != expected_children {
                 return Err(format!(
                     "after {name}: expected {expected_children} surviving children, found {:?}",
-                    sb.survivors()
+                    sb.alive()
                 ));
             }
         } else {
-            wait_until(Duration::from_secs(5), || sb.survivors().is_empty());
+            wait_until(Duration::from_secs(5), || sb.alive().is_empty());
         }
-        sb.kill_and_await(&sb.survivors());
+        sb.kill_and_await(&sb.alive());
         status
     } else {
         let start = Instant::now();
@@ -238,7 +238,7 @@ fn replay(path: &Path) -> Result<(), String> {
         }
         _ => {}
     }
-    sb.finish();
+    sb.assert_none_left();
     Ok(())
 }
 

@@ -8,7 +8,7 @@
 //! (above 1 = the mapper is faster). Then allocations per line of the mapper (a counting
 //! global allocator, switched on only for that part) on 0.73.1 and 0.87.1, first 10% of the
 //! lines against the last 10%, with the peak of live heap; then the end-to-end figure:
-//! fake-pi at `FAKE_PI_SPEED=0` driven by `pi_harness::provider::Provider` on the 0.73.1 long
+//! fake-pi at `FAKE_PI_SPEED=0` driven by `pi_provider::Provider` on the 0.73.1 long
 //! answer, beside the mapper alone on the same bytes.
 //!
 //! Environment: `RATIOS_REPS` (repetitions, default 9), `RATIOS_E2E_REPS` (default 5),
@@ -20,9 +20,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 use benches::{map_input, naive_input, validate_input, Input};
-use pi_harness::mapper::{Mapper, MapperOptions};
-use pi_harness::message::Message;
-use pi_harness::provider::{Provider, ProviderOptions, Request};
+use pi_provider::{Provider, ProviderOptions, Request};
+use pi_wire::mapper::{Mapper, MapperOptions};
+use pi_wire::message::Message;
 
 // ---------------------------------------------------------------------------
 // Counting allocator (off while timing).
@@ -365,7 +365,7 @@ fn end_to_end(inputs: &[Input], mapper_alone: Option<Duration>) -> bool {
         println!("(input missing)");
         return false;
     };
-    let (Some(fake), Some(_)) = (fake_pi(), pi_harness::provider::find_supervisor()) else {
+    let (Some(fake), Some(_)) = (fake_pi(), pi_provider::find_supervisor()) else {
         println!(
             "skipped: fake-pi or pi-supervisor not found beside {}; run `cargo build --release -p fake-pi -p pi-harness` first",
             std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default()
@@ -381,7 +381,7 @@ fn end_to_end(inputs: &[Input], mapper_alone: Option<Duration>) -> bool {
     let source = benches::cassette_dir().join("long_answer.pi73.cassette.jsonl.gz");
     let dir = std::env::temp_dir().join(&marker);
     let cassette = dir.join("long_answer.pi73.cassette.jsonl");
-    let written = pi_harness::cassette::Cassette::load(&source)
+    let written = pi_cassette::Cassette::load(&source)
         .map_err(|e| e.to_string())
         .and_then(|mut c| {
             c.header.expect.argv_messages = Some(Vec::new());
@@ -429,7 +429,7 @@ fn end_to_end(inputs: &[Input], mapper_alone: Option<Duration>) -> bool {
         };
         let t = Instant::now();
         let messages = rt.block_on(async {
-            pi_harness::provider::collect(provider.execute(request, Default::default())).await
+            pi_provider::collect(provider.execute(request, Default::default())).await
         });
         times.push(t.elapsed());
         let last = messages.last().map(Message::kind);
@@ -446,9 +446,9 @@ fn end_to_end(inputs: &[Input], mapper_alone: Option<Duration>) -> bool {
     }
     drop(rt);
     let _ = std::fs::remove_dir_all(&dir);
-    let left = pi_harness::procs::pids_with_env(MARKER_VAR, &marker);
+    let left = pi_procs::pids_with_env(MARKER_VAR, &marker);
     if !left.is_empty() {
-        pi_harness::procs::kill_marked(MARKER_VAR, &marker);
+        pi_procs::kill_marked(MARKER_VAR, &marker);
         println!("processes left behind: {left:?}");
         ok = false;
     }

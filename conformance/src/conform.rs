@@ -1,0 +1,1214 @@
+//! The conformance runner (`pi-harness conform`, `pi-harness provider-run`).
+//!
+//! It owns the language-neutral contract of the suite: one case per cassette, the request
+//! document an implementation receives, the capability handshake, the comparison of an
+//! implementation's normalized JSONL with the expected stream (volatile fields ignored), and
+//! the report (one line per case, a summary table, a reproduce command, per-field diffs).
+//! Pure pieces (case derivation, capabilities, comparison, report) are separate from the
+//! process-running ones (`run_case`, `provider_run`). See `conformance/README.md`.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use pi_cassette::{Action, Cassette, FlagRule};
+use pi_procs as procs;
+use pi_provider::{self as provider, Provider, ProviderOptions, Request, SessionRef};
+use pi_wire::message::Message;
+
+/// Version of the request document.
+pub const REQUEST_VERSION: u32 = 1;
+/// Version of the capability handshake answer.
+pub const PROTOCOL_VERSION: u32 = 1;
+/// Idle time after which a case whose cassette ends in `hang` is cancelled.
+pub const CANCEL_IDLE_MS: u64 = 500;
+/// Environment variable carrying the per-case marker (the survivor scan looks for it).
+pub const MARKER_VAR: &str = "PI_HARNESS_CONFORM_MARKER";
+
+/// Every capability a case can need, in report order.
+pub const CAPABILITIES: &[&str] = &[
+    "text",
+    "thinking",
+    "tools",
+    "retry",
+    "session",
+    "cancel",
+    "errors",
+    "diagnostics",
+    "dialect.snapshot-only",
+    "pi-0.73",
+    "pi-0.87",
+];
+
+/// The request document, version 1: what an implementation is asked to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestDoc {
+    pub version: u32,
+    /// The case name (the cassette's path under `cassettes/` without `.cassette.jsonl[.gz]`).
+    pub case: String,
+    /// The prompt; give it to pi on stdin (or as a message argument).
+    pub prompt: String,
+    pub pi: PiDoc,
+    #[serde(default)]
+    pub provider: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    /// `--no-session`.
+    #[serde(default)]
+    pub no_session: bool,
+    /// A session to continue.
+    #[serde(default)]
+    pub session: Option<SessionDoc>,
+    #[serde(default)]
+    pub thinking: Option<String>,
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    #[serde(default)]
+    pub exclude_tools: Vec<String>,
+    /// Extra environment for pi (the run's `FAKE_PI_CASSETTE` and `FAKE_PI_SPEED` are here).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// pi's working directory.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Cancel the run once no normalized message has come for this long (after the first
+    /// one); the case then expects `terminal.cancelled`.
+    #[serde(default)]
+    pub cancel_after_idle_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PiDoc {
+    /// pi's version (`0.73.1`, `0.87.1`): pick the command line for it.
+    pub version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionDoc {
+    pub id: String,
+    /// Where pi 0.73.1 keeps the session file (`--session DIR/ID.jsonl`).
+    #[serde(default)]
+    pub dir: Option<String>,
+    /// Continue an existing session: the stream starts with `session.resumed`.
+    #[serde(default)]
+    pub resume: bool,
+}
+
+/// One case of the suite.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub name: String,
+    pub cassette: PathBuf,
+    /// The request without run-specific values (cassette path, dirs).
+    pub request: RequestDoc,
+}
+
+/// An expected stream as exported to `conformance/expected/<case>.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expected {
+    pub case: String,
+    /// The cassette, relative to the cassettes directory.
+    pub cassette: String,
+    pub capabilities: Vec<String>,
+    /// The request with placeholders: `<CASSETTE>` (a copy of the cassette without
+    /// `expect.argv_messages`), `<DIR>` (the case's temp dir).
+    pub request: RequestDoc,
+    pub messages: Vec<Value>,
+}
+
+/// The case name of a cassette path under `root`.
+pub fn case_name(root: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    let s = rel.to_string_lossy();
+    s.trim_end_matches(".gz")
+        .trim_end_matches(".cassette.jsonl")
+        .to_string()
+}
+
+/// Every cassette under `root`, sorted.
+pub fn cassette_files(root: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut found = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for entry in entries {
+            let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.ends_with(".cassette.jsonl") || n.ends_with(".cassette.jsonl.gz")
+            }) {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// The case of one cassette: its request document, derived from the header.
+pub fn case_of(root: &Path, path: &Path, c: &Cassette) -> Case {
+    let name = case_name(root, path);
+    let h = &c.header;
+    let flag = |k: &str| h.expect.flags.get(k);
+    let string = |k: &str| match flag(k) {
+        Some(FlagRule::Value(v)) => Some(v.clone()),
+        _ => None,
+    };
+    let list = |k: &str| string(k).map(|v| v.split(',').map(str::to_string).collect::<Vec<_>>());
+    let session = match (string("session-id"), flag("session")) {
+        (Some(id), _) => Some(SessionDoc {
+            id,
+            dir: None,
+            resume: true,
+        }),
+        (None, Some(rule)) if !matches!(rule, FlagRule::Present(false)) => Some(SessionDoc {
+            id: h.scenario.name.replace('_', "-"),
+            dir: Some("<DIR>/sessions".into()),
+            resume: true,
+        }),
+        _ => None,
+    };
+    let mut env = BTreeMap::new();
+    for var in &h.expect.env {
+        env.insert(var.clone(), format!("conformance-{}", var.to_lowercase()));
+    }
+    env.insert("FAKE_PI_CASSETTE".into(), "<CASSETTE>".into());
+    env.insert("FAKE_PI_SPEED".into(), "0".into());
+    let request = RequestDoc {
+        version: REQUEST_VERSION,
+        case: name.clone(),
+        prompt: h.expect.prompt.clone().unwrap_or_else(|| "hi".into()),
+        pi: PiDoc {
+            version: h.pi.version.clone(),
+        },
+        provider: string("provider"),
+        model: string("model"),
+        no_session: matches!(flag("no-session"), Some(FlagRule::Present(true))),
+        session,
+        thinking: string("thinking"),
+        tools: list("tools"),
+        exclude_tools: list("exclude-tools").unwrap_or_default(),
+        env,
+        cwd: Some("<DIR>".into()),
+        cancel_after_idle_ms: matches!(c.ending(), Action::Hang).then_some(CANCEL_IDLE_MS),
+    };
+    Case {
+        name,
+        cassette: path.to_path_buf(),
+        request,
+    }
+}
+
+/// Every case under `root`.
+pub fn discover(root: &Path) -> Result<Vec<Case>, String> {
+    cassette_files(root)?
+        .into_iter()
+        .map(|p| {
+            let c = Cassette::load(&p).map_err(|e| e.to_string())?;
+            Ok(case_of(root, &p, &c))
+        })
+        .collect()
+}
+
+/// The capabilities a case needs, from its request, cassette and expected stream.
+pub fn capabilities_of(case: &Case, c: &Cassette, messages: &[Value]) -> Vec<String> {
+    let has = |t: &str| messages.iter().any(|m| m["type"] == t);
+    let mut caps = vec!["text"];
+    if has("assistant.thought") {
+        caps.push("thinking");
+    }
+    if messages
+        .iter()
+        .any(|m| m["type"].as_str().is_some_and(|t| t.starts_with("tool.")))
+    {
+        caps.push("tools");
+    }
+    if has("retry.scheduled") {
+        caps.push("retry");
+    }
+    if case.request.session.is_some() {
+        caps.push("session");
+    }
+    if case.request.cancel_after_idle_ms.is_some() {
+        caps.push("cancel");
+    }
+    if has("terminal.failed") {
+        caps.push("errors");
+    }
+    if messages
+        .iter()
+        .any(|m| m.get("invalid_lines").is_some() || m.get("invalid_lines_dropped").is_some())
+    {
+        caps.push("diagnostics");
+    }
+    if c.header.pi.dialect == pi_cassette::Dialect::SnapshotOnly {
+        caps.push("dialect.snapshot-only");
+    }
+    caps.push(if provider::is_modern(&c.header.pi.version) {
+        "pi-0.87"
+    } else {
+        "pi-0.73"
+    });
+    caps.into_iter().map(str::to_string).collect()
+}
+
+/// Replace the placeholders of a request template with this run's values.
+pub fn instantiate(template: &RequestDoc, cassette: &Path, dir: &Path) -> RequestDoc {
+    let fill = |s: &str| {
+        s.replace("<CASSETTE>", &cassette.to_string_lossy())
+            .replace("<DIR>", &dir.to_string_lossy())
+    };
+    let mut r = template.clone();
+    r.env = r.env.iter().map(|(k, v)| (k.clone(), fill(v))).collect();
+    r.cwd = r.cwd.as_deref().map(fill);
+    if let Some(s) = &mut r.session {
+        s.dir = s.dir.as_deref().map(fill);
+    }
+    r
+}
+
+/// The provider request for a request document (`pi` from `PATH`, version as given).
+pub fn to_provider_request(doc: &RequestDoc) -> Request {
+    Request {
+        pi_path: None,
+        pi_version: Some(doc.pi.version.clone()),
+        prompt: doc.prompt.clone(),
+        provider: doc.provider.clone(),
+        model: doc.model.clone(),
+        session: doc.session.as_ref().map(|s| SessionRef {
+            id: s.id.clone(),
+            dir: s.dir.as_ref().map(PathBuf::from),
+            resume: s.resume,
+        }),
+        no_session: doc.no_session,
+        thinking: doc.thinking.clone(),
+        tools: doc.tools.clone(),
+        exclude_tools: doc.exclude_tools.clone(),
+        env: doc
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        cwd: doc.cwd.as_ref().map(PathBuf::from),
+        ..Request::default()
+    }
+}
+
+/// Run the reference provider on a request document (see [`provider_run_request`]).
+pub async fn provider_run(
+    doc: &RequestDoc,
+    opts: ProviderOptions,
+    out: impl Write,
+) -> std::io::Result<Vec<Message>> {
+    provider_run_request(
+        to_provider_request(doc),
+        doc.cancel_after_idle_ms.map(Duration::from_millis),
+        opts,
+        out,
+    )
+    .await
+}
+
+/// Run the reference provider, writing each message as one JSON line to `out` (flushed per
+/// line), and return the messages. With `idle`, the run is cancelled once no message has
+/// come for that long after the first one.
+pub async fn provider_run_request(
+    req: Request,
+    idle: Option<Duration>,
+    opts: ProviderOptions,
+    mut out: impl Write,
+) -> std::io::Result<Vec<Message>> {
+    use tokio_stream::StreamExt as _;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let mut stream = std::pin::pin!(Provider::new(opts).execute(req, cancel.clone()));
+    let mut seen = Vec::new();
+    loop {
+        let next = match idle {
+            Some(d) if !seen.is_empty() && !cancel.is_cancelled() => {
+                match tokio::time::timeout(d, stream.next()).await {
+                    Ok(m) => m,
+                    Err(_) => {
+                        cancel.cancel();
+                        continue;
+                    }
+                }
+            }
+            _ => stream.next().await,
+        };
+        let Some(m) = next else { break };
+        serde_json::to_writer(&mut out, &m)?;
+        out.write_all(b"\n")?;
+        out.flush()?;
+        seen.push(m);
+    }
+    Ok(seen)
+}
+
+/// Fields that differ legitimately between implementations and are not compared:
+/// `(message type, field)`. `invalid_lines` keep `line` and `bytes`.
+pub const IGNORED_FIELDS: &[(&str, &str)] = &[
+    ("terminal.failed", "message"),
+    ("terminal.failed", "stderr_tail"),
+    ("terminal.failed", "invalid_lines[].problem"),
+    ("terminal.failed", "invalid_lines[].excerpt"),
+];
+
+/// A message with the ignored fields removed.
+pub fn comparable(m: &Value) -> Value {
+    let mut v = m.clone();
+    let ty = m["type"].as_str().unwrap_or("").to_string();
+    if let Some(obj) = v.as_object_mut() {
+        for (t, field) in IGNORED_FIELDS {
+            if *t != ty {
+                continue;
+            }
+            match field.split_once("[].") {
+                None => {
+                    obj.remove(*field);
+                }
+                Some((arr, sub)) => {
+                    if let Some(Value::Array(items)) = obj.get_mut(arr) {
+                        for it in items {
+                            if let Some(o) = it.as_object_mut() {
+                                o.remove(sub);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    v
+}
+
+/// One difference: where, expected, actual (`None` = absent).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FieldDiff {
+    pub path: String,
+    pub expected: Option<Value>,
+    pub actual: Option<Value>,
+}
+
+fn diff_value(path: String, e: Option<&Value>, a: Option<&Value>, out: &mut Vec<FieldDiff>) {
+    match (e, a) {
+        // Messages of different types differ as wholes, not field by field.
+        (Some(Value::Object(eo)), Some(Value::Object(ao)))
+            if eo.get("type").is_some() && eo.get("type") != ao.get("type") =>
+        {
+            out.push(FieldDiff {
+                path,
+                expected: e.cloned(),
+                actual: a.cloned(),
+            })
+        }
+        (Some(Value::Object(eo)), Some(Value::Object(ao))) => {
+            let mut keys: Vec<&String> = eo.keys().chain(ao.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for k in keys {
+                diff_value(format!("{path}.{k}"), eo.get(k), ao.get(k), out);
+            }
+        }
+        (Some(Value::Array(ea)), Some(Value::Array(aa))) => {
+            for i in 0..ea.len().max(aa.len()) {
+                diff_value(format!("{path}[{i}]"), ea.get(i), aa.get(i), out);
+            }
+        }
+        // JSON has one number type: 0 and 0.0 are the same number.
+        (Some(Value::Number(en)), Some(Value::Number(an))) if en.as_f64() == an.as_f64() => {}
+        (e, a) if e != a => out.push(FieldDiff {
+            path,
+            expected: e.cloned(),
+            actual: a.cloned(),
+        }),
+        _ => {}
+    }
+}
+
+/// Compare two streams (ignored fields removed); empty when they agree.
+pub fn compare(expected: &[Value], actual: &[Value]) -> Vec<FieldDiff> {
+    let e: Vec<Value> = expected.iter().map(comparable).collect();
+    let a: Vec<Value> = actual.iter().map(comparable).collect();
+    let mut out = Vec::new();
+    for i in 0..e.len().max(a.len()) {
+        diff_value(format!("[{i}]"), e.get(i), a.get(i), &mut out);
+    }
+    out
+}
+
+/// The verdict on one case.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "lowercase")]
+pub enum Verdict {
+    Passed,
+    Failed {
+        /// Problems other than stream differences (bad lines, survivors, timeout, exit).
+        problems: Vec<String>,
+        diffs: Vec<FieldDiff>,
+    },
+    Skipped {
+        missing: Vec<String>,
+    },
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseResult {
+    pub case: String,
+    pub capabilities: Vec<String>,
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    pub ms: u64,
+}
+
+/// What running an implementation on one case produced.
+#[derive(Debug, Clone, Default)]
+pub struct ImplOutput {
+    pub messages: Vec<Value>,
+    pub problems: Vec<String>,
+    pub stderr: String,
+}
+
+/// Where the case's files go: the cassette copy without `argv_messages` (the suite checks the
+/// effective prompt, not whether it came in argv or on stdin), `bin/pi` -> fake-pi, `sessions/`.
+pub fn prepare(case: &Case, dir: &Path, fake_pi: &Path) -> Result<RequestDoc, String> {
+    let mut c = Cassette::load(&case.cassette).map_err(|e| e.to_string())?;
+    c.header.expect.argv_messages = None;
+    let copy = dir.join("case.cassette.jsonl");
+    c.save(&copy)
+        .map_err(|e| format!("{}: {e}", copy.display()))?;
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).map_err(|e| format!("{}: {e}", bin.display()))?;
+    std::os::unix::fs::symlink(fake_pi, bin.join("pi"))
+        .map_err(|e| format!("{}: {e}", bin.join("pi").display()))?;
+    std::fs::create_dir_all(dir.join("sessions")).map_err(|e| e.to_string())?;
+    Ok(instantiate(&case.request, &copy, dir))
+}
+
+/// Run `sh -c CMD` (in the caller's working directory) with the request on stdin, `DIR/bin`
+/// first on `PATH`, the request's env and a marker; read normalized JSONL from stdout. Killed after `timeout`; survivors carrying
+/// the marker are killed and reported.
+pub fn run_impl(cmd: &str, req: &RequestDoc, dir: &Path, timeout: Duration) -> ImplOutput {
+    use std::os::unix::process::CommandExt as _;
+    let marker = format!("{}-{:016x}", std::process::id(), fastrand::u64(..));
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut paths = vec![dir.join("bin")];
+    paths.extend(std::env::split_paths(&path));
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(cmd)
+        .env("PATH", std::env::join_paths(paths).unwrap_or(path))
+        .env(MARKER_VAR, &marker)
+        .envs(&req.env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut out = ImplOutput::default();
+    let mut child = match command.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            out.problems
+                .push(format!("cannot start `sh -c {cmd}`: {e}"));
+            return out;
+        }
+    };
+    let body = serde_json::to_vec(req).expect("a request serializes");
+    let mut stdin = child.stdin.take().expect("piped");
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&body);
+    });
+    let stdout = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        for line in std::io::BufReader::new(stdout).split(b'\n') {
+            match line {
+                Ok(l) => lines.push(l),
+                Err(_) => break,
+            }
+        }
+        lines
+    });
+    let mut stderr = child.stderr.take().expect("piped");
+    let err_reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = stderr.read_to_end(&mut s);
+        s
+    });
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break Some(s),
+            Ok(None) if Instant::now() > deadline => {
+                out.problems.push(format!(
+                    "no end after {} s: the implementation was killed",
+                    timeout.as_secs()
+                ));
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(child.id() as i32),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+                let _ = child.wait();
+                break None;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => {
+                out.problems
+                    .push(format!("waiting for the implementation: {e}"));
+                break None;
+            }
+        }
+    };
+    // Anything still alive with the marker (a pi, a tool process) is a survivor.
+    let settle = Instant::now() + Duration::from_secs(2);
+    while !procs::pids_with_env(MARKER_VAR, &marker).is_empty() && Instant::now() < settle {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let survivors = procs::kill_marked(MARKER_VAR, &marker);
+    if !survivors.is_empty() {
+        let names: Vec<String> = survivors
+            .iter()
+            .map(|p| format!("{} {}", p.pid, p.command()))
+            .collect();
+        out.problems
+            .push(format!("processes left behind: {}", names.join("; ")));
+    }
+    let _ = writer.join();
+    let lines = reader.join().unwrap_or_default();
+    let err = err_reader.join().unwrap_or_default();
+    let tail = &err[err.len().saturating_sub(2000)..];
+    out.stderr = String::from_utf8_lossy(tail).into_owned();
+    if let Some(s) = status {
+        if !s.success() {
+            out.problems
+                .push(format!("the implementation exited with {s}"));
+        }
+    }
+    for (i, line) in lines.iter().enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<Value>(line) {
+            Ok(v) => {
+                if let Err(e) = serde_json::from_value::<Message>(v.clone()) {
+                    out.problems.push(format!(
+                        "stdout line {}: not a normalized message ({e}): {}",
+                        i + 1,
+                        String::from_utf8_lossy(&line[..line.len().min(200)])
+                    ));
+                }
+                out.messages.push(v);
+            }
+            Err(e) => out.problems.push(format!(
+                "stdout line {}: not JSON ({e}): {}",
+                i + 1,
+                String::from_utf8_lossy(&line[..line.len().min(200)])
+            )),
+        }
+    }
+    out
+}
+
+/// The capabilities an implementation claims: `CMD --capabilities` prints
+/// `{"protocol":1,"name":"...","capabilities":[...]}`.
+pub fn handshake(cmd: &str) -> Result<(String, Vec<String>), String> {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!("{cmd} --capabilities"))
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run `{cmd} --capabilities`: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "`{cmd} --capabilities` exited with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    #[derive(Deserialize)]
+    struct Hello {
+        protocol: u32,
+        #[serde(default)]
+        name: Option<String>,
+        capabilities: Vec<String>,
+    }
+    let hello: Hello = serde_json::from_slice(&out.stdout).map_err(|e| {
+        format!(
+            "`{cmd} --capabilities` did not print {{\"protocol\":1,\"capabilities\":[...]}}: {e}: {}",
+            String::from_utf8_lossy(&out.stdout).trim()
+        )
+    })?;
+    if hello.protocol != PROTOCOL_VERSION {
+        return Err(format!(
+            "`{cmd} --capabilities` speaks protocol {}, this runner {PROTOCOL_VERSION}",
+            hello.protocol
+        ));
+    }
+    Ok((
+        hello.name.unwrap_or_else(|| cmd.to_string()),
+        hello.capabilities,
+    ))
+}
+
+/// Judge one case from what the implementation produced.
+pub fn judge(expected: &Expected, out: &ImplOutput) -> Verdict {
+    let diffs = compare(&expected.messages, &out.messages);
+    if diffs.is_empty() && out.problems.is_empty() {
+        Verdict::Passed
+    } else {
+        Verdict::Failed {
+            problems: out.problems.clone(),
+            diffs,
+        }
+    }
+}
+
+/// The cases a claim skips: capabilities needed but not claimed.
+pub fn missing(needed: &[String], claimed: &[String]) -> Vec<String> {
+    needed
+        .iter()
+        .filter(|c| !claimed.contains(c))
+        .cloned()
+        .collect()
+}
+
+fn shown(v: &Option<Value>) -> String {
+    match v {
+        None => "(absent)".into(),
+        Some(v) => {
+            let s = v.to_string();
+            if s.len() > 120 {
+                let mut end = 117;
+                while !s.is_char_boundary(end) {
+                    end -= 1;
+                }
+                format!("{}...", &s[..end])
+            } else {
+                s
+            }
+        }
+    }
+}
+
+/// The report: one line per case (with diffs on failure), a summary table per capability,
+/// and the command that reproduces one failing case.
+pub fn report(name: &str, reproduce_base: &str, results: &[CaseResult]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    for r in results {
+        match &r.verdict {
+            Verdict::Passed => writeln!(s, "PASS  {} ({} ms)", r.case, r.ms).unwrap(),
+            Verdict::Skipped { missing } => {
+                writeln!(s, "SKIP  {} (not claimed: {})", r.case, missing.join(", ")).unwrap()
+            }
+            Verdict::Failed { problems, diffs } => {
+                writeln!(s, "FAIL  {} ({} ms)", r.case, r.ms).unwrap();
+                for p in problems {
+                    writeln!(s, "      {p}").unwrap();
+                }
+                for d in diffs.iter().take(12) {
+                    writeln!(
+                        s,
+                        "      {}: expected {}, got {}",
+                        d.path,
+                        shown(&d.expected),
+                        shown(&d.actual)
+                    )
+                    .unwrap();
+                }
+                if diffs.len() > 12 {
+                    writeln!(s, "      ... {} more differences", diffs.len() - 12).unwrap();
+                }
+            }
+        }
+    }
+    let count = |f: &dyn Fn(&CaseResult) -> bool| results.iter().filter(|r| f(r)).count();
+    let passed = |r: &CaseResult| matches!(r.verdict, Verdict::Passed);
+    let failed = |r: &CaseResult| matches!(r.verdict, Verdict::Failed { .. });
+    let skipped = |r: &CaseResult| matches!(r.verdict, Verdict::Skipped { .. });
+    writeln!(s).unwrap();
+    writeln!(s, "implementation: {name}").unwrap();
+    writeln!(s, "| capability | cases | passed | failed | skipped |").unwrap();
+    writeln!(s, "|---|---:|---:|---:|---:|").unwrap();
+    for cap in CAPABILITIES {
+        let has = |r: &CaseResult| r.capabilities.iter().any(|c| c == cap);
+        let n = count(&|r| has(r));
+        if n == 0 {
+            continue;
+        }
+        writeln!(
+            s,
+            "| {cap} | {n} | {} | {} | {} |",
+            count(&|r| has(r) && passed(r)),
+            count(&|r| has(r) && failed(r)),
+            count(&|r| has(r) && skipped(r))
+        )
+        .unwrap();
+    }
+    writeln!(
+        s,
+        "| **all** | {} | {} | {} | {} |",
+        results.len(),
+        count(&passed),
+        count(&failed),
+        count(&skipped)
+    )
+    .unwrap();
+    if let Some(r) = results.iter().find(|r| failed(r)) {
+        writeln!(
+            s,
+            "\nreproduce one failure:\n  {reproduce_base} --case {}",
+            r.case
+        )
+        .unwrap();
+    } else if let Some(r) = results.first() {
+        writeln!(
+            s,
+            "\nreproduce one case:\n  {reproduce_base} --case {}",
+            r.case
+        )
+        .unwrap();
+    }
+    s
+}
+
+/// Options of `pi-harness conform`.
+#[derive(Debug, Clone)]
+pub struct ConformOptions {
+    /// The implementation's command; `None`: this binary's `provider-run`.
+    pub implementation: Option<String>,
+    pub cases: Vec<String>,
+    pub cassettes: PathBuf,
+    pub expected: PathBuf,
+    pub json: bool,
+    pub export: Option<PathBuf>,
+    pub fake_pi: Option<PathBuf>,
+    pub timeout: Duration,
+}
+
+/// The bundled suite's directories (the source tree this binary was built from).
+pub fn bundled_dirs() -> (PathBuf, PathBuf) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    (root.join("cassettes"), root.join("conformance/expected"))
+}
+
+fn quote(s: &str) -> String {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-=:,".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// Find fake-pi: `--fake-pi`, `$PI_HARNESS_FAKE_PI`, beside this executable, else build it
+/// (see [`find_or_build`]).
+pub fn find_fake_pi(explicit: Option<&Path>) -> Result<PathBuf, String> {
+    if let Some(p) = explicit {
+        return Ok(p.to_path_buf());
+    }
+    if let Some(p) = std::env::var_os("PI_HARNESS_FAKE_PI") {
+        return Ok(PathBuf::from(p));
+    }
+    find_or_build("fake-pi")
+}
+
+/// A binary of this workspace (`fake-pi`, `pi-supervisor`) beside this executable (or one
+/// directory up), else built with the cargo that runs us (`$CARGO`, set by `cargo run`, which
+/// builds only the binary it runs): `cargo build -p fake-pi -p pi-provider -p pi-harness --bins`, with
+/// `--release` for a release pi-harness. Without cargo, an error names the command to run.
+pub fn find_or_build(name: &str) -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("current executable: {e}"))?;
+    let dirs: Vec<PathBuf> = exe
+        .ancestors()
+        .skip(1)
+        .take(2)
+        .map(Path::to_path_buf)
+        .collect();
+    if let Some(found) = dirs.iter().map(|d| d.join(name)).find(|p| p.is_file()) {
+        return Ok(found);
+    }
+    let release = dirs.first().is_some_and(|d| d.ends_with("release"));
+    let flag = if release { " --release" } else { "" };
+    let hint = format!(
+        "{name} not found beside {}: build it with `cargo build{flag} -p fake-pi -p pi-provider -p pi-harness --bins`",
+        exe.display()
+    );
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+    let Some(cargo) = std::env::var_os("CARGO") else {
+        return Err(hint);
+    };
+    if !manifest.is_file() {
+        return Err(hint);
+    }
+    eprintln!("conform: building fake-pi and pi-supervisor (once)...");
+    let mut cmd = Command::new(cargo);
+    cmd.args([
+        "build",
+        "-q",
+        "-p",
+        "fake-pi",
+        "-p",
+        "pi-provider",
+        "-p",
+        "pi-harness",
+        "--bins",
+        "--manifest-path",
+    ])
+    .arg(&manifest);
+    if release {
+        cmd.arg("--release");
+    }
+    let status = cmd.status().map_err(|e| format!("{hint} ({e})"))?;
+    let bin = dirs.first().map(|d| d.join(name)).unwrap_or_default();
+    if status.success() && bin.is_file() {
+        Ok(bin)
+    } else {
+        Err(hint)
+    }
+}
+
+/// Load an expected stream file.
+pub fn load_expected(dir: &Path, case: &str) -> Result<Expected, String> {
+    let gz = dir.join(format!("{case}.json.gz"));
+    if gz.is_file() {
+        let file = std::fs::File::open(&gz).map_err(|e| format!("{}: {e}", gz.display()))?;
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(file)
+            .read_to_string(&mut text)
+            .map_err(|e| format!("{}: {e}", gz.display()))?;
+        return serde_json::from_str(&text).map_err(|e| format!("{}: {e}", gz.display()));
+    }
+    let path = dir.join(format!("{case}.json"));
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "{}: {e} (export the expected streams with `pi-harness conform --export {}`)",
+            path.display(),
+            dir.display()
+        )
+    })?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Write an expected stream file (pretty JSON, one message per line inside `messages`).
+pub fn expected_text(e: &Expected) -> String {
+    let mut s = serde_json::to_string_pretty(e).expect("serializes");
+    s.push('\n');
+    s
+}
+
+/// Files over this size are written gzip-compressed (`<case>.json.gz`).
+pub const GZIP_OVER: usize = 1 << 20;
+
+/// Write an expected file under `dir`: `<case>.json`, or `<case>.json.gz` when large
+/// (the other form is removed). Returns the path written.
+pub fn write_expected(dir: &Path, e: &Expected) -> Result<PathBuf, String> {
+    let text = expected_text(e);
+    let plain = dir.join(format!("{}.json", e.case));
+    let gz = dir.join(format!("{}.json.gz", e.case));
+    if let Some(p) = plain.parent() {
+        std::fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    let (path, other) = if text.len() > GZIP_OVER {
+        (gz, plain)
+    } else {
+        (plain, gz)
+    };
+    let _ = std::fs::remove_file(&other);
+    if path.extension().is_some_and(|x| x == "gz") {
+        let file = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut enc = flate2::write::GzEncoder::new(file, flate2::Compression::best());
+        enc.write_all(text.as_bytes())
+            .and_then(|_| enc.finish().map(|_| ()))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    } else {
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(path)
+}
+
+/// Build the expected record of a case from the reference output.
+pub fn expected_of(case: &Case, root: &Path, messages: Vec<Value>) -> Result<Expected, String> {
+    let c = Cassette::load(&case.cassette).map_err(|e| e.to_string())?;
+    let capabilities = capabilities_of(case, &c, &messages);
+    Ok(Expected {
+        case: case.name.clone(),
+        cassette: case
+            .cassette
+            .strip_prefix(root)
+            .unwrap_or(&case.cassette)
+            .to_string_lossy()
+            .into_owned(),
+        capabilities,
+        request: case.request.clone(),
+        messages,
+    })
+}
+
+/// `pi-harness conform`: returns true when nothing failed.
+pub fn conform(opts: &ConformOptions) -> Result<bool, String> {
+    let fake_pi = find_fake_pi(opts.fake_pi.as_deref())?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut reference = format!("{} provider-run", quote(&exe.to_string_lossy()));
+    if opts.implementation.is_none() && pi_provider::find_supervisor().is_none() {
+        let sup = find_or_build("pi-supervisor")?;
+        reference = format!(
+            "PI_HARNESS_SUPERVISOR={} {reference}",
+            quote(&sup.to_string_lossy())
+        );
+    }
+    let cmd = opts.implementation.clone().unwrap_or(reference);
+    let mut cases = discover(&opts.cassettes)?;
+    if !opts.cases.is_empty() {
+        for want in &opts.cases {
+            if !cases.iter().any(|c| &c.name == want) {
+                return Err(format!(
+                    "no case {want:?} in {} (cases are cassette paths without .cassette.jsonl, e.g. recorded/text_only.pi87)",
+                    opts.cassettes.display()
+                ));
+            }
+        }
+        cases.retain(|c| opts.cases.contains(&c.name));
+    }
+    if let Some(dir) = &opts.export {
+        for case in &cases {
+            let tmp = tempdir(&case.name)?;
+            let req = prepare(case, tmp.path(), &fake_pi)?;
+            let out = run_impl(&cmd, &req, tmp.path(), opts.timeout);
+            if !out.problems.is_empty() {
+                return Err(format!("{}: {}", case.name, out.problems.join("; ")));
+            }
+            let e = expected_of(case, &opts.cassettes, out.messages)?;
+            let path = write_expected(dir, &e)?;
+            eprintln!("exported {}", path.display());
+        }
+        return Ok(true);
+    }
+    let (name, claimed) = match &opts.implementation {
+        None => (
+            "pi-harness provider-run (reference)".to_string(),
+            CAPABILITIES.iter().map(|s| s.to_string()).collect(),
+        ),
+        Some(c) => handshake(c)?,
+    };
+    let mut results = Vec::new();
+    for case in &cases {
+        let expected = load_expected(&opts.expected, &case.name)?;
+        let start = Instant::now();
+        let miss = missing(&expected.capabilities, &claimed);
+        let verdict = if !miss.is_empty() {
+            Verdict::Skipped { missing: miss }
+        } else {
+            let tmp = tempdir(&case.name)?;
+            let req = prepare(case, tmp.path(), &fake_pi)?;
+            let out = run_impl(&cmd, &req, tmp.path(), opts.timeout);
+            judge(&expected, &out)
+        };
+        let r = CaseResult {
+            case: case.name.clone(),
+            capabilities: expected.capabilities.clone(),
+            verdict,
+            ms: start.elapsed().as_millis() as u64,
+        };
+        if opts.json {
+            println!("{}", serde_json::to_string(&r).expect("serializes"));
+        }
+        results.push(r);
+    }
+    let reproduce = match &opts.implementation {
+        Some(c) => format!("pi-harness conform --impl {}", quote(c)),
+        None => "pi-harness conform".to_string(),
+    };
+    let text = report(&name, &reproduce, &results);
+    if opts.json {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+    }
+    Ok(!results
+        .iter()
+        .any(|r| matches!(r.verdict, Verdict::Failed { .. })))
+}
+
+fn tempdir(case: &str) -> Result<tempfile::TempDir, String> {
+    tempfile::Builder::new()
+        .prefix(&format!("pih-conform-{}-", case.replace('/', "_")))
+        .tempdir()
+        .map_err(|e| format!("temp dir: {e}"))
+}
+
+/// `pi-harness provider-run [FILE]`: read a request document (file or stdin), run the
+/// reference provider, print normalized JSONL. `--capabilities` prints the handshake.
+pub fn provider_run_main(file: Option<&Path>) -> Result<(), String> {
+    let text = match file {
+        Some(p) => std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?,
+        None => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| format!("stdin: {e}"))?;
+            s
+        }
+    };
+    let doc: RequestDoc = serde_json::from_str(&text)
+        .map_err(|e| format!("request document: {e} (see conformance/README.md)"))?;
+    if doc.version != REQUEST_VERSION {
+        return Err(format!(
+            "request document version {}: this provider-run reads version {REQUEST_VERSION}",
+            doc.version
+        ));
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(provider_run(
+        &doc,
+        ProviderOptions::default(),
+        std::io::stdout().lock(),
+    ))
+    .map_err(|e| format!("stdout: {e}"))?;
+    Ok(())
+}
+
+/// The handshake answer of the reference provider.
+pub fn reference_capabilities() -> String {
+    serde_json::json!({
+        "protocol": PROTOCOL_VERSION,
+        "name": "pi-harness provider-run (reference)",
+        "capabilities": CAPABILITIES,
+    })
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ignored_fields_are_not_compared_but_others_are() {
+        let e = vec![
+            json!({"type":"terminal.failed","reason":"process_exit","message":"a","exit":{"code":1},
+            "invalid_lines":[{"line":3,"bytes":4,"problem":"x","excerpt":"y"}]}),
+        ];
+        let a = vec![
+            json!({"type":"terminal.failed","reason":"process_exit","message":"b","exit":{"code":1},
+            "invalid_lines":[{"line":3,"bytes":4,"problem":"z","excerpt":"w"}]}),
+        ];
+        assert!(compare(&e, &a).is_empty());
+        let a2 = vec![
+            json!({"type":"terminal.failed","reason":"process_exit","message":"b","exit":{"code":2}}),
+        ];
+        let d = compare(&e, &a2);
+        assert_eq!(d[0].path, "[0].exit.code");
+        assert_eq!(d[0].expected, Some(json!(1)));
+        assert_eq!(d[0].actual, Some(json!(2)));
+        assert_eq!(d[1].path, "[0].invalid_lines");
+        assert_eq!(d[1].actual, None);
+    }
+
+    #[test]
+    fn numbers_compare_as_numbers() {
+        let e = vec![json!({"type":"usage","cost_usd":0.0,"input_tokens":1})];
+        assert!(compare(&e, &[json!({"type":"usage","cost_usd":0,"input_tokens":1})]).is_empty());
+        assert_eq!(
+            compare(
+                &e,
+                &[json!({"type":"usage","cost_usd":0.5,"input_tokens":1})]
+            )
+            .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn missing_messages_are_reported_by_index() {
+        let e = vec![
+            json!({"type":"assistant","text":"a"}),
+            json!({"type":"terminal.cancelled"}),
+        ];
+        let a = vec![json!({"type":"assistant","text":"a"})];
+        let d = compare(&e, &a);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].path, "[1]");
+        assert_eq!(d[0].actual, None);
+    }
+
+    #[test]
+    fn case_names_keep_the_directory() {
+        let root = Path::new("/c");
+        assert_eq!(
+            case_name(
+                root,
+                Path::new("/c/recorded/long_answer.pi73.cassette.jsonl.gz")
+            ),
+            "recorded/long_answer.pi73"
+        );
+        assert_eq!(
+            case_name(root, Path::new("/c/auth_401.pi73.cassette.jsonl")),
+            "auth_401.pi73"
+        );
+    }
+
+    #[test]
+    fn the_request_comes_from_the_header() {
+        let text = concat!(
+            r#"{"format":"pi-cassette","version":1,"pi":{"version":"0.73.1","dialect":"snapshot+delta"},"#,
+            r#""scenario":{"name":"s_x","description":"d"},"expect":{"flags":{"mode":"json","model":"m","#,
+            r#""provider":"p","session":true,"thinking":"high","exclude-tools":"bash,edit"},"prompt":"go","#,
+            r#""argv_messages":["go"],"env":["OPENAI_API_KEY"]},"origin":{"kind":"hand-made","timing":"synthetic"}}"#,
+            "\n",
+            r#"{"dt_ms":0,"hang":true}"#,
+            "\n"
+        );
+        let path = Path::new("/c/faults/s_x.pi73.cassette.jsonl");
+        let c = Cassette::parse(path, text.as_bytes()).unwrap();
+        let case = case_of(Path::new("/c"), path, &c);
+        let r = &case.request;
+        assert_eq!(case.name, "faults/s_x.pi73");
+        assert_eq!((r.prompt.as_str(), r.pi.version.as_str()), ("go", "0.73.1"));
+        assert_eq!(
+            (r.provider.as_deref(), r.model.as_deref()),
+            (Some("p"), Some("m"))
+        );
+        assert_eq!(r.thinking.as_deref(), Some("high"));
+        assert_eq!(
+            r.exclude_tools,
+            vec!["bash".to_string(), "edit".to_string()]
+        );
+        let s = r.session.as_ref().expect("a session");
+        assert_eq!(
+            (s.id.as_str(), s.dir.as_deref(), s.resume),
+            ("s-x", Some("<DIR>/sessions"), true)
+        );
+        assert_eq!(r.env["OPENAI_API_KEY"], "conformance-openai_api_key");
+        assert_eq!(r.cancel_after_idle_ms, Some(CANCEL_IDLE_MS));
+        let filled = instantiate(r, Path::new("/t/case.cassette.jsonl"), Path::new("/t"));
+        assert_eq!(filled.env["FAKE_PI_CASSETTE"], "/t/case.cassette.jsonl");
+        assert_eq!(filled.cwd.as_deref(), Some("/t"));
+        assert_eq!(filled.session.unwrap().dir.as_deref(), Some("/t/sessions"));
+    }
+
+    #[test]
+    fn unclaimed_capabilities_skip() {
+        let needed = vec!["text".to_string(), "thinking".to_string()];
+        assert_eq!(
+            missing(&needed, &["text".into()]),
+            vec!["thinking".to_string()]
+        );
+        assert!(missing(&needed, &["text".into(), "thinking".into()]).is_empty());
+    }
+}

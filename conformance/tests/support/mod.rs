@@ -1,0 +1,65 @@
+//! What the conformance tests share: where this repository's data is, provider options
+//! with the workspace's supervisor, and running one suite case in a test world.
+#![allow(dead_code, unused_imports)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use conformance::conform::{self, Case};
+use pi_provider::{ProviderOptions, Request};
+use pi_wire::message::Message;
+
+pub use pi_testkit::invariants::{check_invariants, redact_path, shorten, values};
+pub use pi_testkit::{fake_pi, supervisor, World, MARKER_VAR};
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the conformance crate sits in the repository")
+        .to_path_buf()
+}
+
+pub fn cassettes_dir() -> PathBuf {
+    root().join("cassettes")
+}
+
+pub fn expected_dir() -> PathBuf {
+    root().join("conformance/expected")
+}
+
+/// The workspace's pi-harness binary (rebuilt once per test process).
+pub fn pi_harness_bin() -> PathBuf {
+    pi_testkit::bins::workspace_bin("pi-harness").expect("pi-harness is built")
+}
+
+/// Provider options with this workspace's supervisor.
+pub fn opts() -> ProviderOptions {
+    ProviderOptions {
+        supervisor: Some(supervisor()),
+        ..ProviderOptions::default()
+    }
+}
+
+/// How long a world's processes may take to go away after the run they belong to ended.
+pub const SETTLE: Duration = Duration::from_secs(10);
+
+/// A provider request for a suite case: the case's files prepared in the world's dir,
+/// pi = fake-pi, the marker in pi's environment. Also returns the idle-cancel time.
+pub fn case_request(world: &World, case: &Case) -> (Request, Option<Duration>) {
+    let doc = conform::prepare(case, world.path(), &fake_pi())
+        .unwrap_or_else(|e| panic!("{}: {e}", case.name));
+    let mut req = conform::to_provider_request(&doc);
+    req.pi_path = Some(world.path().join("bin/pi"));
+    req.env.push(world.marker_env());
+    (req, doc.cancel_after_idle_ms.map(Duration::from_millis))
+}
+
+/// Run one suite case through the reference provider in-process (fake-pi a real
+/// subprocess at instant speed), cancelling after the idle time when the case says so.
+pub async fn run_case(world: &World, case: &Case) -> Vec<Message> {
+    let (req, idle) = case_request(world, case);
+    conform::provider_run_request(req, idle, opts(), std::io::sink())
+        .await
+        .expect("a sink never fails")
+}

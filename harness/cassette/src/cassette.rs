@@ -1,0 +1,1299 @@
+//! The cassette: a recorded pi run, format v1 (see `cassettes/FORMAT.md`).
+//!
+//! This module owns the data model (header and timed records), reading a cassette
+//! from JSONL (plain or gzip) with `file:line: field: problem` errors, and writing one
+//! back out so that a person can read and diff it. It does no replay and no I/O beyond
+//! reading and writing the file.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+/// The value of the header's `format` field.
+pub const FORMAT_NAME: &str = "pi-cassette";
+/// The format version this code reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A whole cassette: header plus records in replay order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cassette {
+    pub header: Header,
+    pub records: Vec<Record>,
+}
+
+/// First line of a cassette.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Header {
+    /// Always `"pi-cassette"`.
+    pub format: String,
+    /// Always [`FORMAT_VERSION`] for this reader.
+    pub version: u32,
+    /// Which pi produced (or is imitated by) this cassette.
+    pub pi: PiSource,
+    pub scenario: Scenario,
+    /// What the caller must send; fake-pi checks it before replaying.
+    #[serde(default, skip_serializing_if = "Expect::is_empty")]
+    pub expect: Expect,
+    /// How the process answers signals (real pi's behaviour when absent).
+    #[serde(default, skip_serializing_if = "ProcessBehaviour::is_pi_default")]
+    pub process: ProcessBehaviour,
+    /// Placeholder -> what it replaced (for example `"<SESSION_ID>": "session uuid"`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub redactions: BTreeMap<String, String>,
+    pub origin: Origin,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PiSource {
+    /// pi's version, as `pi --version` prints it (`0.73.1`, `0.87.1`).
+    pub version: String,
+    pub dialect: Dialect,
+}
+
+/// The shape of `message_update` on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Dialect {
+    /// pi 0.73.1: `delta` plus two full (shallow, possibly lagging or leading) snapshots.
+    #[serde(rename = "snapshot+delta")]
+    SnapshotDelta,
+    /// pi 0.87.1: `delta` only.
+    #[serde(rename = "delta-only")]
+    DeltaOnly,
+    /// Older pi and pi-provider extensions: snapshots without deltas.
+    #[serde(rename = "snapshot-only")]
+    SnapshotOnly,
+}
+
+impl Dialect {
+    /// The dialect real pi of this version speaks, when known.
+    pub fn for_pi_version(version: &str) -> Option<Dialect> {
+        match version {
+            "0.73.1" => Some(Dialect::SnapshotDelta),
+            "0.87.1" => Some(Dialect::DeltaOnly),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Short identifier, usually the file stem without the version suffix (`tool_bash`).
+    pub name: String,
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+}
+
+/// What the caller must send for this cassette to replay.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// Flag -> requirement. A string: present with that value; `true`: present
+    /// (a switch); `false`: absent. Keys are the long flag name without its leading
+    /// dashes (`"mode"`, `"session-id"`); a short alias on the command line (`-p`)
+    /// satisfies the long name (`"print"`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub flags: BTreeMap<String, FlagRule>,
+    /// The effective prompt: stdin (when piped) joined with the argv messages the way pi joins them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// The positional messages on the command line, exactly (`[]` means: prompt only on stdin).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argv_messages: Option<Vec<String>>,
+    /// Environment variables that must be set (non-empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    /// Values that must never appear inside any argv element.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub never_in_argv: Vec<Secret>,
+}
+
+impl Expect {
+    pub fn is_empty(&self) -> bool {
+        *self == Expect::default()
+    }
+}
+
+/// Requirement on one flag.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FlagRule {
+    /// `true`: the switch must be present; `false`: the flag must be absent.
+    Present(bool),
+    /// The flag must be present with exactly this value.
+    Value(String),
+}
+
+/// A value that must not leak into argv.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Secret {
+    /// The value of this environment variable at run time (the API key, typically).
+    Env(String),
+    /// A literal string.
+    Literal(String),
+}
+
+/// How the replaying process answers signals. Defaults are real pi's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessBehaviour {
+    #[serde(default = "SignalAction::pi_sigterm")]
+    pub on_sigterm: SignalAction,
+    #[serde(default = "SignalAction::pi_sigint")]
+    pub on_sigint: SignalAction,
+    #[serde(default = "SignalAction::pi_sighup")]
+    pub on_sighup: SignalAction,
+}
+
+impl ProcessBehaviour {
+    pub fn is_pi_default(&self) -> bool {
+        *self == ProcessBehaviour::default()
+    }
+}
+
+impl Default for ProcessBehaviour {
+    fn default() -> Self {
+        ProcessBehaviour {
+            on_sigterm: SignalAction::pi_sigterm(),
+            on_sigint: SignalAction::pi_sigint(),
+            on_sighup: SignalAction::pi_sighup(),
+        }
+    }
+}
+
+/// One way of answering a signal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SignalAction {
+    /// Default disposition: the process dies by the signal; spawned children are left alone.
+    Die,
+    /// The signal is ignored.
+    Ignore,
+    /// Kill every tracked child's process group with SIGKILL, then exit with `code`
+    /// (pi: 143 for SIGTERM, 129 for SIGHUP). Children that escaped into their own
+    /// session from a tracked child survive, as with real pi.
+    CleanupExit { code: i32 },
+    /// Exit with `code` without touching children.
+    Exit { code: i32 },
+}
+
+impl SignalAction {
+    pub fn pi_sigterm() -> Self {
+        SignalAction::CleanupExit { code: 143 }
+    }
+    pub fn pi_sigint() -> Self {
+        SignalAction::Die
+    }
+    pub fn pi_sighup() -> Self {
+        SignalAction::CleanupExit { code: 129 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Origin {
+    pub kind: OriginKind,
+    /// Where the data came from (a sample file, a recorder command line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Whether `dt_ms` values were measured or made up (even spacing).
+    pub timing: TimingKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OriginKind {
+    /// Recorded from real pi by `pi-harness record`.
+    Recorded,
+    /// A captured real pi stdout turned into a cassette by `pi-harness cassette import`.
+    Imported,
+    /// Written by hand to reproduce a fault real pi shows only rarely.
+    HandMade,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TimingKind {
+    Measured,
+    Synthetic,
+}
+
+/// One timed record: wait `dt_ms` after the previous record, then do `action`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// Delay since the previous record (or since start), in milliseconds.
+    pub dt_ms: f64,
+    pub action: Action,
+    /// 1-based line in the file it was read from (0 when built in memory).
+    pub line: usize,
+}
+
+/// What a record does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Write bytes to stdout. `bytes` is exactly what is written (line terminator included).
+    Stdout(Bytes),
+    /// Write bytes to stderr, exactly.
+    Stderr(Bytes),
+    /// Exit with this status code.
+    Exit(i32),
+    /// Die by this signal (for example `SIGKILL`).
+    Signal(String),
+    /// Stay alive and silent until a signal ends the process.
+    Hang,
+    /// Spawn a child process like pi's bash tool does.
+    Spawn(Spawn),
+}
+
+impl Action {
+    /// True for records after which nothing else can happen.
+    pub fn is_final(&self) -> bool {
+        matches!(self, Action::Exit(_) | Action::Signal(_) | Action::Hang)
+    }
+}
+
+/// Bytes for stdout/stderr with the form they are stored in, so a cassette read and
+/// written again is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bytes {
+    pub data: Vec<u8>,
+    pub form: Form,
+}
+
+/// How a stdout/stderr payload is stored in the cassette.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// `stdout`: the line is a JSON value embedded verbatim; a newline follows unless `newline:false`.
+    Json { newline: bool },
+    /// `stdout_text` / `stderr`: UTF-8 text; for stdout a newline follows unless `newline:false`.
+    Text { newline: bool },
+    /// `stdout_b64` / `stderr_b64`: raw bytes, written as they are.
+    Base64,
+}
+
+/// A child process, like the one pi's bash tool starts for a command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spawn {
+    /// Name used in messages and in the child's argv (`fake-pi-child <id>`).
+    pub id: String,
+    /// Start the child in its own session (`setsid`), as pi's bash tool does. Default true.
+    #[serde(default = "yes")]
+    pub own_session: bool,
+    /// The child ignores SIGTERM.
+    #[serde(default)]
+    pub ignore_sigterm: bool,
+    /// The child inherits our stdout and keeps it open (a reader sees no EOF while it lives).
+    #[serde(default)]
+    pub hold_stdout: bool,
+    /// The child itself forks a grandchild.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grandchild: Option<Grandchild>,
+    /// How long the child lives; forever (until killed) when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifetime_ms: Option<u64>,
+}
+
+/// A process forked by a spawned child.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grandchild {
+    /// Escape into its own session (then pi's SIGTERM cleanup of the child's group misses it).
+    #[serde(default)]
+    pub own_session: bool,
+    #[serde(default)]
+    pub ignore_sigterm: bool,
+    /// Keep the inherited stdout open (only meaningful with the child's `hold_stdout`).
+    #[serde(default)]
+    pub hold_stdout: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Where a problem was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub file: PathBuf,
+    /// 1-based line number; 0 when the whole file is concerned.
+    pub line: usize,
+}
+
+/// Every way reading a cassette can fail.
+#[derive(Debug, thiserror::Error)]
+pub enum CassetteError {
+    #[error("{path}: cannot read cassette: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}:{}: {message}", .at.file.display(), .at.line)]
+    Invalid { at: Location, message: String },
+}
+
+impl CassetteError {
+    fn invalid(file: &Path, line: usize, message: impl Into<String>) -> Self {
+        CassetteError::Invalid {
+            at: Location {
+                file: file.to_path_buf(),
+                line,
+            },
+            message: message.into(),
+        }
+    }
+}
+
+/// The on-disk form of one record: every action field optional, exactly one set.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct RawRecord<'a> {
+    #[serde(serialize_with = "write_ms")]
+    dt_ms: Option<f64>,
+    /// `"stdout": null` is the line `null`, so presence is kept apart from the value.
+    #[serde(
+        borrow,
+        default,
+        deserialize_with = "present_raw",
+        skip_serializing_if = "Option::is_none"
+    )]
+    stdout: Option<&'a RawValue>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stdout_text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stdout_b64: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    newline: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stderr: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stderr_b64: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    exit: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    signal: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    hang: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    spawn: Option<Spawn>,
+}
+
+/// A present field, whatever its JSON value (`null` included).
+fn present_raw<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+/// Signals a cassette may name for `signal` records.
+pub const SIGNAL_NAMES: &[&str] = &[
+    "SIGHUP", "SIGINT", "SIGQUIT", "SIGABRT", "SIGKILL", "SIGSEGV", "SIGPIPE", "SIGALRM",
+    "SIGTERM", "SIGUSR1", "SIGUSR2", "SIGBUS",
+];
+
+impl Cassette {
+    /// Read a cassette from a file; `.gz` files are decompressed.
+    pub fn load(path: &Path) -> Result<Cassette, CassetteError> {
+        let io = |source| CassetteError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let mut data = Vec::new();
+        if path.extension().is_some_and(|e| e == "gz") {
+            flate2::read::GzDecoder::new(file)
+                .read_to_end(&mut data)
+                .map_err(io)?;
+        } else {
+            BufReader::new(file).read_to_end(&mut data).map_err(io)?;
+        }
+        Cassette::parse(path, &data)
+    }
+
+    /// Parse cassette bytes; `path` only names the source in errors.
+    pub fn parse(path: &Path, data: &[u8]) -> Result<Cassette, CassetteError> {
+        let mut lines = data.split(|&b| b == b'\n').enumerate().peekable();
+        let mut header = None;
+        let mut records = Vec::new();
+        while let Some((idx, raw)) = lines.next() {
+            let lineno = idx + 1;
+            if raw.is_empty() {
+                if lines.peek().is_none() {
+                    break; // the final newline
+                }
+                return Err(CassetteError::invalid(
+                    path,
+                    lineno,
+                    "empty line (every line is one JSON object)",
+                ));
+            }
+            let text = std::str::from_utf8(raw).map_err(|e| {
+                CassetteError::invalid(
+                    path,
+                    lineno,
+                    format!(
+                        "not UTF-8 at byte {} (binary data belongs in a *_b64 field)",
+                        e.valid_up_to()
+                    ),
+                )
+            })?;
+            if header.is_none() {
+                header = Some(parse_header(path, lineno, text)?);
+                continue;
+            }
+            let record = parse_record(path, lineno, text)?;
+            if let Some(prev) = records.last() {
+                let prev: &Record = prev;
+                if prev.action.is_final() {
+                    return Err(CassetteError::invalid(
+                        path,
+                        lineno,
+                        format!(
+                            "record after the final `{}` record on line {} (exit, signal and hang end a cassette)",
+                            prev.action.key(),
+                            prev.line
+                        ),
+                    ));
+                }
+            }
+            records.push(record);
+        }
+        let Some(header) = header else {
+            return Err(CassetteError::invalid(
+                path,
+                1,
+                "empty file: a cassette starts with a header line",
+            ));
+        };
+        match records.last() {
+            Some(r) if r.action.is_final() => {}
+            Some(r) => {
+                return Err(CassetteError::invalid(
+                    path,
+                    r.line,
+                    "the last record must be `exit`, `signal` or `hang` (how the process ends)",
+                ))
+            }
+            None => return Err(CassetteError::invalid(
+                path,
+                1,
+                "no records after the header: a cassette must at least say how the process ends",
+            )),
+        }
+        Ok(Cassette { header, records })
+    }
+
+    /// Write the cassette as JSONL: header line, then one line per record.
+    pub fn write_to(&self, mut out: impl Write) -> std::io::Result<()> {
+        serde_json::to_writer(&mut out, &self.header)?;
+        out.write_all(b"\n")?;
+        for record in &self.records {
+            record.write_to(&mut out)?;
+            out.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+
+    /// Write the cassette to a file, gzip-compressed when the name ends in `.gz`
+    /// (the form [`Cassette::load`] reads back).
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        let file = std::io::BufWriter::new(std::fs::File::create(path)?);
+        if path.extension().is_some_and(|e| e == "gz") {
+            let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::best());
+            self.write_to(&mut gz)?;
+            gz.finish()?
+                .into_inner()
+                .map_err(|e| e.into_error())?
+                .sync_all()
+        } else {
+            let mut file = file;
+            self.write_to(&mut file)?;
+            file.into_inner().map_err(|e| e.into_error())?.sync_all()
+        }
+    }
+
+    /// Every byte the cassette writes to stderr, in order.
+    pub fn stderr_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for r in &self.records {
+            if let Action::Stderr(b) = &r.action {
+                out.extend_from_slice(&b.data);
+            }
+        }
+        out
+    }
+
+    /// The cassette as a string (see [`Cassette::write_to`]).
+    pub fn to_jsonl(&self) -> String {
+        let mut buf = Vec::new();
+        self.write_to(&mut buf)
+            .expect("writing to a Vec cannot fail");
+        String::from_utf8(buf).expect("a cassette is written as UTF-8")
+    }
+
+    /// Every byte the cassette writes to stdout, in order.
+    pub fn stdout_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for r in &self.records {
+            if let Action::Stdout(b) = &r.action {
+                out.extend_from_slice(&b.data);
+            }
+        }
+        out
+    }
+
+    /// How the recorded process ends, as `(exit code, signal)`: `(Some(code), None)` for
+    /// an exit, `(None, Some(name))` for a death by signal, `(None, None)` for a `hang`
+    /// that a caller ends by cancelling. Feed it to `pi_wire::mapper::StreamEnd::recorded`.
+    pub fn exit_status(&self) -> (Option<i32>, Option<&str>) {
+        match self.ending() {
+            Action::Exit(code) => (Some(*code), None),
+            Action::Signal(sig) => (None, Some(sig.as_str())),
+            _ => (None, None),
+        }
+    }
+
+    /// How the recorded process ended.
+    pub fn ending(&self) -> &Action {
+        &self
+            .records
+            .last()
+            .expect("a parsed cassette has a final record")
+            .action
+    }
+}
+
+impl Action {
+    /// The field name this action is stored under.
+    pub fn key(&self) -> &'static str {
+        match self {
+            Action::Stdout(b) => match b.form {
+                Form::Json { .. } => "stdout",
+                Form::Text { .. } => "stdout_text",
+                Form::Base64 => "stdout_b64",
+            },
+            Action::Stderr(b) => match b.form {
+                Form::Base64 => "stderr_b64",
+                _ => "stderr",
+            },
+            Action::Exit(_) => "exit",
+            Action::Signal(_) => "signal",
+            Action::Hang => "hang",
+            Action::Spawn(_) => "spawn",
+        }
+    }
+}
+
+impl Record {
+    /// A stdout line in the most readable form that replays it byte for byte:
+    /// embedded JSON when the line is exactly one compact-enough JSON value,
+    /// text when it is UTF-8, base64 otherwise. `line` excludes the `\n`;
+    /// `newline` says whether a `\n` followed it.
+    pub fn stdout_line(dt_ms: f64, line: &[u8], newline: bool) -> Record {
+        let form = match std::str::from_utf8(line) {
+            Ok(text) if is_verbatim_json(text) => Form::Json { newline },
+            Ok(_) => Form::Text { newline },
+            Err(_) => Form::Base64,
+        };
+        let mut data = line.to_vec();
+        if newline {
+            data.push(b'\n');
+        }
+        // Base64 stores the bytes as written, newline included.
+        Record {
+            dt_ms,
+            action: Action::Stdout(Bytes { data, form }),
+            line: 0,
+        }
+    }
+
+    /// A stderr chunk, as text when it is UTF-8.
+    pub fn stderr_chunk(dt_ms: f64, chunk: &[u8]) -> Record {
+        let form = if std::str::from_utf8(chunk).is_ok() {
+            Form::Text { newline: false }
+        } else {
+            Form::Base64
+        };
+        Record {
+            dt_ms,
+            action: Action::Stderr(Bytes {
+                data: chunk.to_vec(),
+                form,
+            }),
+            line: 0,
+        }
+    }
+
+    pub fn new(dt_ms: f64, action: Action) -> Record {
+        Record {
+            dt_ms,
+            action,
+            line: 0,
+        }
+    }
+
+    fn write_to(&self, out: &mut impl Write) -> std::io::Result<()> {
+        let mut raw = RawRecord {
+            dt_ms: Some(self.dt_ms),
+            ..RawRecord::default()
+        };
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let json_line;
+        match &self.action {
+            Action::Stdout(b) => match b.form {
+                Form::Json { newline } => {
+                    let body = strip_newline(&b.data, newline);
+                    let text = std::str::from_utf8(body).map_err(std::io::Error::other)?;
+                    json_line =
+                        serde_json::from_str::<&RawValue>(text).map_err(std::io::Error::other)?;
+                    raw.stdout = Some(json_line);
+                    if !newline {
+                        raw.newline = Some(false);
+                    }
+                }
+                Form::Text { newline } => {
+                    let body = strip_newline(&b.data, newline);
+                    raw.stdout_text =
+                        Some(String::from_utf8(body.to_vec()).map_err(std::io::Error::other)?);
+                    if !newline {
+                        raw.newline = Some(false);
+                    }
+                }
+                Form::Base64 => raw.stdout_b64 = Some(b64.encode(&b.data)),
+            },
+            Action::Stderr(b) => match b.form {
+                Form::Base64 => raw.stderr_b64 = Some(b64.encode(&b.data)),
+                _ => {
+                    raw.stderr =
+                        Some(String::from_utf8(b.data.clone()).map_err(std::io::Error::other)?)
+                }
+            },
+            Action::Exit(code) => raw.exit = Some(*code),
+            Action::Signal(name) => raw.signal = Some(name.clone()),
+            Action::Hang => raw.hang = Some(true),
+            Action::Spawn(s) => raw.spawn = Some(s.clone()),
+        }
+        serde_json::to_writer(out, &raw).map_err(std::io::Error::other)
+    }
+}
+
+/// Whole milliseconds are written without a fraction (`0`, not `0.0`) to keep diffs quiet.
+fn write_ms<S: serde::Serializer>(ms: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match ms {
+        Some(v) if v.fract() == 0.0 && *v >= 0.0 && *v < 9.0e15 => s.serialize_u64(*v as u64),
+        Some(v) => s.serialize_f64(*v),
+        None => s.serialize_none(),
+    }
+}
+
+fn strip_newline(data: &[u8], newline: bool) -> &[u8] {
+    if newline {
+        data.strip_suffix(b"\n").unwrap_or(data)
+    } else {
+        data
+    }
+}
+
+/// True when `text` is one JSON value with nothing around it, so it can be embedded
+/// verbatim and written back identically.
+pub fn is_verbatim_json(text: &str) -> bool {
+    match serde_json::from_str::<&RawValue>(text) {
+        Ok(raw) => raw.get() == text,
+        Err(_) => false,
+    }
+}
+
+pub(crate) fn parse_header(
+    path: &Path,
+    lineno: usize,
+    text: &str,
+) -> Result<Header, CassetteError> {
+    // Check the format marker first so a wrong file gets a plain answer.
+    let probe: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| CassetteError::invalid(path, lineno, format!("header is not JSON: {e}")))?;
+    match probe.get("format").and_then(|v| v.as_str()) {
+        Some(FORMAT_NAME) => {}
+        Some(other) => {
+            return Err(CassetteError::invalid(
+                path,
+                lineno,
+                format!("header field `format`: expected \"{FORMAT_NAME}\", found \"{other}\""),
+            ))
+        }
+        None => {
+            return Err(CassetteError::invalid(
+                path,
+                lineno,
+                format!("header field `format` missing: the first line must be a cassette header with \"format\":\"{FORMAT_NAME}\" (is this raw pi output? see `pi-harness cassette import`)"),
+            ))
+        }
+    }
+    match probe.get("version").and_then(|v| v.as_u64()) {
+        Some(v) if v == u64::from(FORMAT_VERSION) => {}
+        Some(v) => {
+            return Err(CassetteError::invalid(
+                path,
+                lineno,
+                format!("header field `version`: this reader knows format version {FORMAT_VERSION}, the file says {v}"),
+            ))
+        }
+        None => {
+            return Err(CassetteError::invalid(path, lineno, "header field `version` missing or not a number"))
+        }
+    }
+    let header: Header = serde_json::from_str(text)
+        .map_err(|e| CassetteError::invalid(path, lineno, format!("header: {e}")))?;
+    if header.scenario.name.is_empty() {
+        return Err(CassetteError::invalid(
+            path,
+            lineno,
+            "header field `scenario.name` is empty",
+        ));
+    }
+    if header.pi.version.is_empty() {
+        return Err(CassetteError::invalid(
+            path,
+            lineno,
+            "header field `pi.version` is empty",
+        ));
+    }
+    Ok(header)
+}
+
+pub(crate) fn parse_record(
+    path: &Path,
+    lineno: usize,
+    text: &str,
+) -> Result<Record, CassetteError> {
+    let bad = |msg: String| CassetteError::invalid(path, lineno, msg);
+    let raw: RawRecord = serde_json::from_str(text).map_err(|e| bad(format!("record: {e}")))?;
+    let dt_ms = raw
+        .dt_ms
+        .ok_or_else(|| bad("record field `dt_ms` missing".into()))?;
+    if !dt_ms.is_finite() || dt_ms < 0.0 {
+        return Err(bad(format!(
+            "record field `dt_ms`: must be a non-negative number, found {dt_ms}"
+        )));
+    }
+    let mut present: Vec<&str> = Vec::new();
+    if raw.stdout.is_some() {
+        present.push("stdout");
+    }
+    if raw.stdout_text.is_some() {
+        present.push("stdout_text");
+    }
+    if raw.stdout_b64.is_some() {
+        present.push("stdout_b64");
+    }
+    if raw.stderr.is_some() {
+        present.push("stderr");
+    }
+    if raw.stderr_b64.is_some() {
+        present.push("stderr_b64");
+    }
+    if raw.exit.is_some() {
+        present.push("exit");
+    }
+    if raw.signal.is_some() {
+        present.push("signal");
+    }
+    if raw.hang.is_some() {
+        present.push("hang");
+    }
+    if raw.spawn.is_some() {
+        present.push("spawn");
+    }
+    let key = match present.as_slice() {
+        [one] => *one,
+        [] => {
+            return Err(bad(
+                "record has no action: expected one of stdout, stdout_text, stdout_b64, stderr, stderr_b64, exit, signal, hang, spawn".into(),
+            ))
+        }
+        many => return Err(bad(format!("record has several actions ({}); one per line", many.join(", ")))),
+    };
+    if raw.newline.is_some() && !matches!(key, "stdout" | "stdout_text") {
+        return Err(bad(format!(
+            "record field `newline` only applies to stdout and stdout_text, not `{key}`"
+        )));
+    }
+    let newline = raw.newline.unwrap_or(true);
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let decode = |field: &str, s: &str| {
+        b64.decode(s)
+            .map_err(|e| bad(format!("record field `{field}`: invalid base64: {e}")))
+    };
+    let action = match key {
+        "stdout" => {
+            let mut data = raw.stdout.unwrap().get().as_bytes().to_vec();
+            if newline {
+                data.push(b'\n');
+            }
+            Action::Stdout(Bytes {
+                data,
+                form: Form::Json { newline },
+            })
+        }
+        "stdout_text" => {
+            let mut data = raw.stdout_text.unwrap().into_bytes();
+            if newline {
+                data.push(b'\n');
+            }
+            Action::Stdout(Bytes {
+                data,
+                form: Form::Text { newline },
+            })
+        }
+        "stdout_b64" => Action::Stdout(Bytes {
+            data: decode("stdout_b64", raw.stdout_b64.as_deref().unwrap())?,
+            form: Form::Base64,
+        }),
+        "stderr" => Action::Stderr(Bytes {
+            data: raw.stderr.unwrap().into_bytes(),
+            form: Form::Text { newline: false },
+        }),
+        "stderr_b64" => Action::Stderr(Bytes {
+            data: decode("stderr_b64", raw.stderr_b64.as_deref().unwrap())?,
+            form: Form::Base64,
+        }),
+        "exit" => {
+            let code = raw.exit.unwrap();
+            if !(0..=255).contains(&code) {
+                return Err(bad(format!(
+                    "record field `exit`: exit codes are 0..=255, found {code}"
+                )));
+            }
+            Action::Exit(code)
+        }
+        "signal" => {
+            let name = raw.signal.unwrap();
+            if !SIGNAL_NAMES.contains(&name.as_str()) {
+                return Err(bad(format!(
+                    "record field `signal`: unknown signal {name:?}; expected one of {}",
+                    SIGNAL_NAMES.join(", ")
+                )));
+            }
+            Action::Signal(name)
+        }
+        "hang" => {
+            if raw.hang != Some(true) {
+                return Err(bad("record field `hang`: must be true".into()));
+            }
+            Action::Hang
+        }
+        "spawn" => {
+            let spawn = raw.spawn.unwrap();
+            if spawn.id.is_empty() {
+                return Err(bad("record field `spawn.id` is empty".into()));
+            }
+            Action::Spawn(spawn)
+        }
+        _ => unreachable!("every key is matched above"),
+    };
+    Ok(Record {
+        dt_ms,
+        action,
+        line: lineno,
+    })
+}
+
+impl fmt::Display for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Dialect::SnapshotDelta => "snapshot+delta",
+            Dialect::DeltaOnly => "delta-only",
+            Dialect::SnapshotOnly => "snapshot-only",
+        })
+    }
+}
+
+/// Read a file's lines lazily (used by tools that scan cassettes without parsing them all).
+pub fn read_lines(path: &Path) -> std::io::Result<impl Iterator<Item = std::io::Result<String>>> {
+    Ok(BufReader::new(std::fs::File::open(path)?).lines())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header_line() -> &'static str {
+        r#"{"format":"pi-cassette","version":1,"pi":{"version":"0.87.1","dialect":"delta-only"},"scenario":{"name":"t","description":"d"},"origin":{"kind":"hand-made","timing":"synthetic"}}"#
+    }
+
+    fn parse(body: &str) -> Result<Cassette, CassetteError> {
+        Cassette::parse(
+            Path::new("x.cassette.jsonl"),
+            format!("{}\n{}", header_line(), body).as_bytes(),
+        )
+    }
+
+    #[test]
+    fn round_trips_every_form_byte_for_byte() {
+        let body = concat!(
+            r#"{"dt_ms":0,"stdout":{"type":"agent_start"}}"#,
+            "\n",
+            r#"{"dt_ms":1.5,"stdout_text":"not json\r"}"#,
+            "\n",
+            r#"{"dt_ms":0,"stdout_b64":"/w=="}"#,
+            "\n",
+            r#"{"dt_ms":0,"stderr":"boom\n"}"#,
+            "\n",
+            r#"{"dt_ms":0,"spawn":{"id":"tool","own_session":true,"ignore_sigterm":true,"hold_stdout":false}}"#,
+            "\n",
+            r#"{"dt_ms":0,"stdout":{"type":"x"},"newline":false}"#,
+            "\n",
+            r#"{"dt_ms":2,"exit":1}"#,
+            "\n",
+        );
+        let c = parse(body).unwrap();
+        assert_eq!(c.records.len(), 7);
+        assert_eq!(
+            c.stdout_bytes(),
+            b"{\"type\":\"agent_start\"}\nnot json\r\n\xff{\"type\":\"x\"}".to_vec()
+        );
+        assert_eq!(c.to_jsonl(), format!("{}\n{}", header_line(), body));
+        assert_eq!(c.records[1].line, 3);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_field() {
+        let e = parse(r#"{"dt_ms":0,"stdout":{"a":1},"exit":0}"#)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "x.cassette.jsonl:2: record has several actions (stdout, exit); one per line"
+        );
+        let e = parse(r#"{"dt_ms":-1,"exit":0}"#).unwrap_err().to_string();
+        assert!(
+            e.starts_with("x.cassette.jsonl:2: record field `dt_ms`"),
+            "{e}"
+        );
+        let e = parse("{\"dt_ms\":0,\"stdout\":{}}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(":2: the last record must be"), "{e}");
+        let e = parse("{\"dt_ms\":0,\"exit\":0}\n{\"dt_ms\":0,\"stdout\":{}}")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(":3: record after the final `exit` record on line 2"),
+            "{e}"
+        );
+        let e = parse(r#"{"dt_ms":0,"signal":"SIGFOO"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown signal \"SIGFOO\""), "{e}");
+        let e = parse(r#"{"dt_ms":0,"exit":0,"colour":"red"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `colour`"), "{e}");
+    }
+
+    #[test]
+    fn header_errors_are_specific() {
+        let e = Cassette::parse(Path::new("f"), b"{\"type\":\"session\"}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("f:1: header field `format` missing"), "{e}");
+        let e = Cassette::parse(
+            Path::new("f"),
+            b"{\"format\":\"pi-cassette\",\"version\":2}\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("knows format version 1, the file says 2"), "{e}");
+    }
+
+    #[test]
+    fn a_null_line_is_stored_as_json_null_and_read_back() {
+        let r = Record::stdout_line(0.0, b"null", true);
+        assert_eq!(r.action.key(), "stdout");
+        let c = Cassette {
+            header: parse("{\"dt_ms\":0,\"exit\":0}").unwrap().header,
+            records: vec![r, Record::new(0.0, Action::Exit(0))],
+        };
+        let text = c.to_jsonl();
+        assert!(text.contains("{\"dt_ms\":0,\"stdout\":null}\n"), "{text}");
+        let back = Cassette::parse(Path::new("x"), text.as_bytes()).unwrap();
+        assert_eq!(back.stdout_bytes(), b"null\n");
+    }
+
+    #[test]
+    fn stdout_line_picks_the_readable_form() {
+        assert_eq!(
+            Record::stdout_line(0.0, br#"{"a":1}"#, true).action.key(),
+            "stdout"
+        );
+        // Leading space: not verbatim JSON, kept as text so replay is exact.
+        assert_eq!(
+            Record::stdout_line(0.0, br#" {"a":1}"#, true).action.key(),
+            "stdout_text"
+        );
+        assert_eq!(
+            Record::stdout_line(0.0, b"\xff\xfe", true).action.key(),
+            "stdout_b64"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Streaming reading
+
+/// Reads a cassette one line at a time, so a tool can walk a cassette of any size without
+/// holding it in memory (`pi-harness map`). It applies the rules of [`Cassette::parse`] (header
+/// first, one action per record, nothing after the final record, a final record at the end) and
+/// reports problems the same way (`file:line: ...`); only one line is held at a time.
+pub struct CassetteReader<R> {
+    path: PathBuf,
+    input: R,
+    header: Header,
+    lineno: usize,
+    buf: Vec<u8>,
+    /// Key and line of the previous record, and whether it was final.
+    last: Option<(&'static str, usize, bool)>,
+    done: bool,
+}
+
+impl CassetteReader<Box<dyn BufRead + Send>> {
+    /// Open a cassette file; `.gz` files are decompressed.
+    pub fn open(path: &Path) -> Result<Self, CassetteError> {
+        let file = std::fs::File::open(path).map_err(|source| CassetteError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let input: Box<dyn BufRead + Send> = if path.extension().is_some_and(|e| e == "gz") {
+            Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(file)))
+        } else {
+            Box::new(BufReader::new(file))
+        };
+        CassetteReader::new(path, input)
+    }
+}
+
+impl<R: BufRead> CassetteReader<R> {
+    /// Read and check the header line; `path` only names the source in errors.
+    pub fn new(path: &Path, mut input: R) -> Result<Self, CassetteError> {
+        let mut buf = Vec::new();
+        if !read_line(&mut input, &mut buf, path)? {
+            return Err(CassetteError::invalid(
+                path,
+                1,
+                "empty file: a cassette starts with a header line",
+            ));
+        }
+        let header = parse_header(path, 1, line_text(path, 1, &buf)?)?;
+        Ok(CassetteReader {
+            path: path.to_path_buf(),
+            input,
+            header,
+            lineno: 1,
+            buf,
+            last: None,
+            done: false,
+        })
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    fn read_record(&mut self) -> Result<Option<Record>, CassetteError> {
+        if !read_line(&mut self.input, &mut self.buf, &self.path)? {
+            return match self.last {
+                Some((_, _, true)) => Ok(None),
+                Some((_, line, false)) => Err(CassetteError::invalid(
+                    &self.path,
+                    line,
+                    "the last record must be `exit`, `signal` or `hang` (how the process ends)",
+                )),
+                None => Err(CassetteError::invalid(
+                    &self.path,
+                    1,
+                    "no records after the header: a cassette must at least say how the process ends",
+                )),
+            };
+        }
+        self.lineno += 1;
+        let record = parse_record(
+            &self.path,
+            self.lineno,
+            line_text(&self.path, self.lineno, &self.buf)?,
+        )?;
+        if let Some((key, line, true)) = self.last {
+            return Err(CassetteError::invalid(
+                &self.path,
+                self.lineno,
+                format!(
+                    "record after the final `{key}` record on line {line} (exit, signal and hang end a cassette)"
+                ),
+            ));
+        }
+        self.last = Some((record.action.key(), record.line, record.action.is_final()));
+        Ok(Some(record))
+    }
+}
+
+impl<R: BufRead> Iterator for CassetteReader<R> {
+    type Item = Result<Record, CassetteError>;
+
+    /// The next record; after an error or the last record, `None`.
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let r = self.read_record().transpose();
+        if !matches!(r, Some(Ok(_))) {
+            self.done = true;
+        }
+        r
+    }
+}
+
+/// Read one line into `buf` without its `\n`; false at the end of the input.
+fn read_line(
+    input: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    path: &Path,
+) -> Result<bool, CassetteError> {
+    buf.clear();
+    let n = input
+        .read_until(b'\n', buf)
+        .map_err(|source| CassetteError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+    }
+    Ok(n > 0)
+}
+
+fn line_text<'a>(path: &Path, lineno: usize, line: &'a [u8]) -> Result<&'a str, CassetteError> {
+    if line.is_empty() {
+        return Err(CassetteError::invalid(
+            path,
+            lineno,
+            "empty line (every line is one JSON object)",
+        ));
+    }
+    std::str::from_utf8(line).map_err(|e| {
+        CassetteError::invalid(
+            path,
+            lineno,
+            format!(
+                "not UTF-8 at byte {} (binary data belongs in a *_b64 field)",
+                e.valid_up_to()
+            ),
+        )
+    })
+}
+
+/// Parse one record line (`lineno` is 1-based; `path` only names the source in errors).
+pub fn parse_record_line(path: &Path, lineno: usize, text: &str) -> Result<Record, CassetteError> {
+    parse_record(path, lineno, text)
+}
+
+/// True when `line` (one line, without its `\n`) looks like a cassette header: a JSON object
+/// whose `format` is `"pi-cassette"`. Used to tell a cassette from raw pi stdout.
+pub fn is_header_line(line: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct Probe<'a> {
+        #[serde(borrow)]
+        format: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_slice::<Probe>(line).is_ok_and(|p| p.format.as_deref() == Some(FORMAT_NAME))
+}
+
+#[cfg(test)]
+mod streaming_tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"format":"pi-cassette","version":1,"pi":{"version":"0.87.1","dialect":"delta-only"},"scenario":{"name":"t","description":"d"},"origin":{"kind":"hand-made","timing":"synthetic"}}"#;
+
+    fn both(body: &str) -> (Result<Cassette, String>, Result<Vec<Record>, String>) {
+        let data = format!("{HEADER}\n{body}");
+        let path = Path::new("s.cassette.jsonl");
+        let whole = Cassette::parse(path, data.as_bytes()).map_err(|e| e.to_string());
+        let streamed = CassetteReader::new(path, data.as_bytes())
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string()));
+        (whole, streamed)
+    }
+
+    #[test]
+    fn agrees_with_the_whole_file_parser() {
+        let cases = [
+            "{\"dt_ms\":0,\"stdout\":{\"type\":\"a\"}}\n{\"dt_ms\":0,\"stderr\":\"x\"}\n{\"dt_ms\":1,\"exit\":0}\n",
+            "{\"dt_ms\":0,\"stdout\":{\"type\":\"a\"}}\n{\"dt_ms\":1,\"exit\":0}",
+            "{\"dt_ms\":0,\"stdout\":{}}\n",
+            "{\"dt_ms\":0,\"exit\":0}\n{\"dt_ms\":0,\"stdout\":{}}\n",
+            "{\"dt_ms\":0,\"stdout\":{}}\n\n{\"dt_ms\":0,\"exit\":0}\n",
+            "{\"dt_ms\":0,\"stdout\":{},\"exit\":0}\n",
+            "",
+            "{\"dt_ms\":0,\"signal\":\"SIGKILL\"}\n",
+        ];
+        for body in cases {
+            let (whole, streamed) = both(body);
+            match (whole, streamed) {
+                (Ok(c), Ok(recs)) => assert_eq!(c.records, recs, "{body:?}"),
+                (Err(a), Err(b)) => assert_eq!(a, b, "{body:?}"),
+                (a, b) => panic!("{body:?}: whole {a:?} vs streamed {b:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn opens_plain_and_gzip_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = format!(
+            "{HEADER}\n{{\"dt_ms\":0,\"stdout\":{{\"type\":\"a\"}}}}\n{{\"dt_ms\":0,\"exit\":3}}\n"
+        );
+        let plain = dir.path().join("c.cassette.jsonl");
+        std::fs::write(&plain, &body).unwrap();
+        let gz = dir.path().join("c.cassette.jsonl.gz");
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(body.as_bytes()).unwrap();
+        std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+        for path in [&plain, &gz] {
+            let reader = CassetteReader::open(path).unwrap();
+            assert_eq!(reader.header().scenario.name, "t");
+            let recs: Vec<Record> = reader.collect::<Result<_, _>>().unwrap();
+            assert_eq!(recs.len(), 2);
+            assert_eq!(recs[1].action, Action::Exit(3));
+            assert_eq!(recs[1].line, 3);
+        }
+        let e = CassetteReader::open(&dir.path().join("nope"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("nope: cannot read cassette"), "{e}");
+    }
+
+    #[test]
+    fn header_problems_and_probe() {
+        let e = CassetteReader::new(Path::new("f"), &b""[..])
+            .err()
+            .unwrap()
+            .to_string();
+        assert_eq!(e, "f:1: empty file: a cassette starts with a header line");
+        let e = CassetteReader::new(Path::new("f"), &b"{\"type\":\"session\"}\n"[..])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.starts_with("f:1: header field `format` missing"), "{e}");
+        assert!(is_header_line(HEADER.as_bytes()));
+        assert!(!is_header_line(br#"{"type":"session","format":"x"}"#));
+        assert!(!is_header_line(b"not json"));
+    }
+}

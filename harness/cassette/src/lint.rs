@@ -1,0 +1,621 @@
+//! `pi-harness cassette lint`: checks cassette files and reports every problem as
+//! `file:line: what`.
+//!
+//! This module owns the checks beyond "does it parse": it reports all format errors
+//! of a file rather than the first (each line checked on its own, then the rules
+//! across lines), the two points where `cassette-v1.schema.json` is stricter than the
+//! parser, timing sanity, stream sanity for real runs, and a redaction scan for values
+//! that look like secrets or machine-specific data. [`lint_bytes`] is pure;
+//! [`lint_file`] reads a file (gzip by `.gz`).
+
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crate::cassette::{
+    parse_header, parse_record, Action, Cassette, CassetteError, Dialect, Header, OriginKind,
+    Record, TimingKind,
+};
+
+/// A single `dt_ms` above this is almost surely a timestamp, not a delay (10 minutes).
+pub const MAX_DELAY_MS: f64 = 600_000.0;
+/// A cassette longer than this in total is suspicious (1 hour).
+pub const MAX_TOTAL_MS: f64 = 3_600_000.0;
+
+/// One problem found in a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub file: PathBuf,
+    /// 1-based line; 0 when the whole file is concerned.
+    pub line: usize,
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file.display(), self.message)
+        } else {
+            write!(f, "{}:{}: {}", self.file.display(), self.line, self.message)
+        }
+    }
+}
+
+struct Report<'a> {
+    file: &'a Path,
+    problems: Vec<Problem>,
+}
+
+impl Report<'_> {
+    fn add(&mut self, line: usize, message: impl Into<String>) {
+        self.problems.push(Problem {
+            file: self.file.to_path_buf(),
+            line,
+            message: message.into(),
+        });
+    }
+
+    fn add_error(&mut self, e: CassetteError) {
+        match e {
+            CassetteError::Invalid { at, message } => self.add(at.line, message),
+            CassetteError::Io { source, .. } => self.add(0, format!("cannot read: {source}")),
+        }
+    }
+}
+
+/// Read and lint one file (gzip-compressed when its name ends in `.gz`).
+pub fn lint_file(path: &Path) -> Vec<Problem> {
+    let read = || -> std::io::Result<Vec<u8>> {
+        let raw = std::fs::read(path)?;
+        if path.extension().is_some_and(|e| e == "gz") {
+            let mut out = Vec::new();
+            flate2::read::GzDecoder::new(&raw[..]).read_to_end(&mut out)?;
+            Ok(out)
+        } else {
+            Ok(raw)
+        }
+    };
+    match read() {
+        Ok(data) => lint_bytes(path, &data),
+        Err(e) => vec![Problem {
+            file: path.to_path_buf(),
+            line: 0,
+            message: format!("cannot read: {e}"),
+        }],
+    }
+}
+
+/// Lint cassette bytes; `path` only names the file in problems.
+pub fn lint_bytes(path: &Path, data: &[u8]) -> Vec<Problem> {
+    let mut report = Report {
+        file: path,
+        problems: Vec::new(),
+    };
+    let (header, records) = check_lines(&mut report, data);
+    if report.problems.is_empty() {
+        // The parser is the authority: lint never passes what it rejects.
+        match Cassette::parse(path, data) {
+            Ok(c) => check_content(&mut report, &c),
+            Err(e) => report.add_error(e),
+        }
+    } else if let Some(header) = header {
+        // Format errors found; still scan what did parse for secrets.
+        let c = Cassette { header, records };
+        check_redaction(&mut report, &c);
+    }
+    report.problems
+}
+
+/// Every line on its own, then the rules across lines. Returns what parsed.
+fn check_lines(report: &mut Report, data: &[u8]) -> (Option<Header>, Vec<Record>) {
+    if data.is_empty() {
+        report.add(1, "empty file: a cassette starts with a header line");
+        return (None, Vec::new());
+    }
+    if !data.ends_with(b"\n") {
+        let lines = data.split(|&b| b == b'\n').count();
+        report.add(
+            lines,
+            "the last line has no newline (every cassette line ends with \\n)",
+        );
+    }
+    let body = data.strip_suffix(b"\n").unwrap_or(data);
+    let mut header = None;
+    let mut records: Vec<Record> = Vec::new();
+    let mut ending: Option<(usize, &'static str)> = None;
+    for (idx, raw) in body.split(|&b| b == b'\n').enumerate() {
+        let lineno = idx + 1;
+        if raw.is_empty() {
+            report.add(lineno, "empty line (every line is one JSON object)");
+            continue;
+        }
+        let text = match std::str::from_utf8(raw) {
+            Ok(t) => t,
+            Err(e) => {
+                report.add(
+                    lineno,
+                    format!(
+                        "not UTF-8 at byte {} (binary data belongs in a *_b64 field)",
+                        e.valid_up_to()
+                    ),
+                );
+                continue;
+            }
+        };
+        if idx == 0 {
+            match parse_header(report.file, lineno, text) {
+                Ok(h) => {
+                    check_schema_extras(report, lineno, text);
+                    header = Some(h);
+                }
+                Err(e) => {
+                    // Without a header the rest cannot be read as records (raw pi output?).
+                    report.add_error(e);
+                    return (None, Vec::new());
+                }
+            }
+            continue;
+        }
+        match parse_record(report.file, lineno, text) {
+            Ok(r) => {
+                if let Some((at, key)) = ending {
+                    report.add(
+                        lineno,
+                        format!("record after the final `{key}` record on line {at} (exit, signal and hang end a cassette)"),
+                    );
+                }
+                if r.action.is_final() && ending.is_none() {
+                    ending = Some((lineno, r.action.key()));
+                }
+                records.push(r);
+            }
+            Err(e) => report.add_error(e),
+        }
+    }
+    let lines = body.split(|&b| b == b'\n').count();
+    if header.is_some() && lines == 1 {
+        report.add(
+            1,
+            "no records after the header: a cassette must at least say how the process ends",
+        );
+    } else if ending.is_none() && lines > 1 {
+        report.add(
+            lines,
+            "the last record must be `exit`, `signal` or `hang` (how the process ends)",
+        );
+    }
+    (header, records)
+}
+
+/// What the schema rejects and the parser lets through: `null` for an optional
+/// field, and flag names that are not plain long names.
+fn check_schema_extras(report: &mut Report, lineno: usize, text: &str) {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else {
+        return;
+    };
+    fn nulls(v: &serde_json::Value, at: &str, out: &mut Vec<String>) {
+        if let Some(obj) = v.as_object() {
+            for (k, v) in obj {
+                let here = if at.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{at}.{k}")
+                };
+                if v.is_null() {
+                    out.push(here);
+                } else {
+                    nulls(v, &here, out);
+                }
+            }
+        }
+    }
+    let mut found = Vec::new();
+    nulls(&value, "", &mut found);
+    for field in found {
+        report.add(
+            lineno,
+            format!("header field `{field}` is null: leave an optional field out instead"),
+        );
+    }
+    if let Some(flags) = value.pointer("/expect/flags").and_then(|f| f.as_object()) {
+        for name in flags.keys() {
+            let ok = name
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphanumeric())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+            if !ok {
+                report.add(
+                    lineno,
+                    format!("header field `expect.flags`: {name:?} is not a long flag name without dashes (write \"mode\", not \"--mode\")"),
+                );
+            }
+        }
+    }
+}
+
+/// Checks on a parsed cassette: timing, stream sanity, redaction.
+fn check_content(report: &mut Report, c: &Cassette) {
+    check_timing(report, c);
+    check_stream(report, c);
+    check_redaction(report, c);
+}
+
+fn check_timing(report: &mut Report, c: &Cassette) {
+    let mut total = 0.0;
+    for r in &c.records {
+        if r.dt_ms > MAX_DELAY_MS {
+            report.add(
+                r.line,
+                format!(
+                    "`dt_ms` {} is over {} minutes: a delay since the previous record, not a timestamp?",
+                    r.dt_ms,
+                    MAX_DELAY_MS / 60_000.0
+                ),
+            );
+        }
+        total += r.dt_ms;
+    }
+    if total > MAX_TOTAL_MS {
+        report.add(
+            0,
+            format!(
+                "the delays add up to {:.0} s (over an hour): timing looks wrong",
+                total / 1000.0
+            ),
+        );
+    }
+    if c.header.origin.timing == TimingKind::Measured
+        && c.header.origin.kind == OriginKind::HandMade
+    {
+        report.add(
+            1,
+            "header: origin.timing is `measured` but the cassette is hand-made",
+        );
+    }
+}
+
+fn check_stream(report: &mut Report, c: &Cassette) {
+    let h = &c.header;
+    if h.origin.kind == OriginKind::HandMade {
+        return; // faults break these rules on purpose
+    }
+    if let Some(d) = Dialect::for_pi_version(&h.pi.version) {
+        if d != h.pi.dialect {
+            report.add(
+                1,
+                format!(
+                    "header: pi {} speaks {d}, but pi.dialect says {}",
+                    h.pi.version, h.pi.dialect
+                ),
+            );
+        }
+    }
+    let first = c.records.iter().find_map(|r| match &r.action {
+        Action::Stdout(b) => Some((r.line, &b.data)),
+        _ => None,
+    });
+    if let Some((line, data)) = first {
+        let is_session = serde_json::from_slice::<serde_json::Value>(data)
+            .ok()
+            .is_some_and(|v| v.get("type").and_then(|t| t.as_str()) == Some("session"));
+        if !is_session {
+            report.add(
+                line,
+                "the first stdout line of a real pi run is the `session` header event",
+            );
+        }
+    }
+}
+
+/// What a secret-looking token is, if it is one.
+fn secret_kind(token: &str) -> Option<&'static str> {
+    let len = token.len();
+    let has = |f: fn(char) -> bool| token.chars().any(f);
+    if token.starts_with("sk-") && len >= 20 {
+        return Some("an API key (sk-...)");
+    }
+    if (token.starts_with("ghp_") || token.starts_with("gho_") || token.starts_with("github_pat_"))
+        && len >= 30
+    {
+        return Some("a GitHub token");
+    }
+    if (token.starts_with("xoxb-") || token.starts_with("xoxp-")) && len >= 20 {
+        return Some("a Slack token");
+    }
+    if token.starts_with("AKIA")
+        && len == 20
+        && token[4..]
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+    {
+        return Some("an AWS access key id");
+    }
+    if token.starts_with("AIza") && len == 39 {
+        return Some("a Google API key");
+    }
+    if !(32..=256).contains(&len) {
+        return None; // short ids, or bulk data rather than a credential
+    }
+    if token.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Some("a long hex token");
+    }
+    if has(|c| c.is_ascii_uppercase())
+        && has(|c| c.is_ascii_lowercase())
+        && has(|c| c.is_ascii_digit())
+    {
+        return Some("a long base64-like token");
+    }
+    None
+}
+
+fn is_uuid(token: &str) -> bool {
+    let parts: Vec<&str> = token.split('-').collect();
+    parts.len() == 5
+        && parts
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(p, n)| p.len() == n && p.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+fn token_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+' | '/' | '=')
+}
+
+/// Problems in one piece of text (a payload or a header string).
+fn scan_text(text: &str, claims_redaction: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for prefix in ["/home/", "/Users/", "/root/"] {
+        let mut from = 0;
+        while let Some(at) = text[from..].find(prefix) {
+            let start = from + at;
+            let rest = &text[start + prefix.len()..];
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+                .collect();
+            if !name.is_empty() || prefix == "/root/" {
+                let shown = format!("{prefix}{name}");
+                let msg = format!(
+                    "absolute home path {shown:?}: replace it with a placeholder such as <HOME>"
+                );
+                if !out.contains(&msg) {
+                    out.push(msg);
+                }
+            }
+            from = start + prefix.len();
+        }
+    }
+    // Tokens: runs of base64/identifier characters, with a `/` only inside base64.
+    for token in text.split(|c: char| !token_char(c)) {
+        for piece in token.split('/') {
+            let piece = piece.trim_matches('=');
+            if piece.is_empty() {
+                continue;
+            }
+            if claims_redaction && is_uuid(piece) {
+                out.push(format!(
+                    "uuid {piece} left in a cassette that claims redactions: replace it with a placeholder"
+                ));
+            } else if let Some(kind) = secret_kind(piece) {
+                out.push(format!(
+                    "{kind} {}: secrets must be replaced by placeholders",
+                    shorten(piece)
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn shorten(s: &str) -> String {
+    if s.len() <= 12 {
+        s.to_string()
+    } else {
+        format!("{}...", &s[..8])
+    }
+}
+
+fn check_redaction(report: &mut Report, c: &Cassette) {
+    let claims = !c.header.redactions.is_empty();
+    let header = serde_json::to_value(&c.header).unwrap_or_default();
+    let mut strings = Vec::new();
+    collect_strings(&header, &mut strings, true);
+    let mut text_seen = String::new();
+    for s in &strings {
+        for m in scan_text(s, claims) {
+            report.add(1, format!("header: {m}"));
+        }
+        text_seen.push_str(s);
+        text_seen.push('\n');
+    }
+    for r in &c.records {
+        let (what, data) = match &r.action {
+            Action::Stdout(b) => ("stdout", &b.data),
+            Action::Stderr(b) => ("stderr", &b.data),
+            _ => continue,
+        };
+        let text = String::from_utf8_lossy(data);
+        for m in scan_text(&text, claims) {
+            report.add(r.line, format!("{what}: {m}"));
+        }
+        text_seen.push_str(&text);
+    }
+    for placeholder in c.header.redactions.keys() {
+        if !text_seen.contains(placeholder.as_str()) {
+            report.add(
+                1,
+                format!("header: redaction placeholder {placeholder:?} is listed but used nowhere"),
+            );
+        }
+    }
+}
+
+/// String values of a JSON value (the `redactions` map itself is skipped at the top).
+fn collect_strings(v: &serde_json::Value, out: &mut Vec<String>, top: bool) {
+    match v {
+        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::Array(a) => a.iter().for_each(|v| collect_strings(v, out, false)),
+        serde_json::Value::Object(o) => {
+            for (k, v) in o {
+                if top && k == "redactions" {
+                    continue;
+                }
+                out.push(k.clone());
+                collect_strings(v, out, false);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"format":"pi-cassette","version":1,"pi":{"version":"0.87.1","dialect":"delta-only"},"scenario":{"name":"t","description":"d"},"origin":{"kind":"imported","timing":"synthetic"}}"#;
+    const SESSION: &str = r#"{"dt_ms":5,"stdout":{"type":"session","version":3,"id":"01a20059-666e-721c-9056-72c2e5075cbf","cwd":"/srv/demo"}}"#;
+
+    fn lint(text: &str) -> Vec<String> {
+        lint_bytes(Path::new("c.jsonl"), text.as_bytes())
+            .iter()
+            .map(|p| p.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn a_clean_cassette_has_no_problems() {
+        let text = format!("{HEADER}\n{SESSION}\n{{\"dt_ms\":5,\"exit\":0}}\n");
+        assert_eq!(lint(&text), Vec::<String>::new());
+    }
+
+    #[test]
+    fn reports_every_format_error_with_its_line() {
+        let text = format!(
+            "{HEADER}\n{SESSION}\n{{\"dt_ms\":-1,\"stdout\":{{}}}}\n\n{{\"dt_ms\":0,\"exit\":0}}\n{{\"dt_ms\":0,\"exit\":1}}\n"
+        );
+        let p = lint(&text);
+        assert_eq!(p.len(), 3, "{p:#?}");
+        assert!(
+            p[0].starts_with("c.jsonl:3: record field `dt_ms`"),
+            "{}",
+            p[0]
+        );
+        assert_eq!(
+            p[1],
+            "c.jsonl:4: empty line (every line is one JSON object)"
+        );
+        assert_eq!(
+            p[2],
+            "c.jsonl:6: record after the final `exit` record on line 5 (exit, signal and hang end a cassette)"
+        );
+    }
+
+    #[test]
+    fn missing_ending_and_missing_final_newline() {
+        let p = lint(&format!("{HEADER}\n{SESSION}"));
+        assert_eq!(
+            p,
+            [
+                "c.jsonl:2: the last line has no newline (every cassette line ends with \\n)",
+                "c.jsonl:2: the last record must be `exit`, `signal` or `hang` (how the process ends)"
+            ]
+        );
+        assert_eq!(
+            lint(""),
+            ["c.jsonl:1: empty file: a cassette starts with a header line"]
+        );
+    }
+
+    #[test]
+    fn schema_points_the_parser_lets_through() {
+        let header = HEADER.replace(
+            r#""origin""#,
+            r#""expect":{"flags":{"--mode":"json"},"prompt":null},"origin""#,
+        );
+        let p = lint(&format!(
+            "{header}\n{SESSION}\n{{\"dt_ms\":5,\"exit\":0}}\n"
+        ));
+        assert_eq!(p.len(), 2, "{p:#?}");
+        assert!(p.iter().any(|m| m.contains("`expect.prompt` is null")));
+        assert!(p
+            .iter()
+            .any(|m| m.contains("\"--mode\" is not a long flag name")));
+    }
+
+    #[test]
+    fn timing_and_stream_sanity() {
+        let text = format!(
+            "{HEADER}\n{{\"dt_ms\":5,\"stdout\":{{\"type\":\"agent_start\"}}}}\n{{\"dt_ms\":1795302188705,\"exit\":0}}\n"
+        );
+        let p = lint(&text);
+        assert!(
+            p.iter()
+                .any(|m| m.starts_with("c.jsonl:2: the first stdout line of a real pi run")),
+            "{p:#?}"
+        );
+        assert!(
+            p.iter()
+                .any(|m| m.starts_with("c.jsonl:3: `dt_ms` 1795302188705 is over 10 minutes")),
+            "{p:#?}"
+        );
+        assert!(
+            p.iter()
+                .any(|m| m.starts_with("c.jsonl: the delays add up to")),
+            "{p:#?}"
+        );
+        let wrong_dialect = HEADER.replace("delta-only", "snapshot+delta");
+        let p = lint(&format!(
+            "{wrong_dialect}\n{SESSION}\n{{\"dt_ms\":5,\"exit\":0}}\n"
+        ));
+        assert_eq!(p, ["c.jsonl:1: header: pi 0.87.1 speaks delta-only, but pi.dialect says snapshot+delta"]);
+    }
+
+    #[test]
+    fn finds_secret_looking_values() {
+        let text = format!(
+            "{HEADER}\n{SESSION}\n{}\n{}\n{{\"dt_ms\":5,\"stderr\":\"reading /home/alice/.pi/agent/models.json\\n\"}}\n{{\"dt_ms\":5,\"exit\":0}}\n",
+            r#"{"dt_ms":5,"stdout":{"type":"x","key":"sk-proj-abcdefghijklmnop1234"}}"#,
+            r#"{"dt_ms":5,"stdout_text":"token 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"}"#,
+        );
+        let p = lint(&text);
+        assert_eq!(p.len(), 3, "{p:#?}");
+        assert!(
+            p[0].starts_with("c.jsonl:3: stdout: an API key (sk-...) sk-proj-..."),
+            "{}",
+            p[0]
+        );
+        assert!(
+            p[1].starts_with("c.jsonl:4: stdout: a long hex token 9f86d081..."),
+            "{}",
+            p[1]
+        );
+        assert!(
+            p[2].starts_with("c.jsonl:5: stderr: absolute home path \"/home/alice\""),
+            "{}",
+            p[2]
+        );
+        // Not secrets: uuids without a redaction claim, long runs of bulk data, short ids.
+        assert!(scan_text("01a20059-666e-721c-9056-72c2e5075cbf call_1 c1", false).is_empty());
+        assert!(scan_text(&"0123456789abcdefABCDEF".repeat(100), false).is_empty());
+    }
+
+    #[test]
+    fn uuids_count_once_redactions_are_claimed() {
+        let header = HEADER.replace(
+            r#""origin""#,
+            r#""redactions":{"<CWD>":"working directory","<UNUSED>":"x"},"origin""#,
+        );
+        let session = SESSION.replace("/srv/demo", "<CWD>");
+        let p = lint(&format!(
+            "{header}\n{session}\n{{\"dt_ms\":5,\"exit\":0}}\n"
+        ));
+        assert_eq!(
+            p,
+            [
+                "c.jsonl:2: stdout: uuid 01a20059-666e-721c-9056-72c2e5075cbf left in a cassette that claims redactions: replace it with a placeholder",
+                "c.jsonl:1: header: redaction placeholder \"<UNUSED>\" is listed but used nowhere",
+            ]
+        );
+    }
+}

@@ -1,0 +1,409 @@
+//! Every committed cassette reads with the Rust parser and every line validates
+//! against `cassettes/cassette-v1.schema.json`; broken cassettes are rejected by both,
+//! with errors naming file:line.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use pi_cassette::{Action, Cassette, Dialect, OriginKind, TimingKind};
+use serde_json::Value;
+
+fn cassettes_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cassettes")
+}
+
+fn all_cassette_files() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.to_string_lossy().contains(".cassette.jsonl") {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&cassettes_dir(), &mut out);
+    out.sort();
+    out
+}
+
+fn read_plain(path: &Path) -> Vec<u8> {
+    let raw = std::fs::read(path).unwrap();
+    if path.extension().is_some_and(|e| e == "gz") {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .unwrap();
+        out
+    } else {
+        raw
+    }
+}
+
+/// Validators for the header line and for record lines, built from the committed schema.
+struct Schema {
+    header: jsonschema::Validator,
+    record: jsonschema::Validator,
+}
+
+impl Schema {
+    fn load() -> Schema {
+        let text =
+            std::fs::read_to_string(cassettes_dir().join("cassette-v1.schema.json")).unwrap();
+        let schema: Value = serde_json::from_str(&text).unwrap();
+        jsonschema::draft202012::meta::validate(&schema)
+            .unwrap_or_else(|e| panic!("the schema itself is not valid 2020-12: {e}"));
+        let part = |def: &str| {
+            let mut s = schema.clone();
+            let obj = s.as_object_mut().unwrap();
+            obj.remove("oneOf");
+            obj.insert("$ref".into(), Value::String(format!("#/$defs/{def}")));
+            jsonschema::draft202012::new(&s).unwrap()
+        };
+        Schema {
+            header: part("header"),
+            record: part("record"),
+        }
+    }
+
+    /// `file:line: schema: ...` for every line that does not validate.
+    fn check(&self, name: &Path, data: &[u8]) -> Vec<String> {
+        let mut errors = Vec::new();
+        let text = match std::str::from_utf8(data) {
+            Ok(t) => t,
+            Err(e) => return vec![format!("{}: not UTF-8: {e}", name.display())],
+        };
+        let body = text.strip_suffix('\n').unwrap_or(text);
+        for (idx, line) in body.split('\n').enumerate() {
+            let lineno = idx + 1;
+            let value: Value = match serde_json::from_str(line) {
+                Ok(v) => v,
+                Err(e) => {
+                    errors.push(format!("{}:{lineno}: not JSON: {e}", name.display()));
+                    continue;
+                }
+            };
+            let validator = if idx == 0 { &self.header } else { &self.record };
+            for e in validator.iter_errors(&value) {
+                errors.push(format!(
+                    "{}:{lineno}: schema: {e} (at `{}`)",
+                    name.display(),
+                    e.instance_path()
+                ));
+            }
+        }
+        errors
+    }
+}
+
+#[test]
+fn every_committed_cassette_parses_validates_and_round_trips() {
+    let schema = Schema::load();
+    let files = all_cassette_files();
+    let names: Vec<String> = files
+        .iter()
+        .map(|p| {
+            p.strip_prefix(cassettes_dir())
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    for want in [
+        "tool_bash.pi73.cassette.jsonl",
+        "tool_bash.pi87.cassette.jsonl",
+        "prompt_on_stdin.pi87.cassette.jsonl",
+        "retry_then_success.pi73.cassette.jsonl",
+        "auth_401.pi73.cassette.jsonl",
+        "sigterm_mid_tool.pi87.cassette.jsonl",
+        "sigint_mid_tool.pi73.cassette.jsonl",
+        "faults/huge_line_4mib.pi87.cassette.jsonl.gz",
+    ] {
+        assert!(names.iter().any(|n| n == want), "missing {want}: {names:?}");
+    }
+    let mut problems = Vec::new();
+    for path in &files {
+        let data = read_plain(path);
+        problems.extend(schema.check(path, &data));
+        match Cassette::load(path) {
+            Ok(c) => {
+                // The writer gives back the committed bytes: files are byte-stable.
+                if c.to_jsonl().as_bytes() != data {
+                    problems.push(format!(
+                        "{}: written back differs from the file",
+                        path.display()
+                    ));
+                }
+            }
+            Err(e) => problems.push(e.to_string()),
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn imported_cassettes_carry_the_samples_facts() {
+    let mut imported = 0;
+    for path in all_cassette_files() {
+        let c = Cassette::load(&path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let h = &c.header;
+        if h.origin.kind != OriginKind::Imported {
+            continue;
+        }
+        imported += 1;
+        assert_eq!(
+            path.parent().unwrap(),
+            cassettes_dir(),
+            "{name}: imports live in cassettes/"
+        );
+        assert_eq!(h.origin.timing, TimingKind::Synthetic, "{name}");
+        assert_eq!(
+            Some(h.pi.dialect),
+            Dialect::for_pi_version(&h.pi.version),
+            "{name}"
+        );
+        let suffix = if h.pi.version == "0.73.1" {
+            "pi73"
+        } else {
+            "pi87"
+        };
+        assert_eq!(
+            name,
+            format!("{}.{suffix}.cassette.jsonl", h.scenario.name),
+            "file name = scenario + version"
+        );
+        assert!(h.expect.prompt.is_some(), "{name}: prompt");
+        // Every stdout line of a real pi run is one JSON object with a type.
+        for r in &c.records {
+            if let Action::Stdout(b) = &r.action {
+                let v: Value = serde_json::from_slice(&b.data).unwrap();
+                assert!(v["type"].is_string(), "{name}:{}", r.line);
+            }
+        }
+        let mid_tool = name.starts_with("sig");
+        if mid_tool {
+            assert_eq!(c.ending(), &Action::Hang, "{name}");
+            assert!(h.process.is_pi_default(), "{name}");
+            let spawn = c
+                .records
+                .iter()
+                .position(|r| matches!(&r.action, Action::Spawn(s) if s.own_session && s.grandchild.as_ref().is_some_and(|g| !g.own_session)))
+                .unwrap_or_else(|| panic!("{name}: no spawn with a same-group grandchild"));
+            let before = &c.records[spawn - 1].action;
+            let Action::Stdout(b) = before else {
+                panic!("{name}: spawn not after a stdout line")
+            };
+            assert!(
+                String::from_utf8_lossy(&b.data).contains("\"type\":\"tool_execution_start\""),
+                "{name}: spawn must follow tool_execution_start"
+            );
+            assert!(h.origin.notes.as_deref().unwrap_or("").contains("survived"));
+        } else {
+            assert_eq!(c.ending(), &Action::Exit(0), "{name}");
+        }
+    }
+    assert_eq!(imported, 7, "the seven captured real runs");
+}
+
+/// (name, cassette text, the line both checkers must blame, part of the parser's message)
+const BROKEN: &[(&str, &str, usize, &str)] = &[
+    (
+        "two_actions",
+        "{\"dt_ms\":0,\"stdout\":{\"type\":\"agent_start\"},\"exit\":0}\n",
+        2,
+        "several actions (stdout, exit)",
+    ),
+    (
+        "negative_delay",
+        "{\"dt_ms\":0,\"stdout\":{}}\n{\"dt_ms\":-3,\"exit\":0}\n",
+        3,
+        "`dt_ms`",
+    ),
+    (
+        "unknown_signal",
+        "{\"dt_ms\":0,\"signal\":\"SIGFOO\"}\n",
+        2,
+        "unknown signal",
+    ),
+    (
+        "exit_out_of_range",
+        "{\"dt_ms\":0,\"exit\":300}\n",
+        2,
+        "exit codes are 0..=255",
+    ),
+    (
+        "bad_base64",
+        "{\"dt_ms\":0,\"stdout_b64\":\"not base64!\"}\n{\"dt_ms\":0,\"exit\":0}\n",
+        2,
+        "invalid base64",
+    ),
+    (
+        "hang_false",
+        "{\"dt_ms\":0,\"hang\":false}\n",
+        2,
+        "`hang`: must be true",
+    ),
+    (
+        "spawn_unknown_field",
+        "{\"dt_ms\":0,\"spawn\":{\"id\":\"t\",\"detach\":true}}\n{\"dt_ms\":0,\"hang\":true}\n",
+        2,
+        "unknown field `detach`",
+    ),
+    (
+        "newline_on_stderr",
+        "{\"dt_ms\":0,\"stderr\":\"x\",\"newline\":false}\n{\"dt_ms\":0,\"exit\":1}\n",
+        2,
+        "`newline` only applies",
+    ),
+    (
+        "no_dt_ms",
+        "{\"stdout\":{}}\n{\"dt_ms\":0,\"exit\":0}\n",
+        2,
+        "`dt_ms` missing",
+    ),
+];
+
+const GOOD_HEADER: &str = r#"{"format":"pi-cassette","version":1,"pi":{"version":"0.87.1","dialect":"delta-only"},"scenario":{"name":"b","description":"broken"},"origin":{"kind":"hand-made","timing":"synthetic"}}"#;
+
+/// Header-level breakage: (name, header line, part of the parser's message).
+const BROKEN_HEADERS: &[(&str, &str, &str)] = &[
+    (
+        "unknown_dialect",
+        r#"{"format":"pi-cassette","version":1,"pi":{"version":"0.87.1","dialect":"deltas"},"scenario":{"name":"b","description":"d"},"origin":{"kind":"hand-made","timing":"synthetic"}}"#,
+        "unknown variant `deltas`",
+    ),
+    (
+        "no_origin",
+        r#"{"format":"pi-cassette","version":1,"pi":{"version":"0.87.1","dialect":"delta-only"},"scenario":{"name":"b","description":"d"}}"#,
+        "missing field `origin`",
+    ),
+    (
+        "future_version",
+        r#"{"format":"pi-cassette","version":2,"pi":{"version":"0.87.1","dialect":"delta-only"},"scenario":{"name":"b","description":"d"},"origin":{"kind":"hand-made","timing":"synthetic"}}"#,
+        "knows format version 1, the file says 2",
+    ),
+    (
+        "unknown_header_field",
+        r#"{"format":"pi-cassette","version":1,"pi":{"version":"0.87.1","dialect":"delta-only"},"scenario":{"name":"b","description":"d"},"origin":{"kind":"hand-made","timing":"synthetic"},"colour":"red"}"#,
+        "unknown field `colour`",
+    ),
+    (
+        "bad_flag_rule",
+        r#"{"format":"pi-cassette","version":1,"pi":{"version":"0.87.1","dialect":"delta-only"},"scenario":{"name":"b","description":"d"},"expect":{"flags":{"mode":3}},"origin":{"kind":"hand-made","timing":"synthetic"}}"#,
+        "header:",
+    ),
+];
+
+#[test]
+fn broken_cassettes_are_rejected_by_parser_and_schema_naming_file_and_line() {
+    let schema = Schema::load();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cases: Vec<(String, String, usize, &str)> = BROKEN
+        .iter()
+        .map(|(n, body, line, msg)| (n.to_string(), format!("{GOOD_HEADER}\n{body}"), *line, *msg))
+        .collect();
+    cases.extend(BROKEN_HEADERS.iter().map(|(n, header, msg)| {
+        (
+            n.to_string(),
+            format!("{header}\n{{\"dt_ms\":0,\"exit\":0}}\n"),
+            1,
+            *msg,
+        )
+    }));
+    for (name, text, line, msg) in &cases {
+        let path = dir.path().join(format!("{name}.cassette.jsonl"));
+        std::fs::write(&path, text).unwrap();
+        let prefix = format!("{}:{line}: ", path.display());
+
+        let err = Cassette::load(&path)
+            .expect_err(&format!("parser accepted {name}"))
+            .to_string();
+        assert!(
+            err.starts_with(&prefix),
+            "{name}: parser said {err:?}, want {prefix:?}..."
+        );
+        assert!(
+            err.contains(msg),
+            "{name}: parser said {err:?}, want it to mention {msg:?}"
+        );
+
+        let schema_errors = schema.check(&path, text.as_bytes());
+        assert!(!schema_errors.is_empty(), "{name}: the schema accepted it");
+        assert!(
+            schema_errors.iter().all(|e| e.starts_with(&prefix)),
+            "{name}: schema blamed {schema_errors:?}, want {prefix:?}..."
+        );
+    }
+    // The good header with a good ending passes both.
+    let good =
+        format!("{GOOD_HEADER}\n{{\"dt_ms\":0,\"stdout\":null}}\n{{\"dt_ms\":0,\"exit\":0}}\n");
+    assert!(schema.check(Path::new("good"), good.as_bytes()).is_empty());
+    assert!(Cassette::parse(Path::new("good"), good.as_bytes()).is_ok());
+}
+
+#[test]
+fn cross_line_rules_are_the_parsers_job() {
+    // Valid line by line, wrong as a whole: the schema cannot see these, the parser does.
+    let schema = Schema::load();
+    for (body, want) in [
+        (
+            "{\"dt_ms\":0,\"exit\":0}\n{\"dt_ms\":0,\"stdout\":{}}\n",
+            "x:3: record after the final `exit` record on line 2",
+        ),
+        (
+            "{\"dt_ms\":0,\"stdout\":{}}\n",
+            "x:2: the last record must be `exit`, `signal` or `hang`",
+        ),
+    ] {
+        let text = format!("{GOOD_HEADER}\n{body}");
+        assert!(schema.check(Path::new("x"), text.as_bytes()).is_empty());
+        let err = Cassette::parse(Path::new("x"), text.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with(want), "{err}");
+    }
+}
+
+#[test]
+fn the_examples_in_format_md_are_valid() {
+    let schema = Schema::load();
+    let doc = std::fs::read_to_string(cassettes_dir().join("FORMAT.md")).unwrap();
+    let blocks: Vec<&str> = doc
+        .split("```jsonl\n")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap())
+        .collect();
+    assert_eq!(blocks.len(), 2, "FORMAT.md has two jsonl examples");
+    // The first is a complete cassette.
+    let path = Path::new("FORMAT.md example 1");
+    Cassette::parse(path, blocks[0].as_bytes()).unwrap();
+    assert_eq!(
+        schema.check(path, blocks[0].as_bytes()),
+        Vec::<String>::new()
+    );
+    // The second is an excerpt of records: each line is a valid record.
+    for line in blocks[1].lines() {
+        let value: Value = serde_json::from_str(line).unwrap();
+        let errors: Vec<String> = schema
+            .record
+            .iter_errors(&value)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{line}: {errors:?}");
+    }
+    // Every record example in the records table is valid too.
+    let mut checked = 0;
+    for example in doc
+        .lines()
+        .filter(|l| l.starts_with("| `") && l.contains("| `{\"dt_ms\""))
+    {
+        let json = example.split('`').nth(3).unwrap();
+        let value: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{json}: {e}"));
+        assert!(schema.record.is_valid(&value), "{json}");
+        checked += 1;
+    }
+    assert_eq!(checked, 9, "one example per action");
+}

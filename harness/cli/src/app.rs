@@ -1,0 +1,336 @@
+//! The command tree (clap) and the dispatch from each command to the library crates.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use pi_recorder::{corpus, drift, llm_script, llm_server, recorder};
+
+/// Record/replay test harness and conformance suite for programs that drive `pi --mode json`.
+#[derive(Parser)]
+#[command(name = "pi-harness", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Work with cassette files (recorded pi runs).
+    #[command(subcommand)]
+    Cassette(CassetteCommand),
+    /// Run the reference provider against pi (real or fake) and print the normalized stream.
+    Run(Box<crate::run::RunArgs>),
+    /// Map a captured pi stdout or a cassette to the normalized stream.
+    Map(crate::map::MapArgs),
+    /// Serve a scripted LLM (OpenAI chat-completions and Anthropic messages streaming) on 127.0.0.1.
+    ///
+    /// Prints its base URL on the first stdout line, then serves until SIGINT/SIGTERM.
+    /// Use `http://127.0.0.1:PORT/v1` as an `openai-completions` baseUrl, or without `/v1`
+    /// for `anthropic-messages`.
+    #[command(
+        after_help = "Example:\n  pi-harness serve-llm --script cassettes/scripts/tool_bash.json --log /tmp/requests.jsonl"
+    )]
+    ServeLlm {
+        /// The script (see cassettes/scripts/README.md).
+        #[arg(long)]
+        script: PathBuf,
+        /// Port on 127.0.0.1; 0 picks a free one.
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Append one JSON line per request here.
+        #[arg(long)]
+        log: Option<PathBuf>,
+    },
+    /// Record real pi against a scripted LLM into a cassette.
+    #[command(
+        after_help = "Examples:\n  pi-harness record --script cassettes/scripts/tool_bash.json --out /tmp/tool_bash.cassette.jsonl \\\n      --pi ~/.cache/pi-harness/pi-0.87.1/node_modules/.bin/pi -- --mode json --provider fake --model fake-model --no-session 'List the files.'\n  pi-harness record --script cassettes/scripts/sleep_in_tool.json --out /tmp/sigint.cassette.jsonl \\\n      --signal SIGINT --at tool_execution_start+300 -- --mode json --provider fake --model fake-model --no-session go"
+    )]
+    Record {
+        #[arg(long)]
+        script: PathBuf,
+        /// The cassette to write (`.gz` is appended when it is large).
+        #[arg(long)]
+        out: PathBuf,
+        /// The pi executable.
+        #[arg(long, default_value = "pi")]
+        pi: PathBuf,
+        /// pi's version, when its package.json cannot be found from --pi.
+        #[arg(long)]
+        pi_version: Option<String>,
+        /// Text to write to pi's stdin (then closed); stdin is /dev/null otherwise.
+        #[arg(long)]
+        stdin: Option<String>,
+        /// Signal to send (SIGINT, SIGTERM, SIGHUP); needs --at.
+        #[arg(long, requires = "at")]
+        signal: Option<String>,
+        /// When: EVENT[+MS], counted from the first stdout line of that type.
+        #[arg(long, requires = "signal")]
+        at: Option<String>,
+        /// Write settings.json with retry.baseDelayMs = this (short retry delays).
+        #[arg(long)]
+        retry_delay_ms: Option<u64>,
+        /// Scenario name for the header (default: the file name's stem).
+        #[arg(long)]
+        scenario: Option<String>,
+        #[arg(long)]
+        description: Option<String>,
+        /// Also write the LLM server's request log here.
+        #[arg(long)]
+        request_log: Option<PathBuf>,
+        /// Give up after this many seconds.
+        #[arg(long, default_value_t = 180)]
+        timeout: u64,
+        /// Wire protocol pi speaks to the server: openai (chat-completions) or anthropic (messages).
+        #[arg(long, default_value = "openai")]
+        api: String,
+        /// pi's arguments; `{TMP}`/`{CWD}` name the run's temp and working dirs.
+        #[arg(last = true, required = true)]
+        pi_args: Vec<String>,
+    },
+    /// Re-record the whole corpus (every scenario of the manifest, on both pi versions).
+    #[command(
+        after_help = "Example:\n  pi-harness record-corpus --pi73 $(scripts/install-pi.sh --print-path 0.73.1) \\\n      --pi87 $(scripts/install-pi.sh --print-path 0.87.1) --out cassettes/recorded"
+    )]
+    RecordCorpus {
+        /// The manifest listing the scenarios.
+        #[arg(long, default_value = "cassettes/scripts/corpus.json")]
+        manifest: PathBuf,
+        /// pi 0.73.1 executable (skip that version when absent).
+        #[arg(long)]
+        pi73: Option<PathBuf>,
+        /// pi 0.87.1 executable (skip that version when absent).
+        #[arg(long)]
+        pi87: Option<PathBuf>,
+        /// Output directory.
+        #[arg(long, default_value = "cassettes/recorded")]
+        out: PathBuf,
+        /// Only these scenarios (repeatable).
+        #[arg(long)]
+        only: Vec<String>,
+    },
+    /// Run the conformance suite against an implementation (default: the bundled reference provider).
+    #[command(
+        after_help = "Examples:\n  pi-harness conform\n  pi-harness conform --impl 'node conformance/examples/node-impl/impl.js'\n  pi-harness conform --impl 'node conformance/examples/node-impl/impl.js' --case recorded/text_only.pi87\n\nSee conformance/README.md for the request document and the capability handshake."
+    )]
+    Conform(ConformArgs),
+    /// Read a request document (file or stdin), run the reference provider, print normalized JSONL.
+    ProviderRun {
+        /// The request document; stdin when absent.
+        file: Option<PathBuf>,
+        /// Print the capability handshake answer and exit.
+        #[arg(long)]
+        capabilities: bool,
+    },
+    /// Compare fresh recordings with committed ones; non-zero exit and a diff when they differ.
+    #[command(
+        after_help = "Example:\n  pi-harness drift --committed cassettes/recorded --fresh /tmp/fresh"
+    )]
+    Drift {
+        #[arg(long)]
+        committed: PathBuf,
+        #[arg(long)]
+        fresh: PathBuf,
+    },
+}
+
+#[derive(clap::Args)]
+struct ConformArgs {
+    /// The implementation's command line, run with `sh -c` (default: this binary's provider-run).
+    #[arg(long = "impl", value_name = "CMD ARGS")]
+    implementation: Option<String>,
+    /// Run only this case (repeatable), e.g. recorded/text_only.pi87.
+    #[arg(long = "case", value_name = "NAME")]
+    cases: Vec<String>,
+    /// Cassettes directory (default: the bundled cassettes/).
+    #[arg(long)]
+    cassettes: Option<PathBuf>,
+    /// Expected streams directory (default: the bundled conformance/expected/).
+    #[arg(long)]
+    expected: Option<PathBuf>,
+    /// Also print one JSON result per case on stdout (the report goes to stderr).
+    #[arg(long)]
+    json: bool,
+    /// Write the implementation's streams as expected files into DIR instead of comparing.
+    #[arg(long, value_name = "DIR")]
+    export: Option<PathBuf>,
+    /// The fake-pi binary (default: beside this executable, built on demand under cargo).
+    #[arg(long)]
+    fake_pi: Option<PathBuf>,
+    /// Seconds a case may take before the implementation is killed.
+    #[arg(long, default_value_t = 30)]
+    timeout: u64,
+}
+
+#[derive(Subcommand)]
+enum CassetteCommand {
+    /// Turn a captured `pi --mode json` stdout into a cassette.
+    Import(Box<crate::cassette_cmd::ImportArgs>),
+    /// Check cassettes: format, schema points, timing, secrets left in. Exit 1 on any problem.
+    #[command(
+        after_help = "Example:\n  pi-harness cassette lint cassettes/*.cassette.jsonl cassettes/faults/*\n\nEach problem is printed as FILE:LINE: WHAT (without LINE: about the whole file)."
+    )]
+    Lint {
+        /// Cassette files (`.cassette.jsonl`, or `.gz`).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<std::path::PathBuf>,
+    },
+}
+
+fn exit_code(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime starts")
+}
+
+/// The whole `pi-harness` program: parse argv, run the command, return its exit status.
+pub fn main() -> ExitCode {
+    let cli = Cli::try_parse().unwrap_or_else(|e| crate::exit_on_clap_error(e));
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("pi-harness: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Cassette(CassetteCommand::Import(args)) => {
+            Ok(exit_code(crate::cassette_cmd::run_import(*args)))
+        }
+        Command::Cassette(CassetteCommand::Lint { files }) => {
+            Ok(exit_code(crate::cassette_cmd::run_lint(&files)))
+        }
+        Command::Run(args) => Ok(exit_code(crate::run::run_command(*args))),
+        Command::Map(args) => Ok(exit_code(crate::map::map_command(args))),
+        Command::ServeLlm { script, port, log } => {
+            let script = llm_script::Script::load(&script)?;
+            runtime().block_on(async {
+                let server = llm_server::LlmServer::start(
+                    script,
+                    llm_server::ServerOptions {
+                        port,
+                        log_path: log,
+                    },
+                )
+                .await?;
+                println!("{}", server.base_url());
+                use std::io::Write as _;
+                std::io::stdout().flush()?;
+                let mut term =
+                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+                server.shutdown().await;
+                Ok(ExitCode::SUCCESS)
+            })
+        }
+        Command::Record {
+            script,
+            out,
+            pi,
+            pi_version,
+            stdin,
+            signal,
+            at,
+            retry_delay_ms,
+            scenario,
+            description,
+            request_log,
+            timeout,
+            api,
+            pi_args,
+        } => {
+            let mut opts = recorder::RecordOptions::new(script, out, pi, pi_args);
+            opts.pi_version = pi_version;
+            opts.stdin = stdin;
+            opts.retry_base_delay_ms = retry_delay_ms;
+            opts.scenario = scenario.unwrap_or_default();
+            opts.description = description.unwrap_or_default();
+            opts.request_log = request_log;
+            opts.timeout = Duration::from_secs(timeout);
+            opts.progress = true;
+            opts.api = recorder::parse_api(&api).map_err(anyhow::Error::msg)?;
+            if let (Some(sig), Some(at)) = (signal, at) {
+                let signal = recorder::parse_signal(&sig).map_err(anyhow::Error::msg)?;
+                let (event, after_ms) = recorder::parse_at(&at).map_err(anyhow::Error::msg)?;
+                opts.signal = Some(recorder::SignalPlan {
+                    signal,
+                    event,
+                    after_ms,
+                });
+            }
+            let outcome = runtime().block_on(recorder::record(&opts))?;
+            eprintln!("{}", recorder::summary(&outcome));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::RecordCorpus {
+            manifest,
+            pi73,
+            pi87,
+            out,
+            only,
+        } => {
+            let ok = runtime().block_on(corpus::record_corpus(&corpus::CorpusOptions {
+                manifest,
+                pi73,
+                pi87,
+                out,
+                only,
+            }))?;
+            Ok(if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        Command::Conform(a) => {
+            let (cassettes, expected) = conformance::conform::bundled_dirs();
+            let ok = conformance::conform::conform(&conformance::conform::ConformOptions {
+                implementation: a.implementation,
+                cases: a.cases,
+                cassettes: a.cassettes.unwrap_or(cassettes),
+                expected: a.expected.unwrap_or(expected),
+                json: a.json,
+                export: a.export,
+                fake_pi: a.fake_pi,
+                timeout: Duration::from_secs(a.timeout),
+            })
+            .map_err(anyhow::Error::msg)?;
+            Ok(if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        Command::ProviderRun { file, capabilities } => {
+            if capabilities {
+                println!("{}", conformance::conform::reference_capabilities());
+            } else {
+                conformance::conform::provider_run_main(file.as_deref())
+                    .map_err(anyhow::Error::msg)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Drift { committed, fresh } => {
+            let report = drift::compare_dirs(&committed, &fresh)?;
+            print!("{}", report.text);
+            Ok(if report.clean {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+    }
+}

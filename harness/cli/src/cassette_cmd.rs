@@ -1,0 +1,245 @@
+//! `pi-harness cassette import|lint`: command-line glue over `pi_cassette`'s import and lint.
+
+use std::path::PathBuf;
+
+use pi_cassette::import::{
+    build_expect, import_file, parse_dialect, parse_redaction, parse_signal_action, Ending,
+    ImportError, ImportOptions, SpawnAtTool, DEFAULT_SPACING_MS,
+};
+use pi_cassette::lint::lint_file;
+use pi_cassette::{Dialect, Grandchild, ProcessBehaviour, SignalAction};
+
+/// Command-line arguments of `pi-harness cassette import` (parsed by clap in `main.rs`).
+#[derive(Debug, clap::Args)]
+#[command(after_help = IMPORT_EXAMPLE)]
+pub struct ImportArgs {
+    /// Captured stdout of one `pi --mode json` run (JSONL, exactly as pi wrote it).
+    #[arg(value_name = "RAW.jsonl")]
+    pub raw: PathBuf,
+    /// Cassette to write (`.cassette.jsonl`, or `.cassette.jsonl.gz` for gzip).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// pi's version as `pi --version` prints it (0.73.1, 0.87.1).
+    #[arg(long, value_name = "VERSION")]
+    pub pi_version: String,
+    /// Wire dialect (snapshot+delta, delta-only, snapshot-only); derived from --pi-version when known.
+    #[arg(long, value_name = "DIALECT", value_parser = parse_dialect)]
+    pub dialect: Option<Dialect>,
+    /// Scenario name (usually the file stem without the version: `tool_bash`).
+    #[arg(long, value_name = "NAME")]
+    pub scenario: String,
+    /// What happens in this run, for a person.
+    #[arg(long, value_name = "TEXT")]
+    pub description: String,
+    /// Feature tag (repeatable).
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// A flag the caller must pass: NAME=VALUE, or NAME for a switch (repeatable).
+    #[arg(long = "flag", value_name = "NAME[=VALUE]")]
+    pub flags: Vec<String>,
+    /// A flag the caller must NOT pass (repeatable).
+    #[arg(long = "no-flag", value_name = "NAME")]
+    pub absent_flags: Vec<String>,
+    /// The effective prompt (stdin and argv messages joined as pi joins them).
+    #[arg(long, value_name = "TEXT")]
+    pub prompt: Option<String>,
+    /// The positional messages exactly, as a JSON array (`[]`: prompt only on stdin).
+    #[arg(long, value_name = "JSON")]
+    pub argv_messages: Option<String>,
+    /// An environment variable that must be set (repeatable).
+    #[arg(long = "env", value_name = "NAME")]
+    pub env: Vec<String>,
+    /// An environment variable that must be set and whose value must never appear in argv (repeatable).
+    #[arg(long = "secret-env", value_name = "NAME")]
+    pub secret_env: Vec<String>,
+    /// A redaction placeholder used in the data: PLACEHOLDER=MEANING (repeatable).
+    #[arg(long = "redaction", value_name = "PLACEHOLDER=MEANING")]
+    pub redactions: Vec<String>,
+    /// What the process wrote to stderr (written as one chunk before the ending).
+    #[arg(long, value_name = "FILE")]
+    pub stderr: Option<PathBuf>,
+    /// The process exited with this code.
+    #[arg(long, value_name = "CODE", group = "ending")]
+    pub exit: Option<i32>,
+    /// The process died by this signal (SIGKILL, KILL or 9).
+    #[arg(long, value_name = "SIG", group = "ending")]
+    pub signal: Option<String>,
+    /// The process stays alive and silent until a signal ends it.
+    #[arg(long, group = "ending")]
+    pub hang: bool,
+    /// Answer to SIGTERM: die, ignore, cleanup-exit:CODE, exit:CODE [pi: cleanup-exit:143].
+    #[arg(long, value_name = "ACTION", value_parser = parse_signal_action)]
+    pub on_sigterm: Option<SignalAction>,
+    /// Answer to SIGINT [pi: die].
+    #[arg(long, value_name = "ACTION", value_parser = parse_signal_action)]
+    pub on_sigint: Option<SignalAction>,
+    /// Answer to SIGHUP [pi: cleanup-exit:129].
+    #[arg(long, value_name = "ACTION", value_parser = parse_signal_action)]
+    pub on_sighup: Option<SignalAction>,
+    /// Spawn a child, like pi's bash tool, right after the first `tool_execution_start` line.
+    #[arg(long)]
+    pub spawn_at_tool: bool,
+    /// The spawned child's id [default: the line's toolCallId].
+    #[arg(long, value_name = "ID", requires = "spawn_at_tool")]
+    pub spawn_id: Option<String>,
+    /// Start the child in the caller's session instead of its own (pi's bash tool uses setsid).
+    #[arg(long, requires = "spawn_at_tool")]
+    pub spawn_same_session: bool,
+    /// The child ignores SIGTERM.
+    #[arg(long, requires = "spawn_at_tool")]
+    pub spawn_ignore_sigterm: bool,
+    /// The child inherits and keeps our stdout open.
+    #[arg(long, requires = "spawn_at_tool")]
+    pub spawn_hold_stdout: bool,
+    /// The child forks a grandchild that stays in the child's process group (like `bash -c 'sleep 300'` -> `sleep`).
+    #[arg(long, requires = "spawn_at_tool")]
+    pub spawn_grandchild: bool,
+    /// The grandchild escapes into its own session.
+    #[arg(long, requires = "spawn_grandchild")]
+    pub grandchild_own_session: bool,
+    /// The grandchild ignores SIGTERM.
+    #[arg(long, requires = "spawn_grandchild")]
+    pub grandchild_ignore_sigterm: bool,
+    /// Delay between records in milliseconds (even spacing; timing is marked synthetic).
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_SPACING_MS)]
+    pub spacing_ms: f64,
+    /// Where the data came from [default: the RAW path as given].
+    #[arg(long, value_name = "TEXT")]
+    pub source: Option<String>,
+    /// Free text for a person (what was done to the process, what survived).
+    #[arg(long, value_name = "TEXT")]
+    pub notes: Option<String>,
+}
+
+const IMPORT_EXAMPLE: &str = "Example:
+  pi-harness cassette import samples/tool_bash.pi73.jsonl \\
+      --out cassettes/tool_bash.pi73.cassette.jsonl \\
+      --pi-version 0.73.1 --scenario tool_bash \\
+      --description 'thinking, text, one bash tool call, text answer' \\
+      --tag tool --flag mode=json --flag provider=fake --flag model=fake-model \\
+      --prompt 'list files' --exit 0
+
+After writing, the cassette is read back and must replay the input byte for byte;
+otherwise nothing is written. Exit status: 0 written, 2 usage or input error, 1 output error.";
+
+impl ImportArgs {
+    /// Turn the parsed command line into [`ImportOptions`] (reads the `--stderr` file).
+    pub fn into_options(self) -> Result<ImportOptions, ImportError> {
+        let ending = match (self.exit, self.signal, self.hang) {
+            (Some(code), None, false) => Ending::Exit(code),
+            (None, Some(sig), false) => Ending::Signal(sig),
+            (None, None, true) => Ending::Hang,
+            _ => {
+                return Err(ImportError::Usage(
+                    "say how the process ended: one of --exit CODE, --signal SIG, --hang".into(),
+                ))
+            }
+        };
+        let mut o = ImportOptions::new(&self.pi_version, &self.scenario, &self.description, ending);
+        o.dialect = self.dialect;
+        o.tags = self.tags;
+        o.expect = build_expect(
+            &self.flags,
+            &self.absent_flags,
+            self.prompt,
+            self.argv_messages.as_deref(),
+            self.env,
+            self.secret_env,
+        )?;
+        let mut process = ProcessBehaviour::default();
+        if let Some(a) = self.on_sigterm {
+            process.on_sigterm = a;
+        }
+        if let Some(a) = self.on_sigint {
+            process.on_sigint = a;
+        }
+        if let Some(a) = self.on_sighup {
+            process.on_sighup = a;
+        }
+        o.process = process;
+        for r in &self.redactions {
+            let (p, what) = parse_redaction(r)?;
+            o.redactions.insert(p, what);
+        }
+        o.spacing_ms = self.spacing_ms;
+        if let Some(path) = &self.stderr {
+            o.stderr = Some(std::fs::read(path).map_err(|e| ImportError::Input {
+                file: path.clone(),
+                line: 0,
+                message: format!("cannot read --stderr file: {e}"),
+            })?);
+        }
+        if self.spawn_at_tool {
+            o.spawn_at_tool = Some(SpawnAtTool {
+                id: self.spawn_id,
+                own_session: !self.spawn_same_session,
+                ignore_sigterm: self.spawn_ignore_sigterm,
+                hold_stdout: self.spawn_hold_stdout,
+                grandchild: self.spawn_grandchild.then_some(Grandchild {
+                    own_session: self.grandchild_own_session,
+                    ignore_sigterm: self.grandchild_ignore_sigterm,
+                    hold_stdout: false,
+                }),
+            });
+        }
+        o.source = Some(
+            self.source
+                .unwrap_or_else(|| self.raw.display().to_string()),
+        );
+        o.notes = self.notes;
+        Ok(o)
+    }
+}
+
+/// Run `pi-harness cassette import`: returns the process exit status, having printed
+/// one line (the written file, or the error) to stdout/stderr.
+pub fn run_import(args: ImportArgs) -> i32 {
+    let raw = args.raw.clone();
+    let out = args.out.clone();
+    let result = args
+        .into_options()
+        .and_then(|o| import_file(&raw, &out, &o));
+    match result {
+        Ok(c) => {
+            println!(
+                "{}: {} records ({} bytes of stdout), ends with {}",
+                out.display(),
+                c.records.len(),
+                c.stdout_bytes().len(),
+                c.ending().key()
+            );
+            0
+        }
+        Err(e) => {
+            eprintln!("pi-harness cassette import: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+/// Lint every file; print problems (stdout) and a summary (stderr); return the exit status:
+/// 0 clean, 1 problems found.
+pub fn run_lint(files: &[PathBuf]) -> i32 {
+    let mut count = 0;
+    let mut bad_files = 0;
+    for f in files {
+        let problems = lint_file(f);
+        if !problems.is_empty() {
+            bad_files += 1;
+        }
+        for p in &problems {
+            println!("{p}");
+        }
+        count += problems.len();
+    }
+    if count == 0 {
+        eprintln!("{} cassette(s) ok", files.len());
+        0
+    } else {
+        eprintln!(
+            "{count} problem(s) in {bad_files} of {} cassette(s)",
+            files.len()
+        );
+        1
+    }
+}

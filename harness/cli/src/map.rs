@@ -1,0 +1,376 @@
+//! `pi-harness map`: the mapper alone over a captured pi stdout or a cassette.
+//!
+//! Streams: the input is read in 64 KiB chunks (raw JSONL) or one cassette line at a time
+//! ([`CassetteReader`]), gzip is recognised by its magic bytes, and nothing but the current
+//! chunk or line is held, so a 500 MB capture maps in constant memory. The normalized stream
+//! goes to stdout (human text or JSONL with `--json`); a one-line summary (lines, bytes,
+//! invalid lines, time, MB/s, peak memory) goes to stderr.
+
+use std::io::{BufRead, BufReader, BufWriter, Cursor, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::render::Renderer;
+use super::{use_color, CliError, EXIT_FAILED, EXIT_OK};
+use pi_cassette::{is_header_line, Action, CassetteError, CassetteReader};
+use pi_provider::StderrTail;
+use pi_wire::mapper::{EndCause, Mapper, MapperOptions, StreamEnd};
+use pi_wire::message::{ExitInfo, Message};
+
+/// Chunk size for raw input.
+pub const CHUNK: usize = 64 << 10;
+/// How far the first line is looked at to recognise a cassette header.
+const HEADER_PROBE: usize = 1 << 20;
+
+/// Map a captured `pi --mode json` stdout (raw JSONL or a cassette) to the normalized stream.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = MAP_HELP)]
+pub struct MapArgs {
+    /// Captured pi stdout or a cassette (`.gz` too); `-` or nothing for stdin.
+    #[arg(value_name = "FILE|-")]
+    pub input: Option<PathBuf>,
+    /// Print the normalized messages as JSON lines.
+    #[arg(long)]
+    pub json: bool,
+    /// The stream continues an existing session (`session.resumed` instead of `session.started`).
+    #[arg(long)]
+    pub resumed: bool,
+}
+
+const MAP_HELP: &str = "Examples:
+  pi-harness map cassettes/tool_bash.pi87.cassette.jsonl
+  pi-harness map --json captured-stdout.jsonl | jq -c 'select(.type == \"tool.call\")'
+  pi --mode json 'hi' < /dev/null | pi-harness map -
+  zcat big.jsonl.gz | pi-harness map --json - > normalized.jsonl
+
+A cassette is recognised by its header line; its stdout records are mapped and its final
+`exit`/`signal` record gives the process end. A one-line summary goes to stderr.
+Exit status: 0 mapped (whatever the run's outcome), 1 output error, 2 input error (missing
+file, malformed cassette with file:line).";
+
+/// What a map pass saw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    pub lines: u64,
+    pub bytes: u64,
+    pub invalid_lines: u64,
+    pub seconds: f64,
+    /// The input was a cassette.
+    pub cassette: bool,
+}
+
+impl Summary {
+    /// `map: 12 lines, 3456 bytes, 0 invalid lines, 0.002 s, 1.7 MB/s`.
+    pub fn line(&self, peak_rss: Option<u64>) -> String {
+        let mbs = if self.seconds > 0.0 {
+            self.bytes as f64 / 1e6 / self.seconds
+        } else {
+            0.0
+        };
+        let mut s = format!(
+            "map: {} lines, {} bytes{}, {} invalid lines, {:.3} s, {:.1} MB/s",
+            self.lines,
+            self.bytes,
+            if self.cassette {
+                " of cassette stdout"
+            } else {
+                ""
+            },
+            self.invalid_lines,
+            self.seconds,
+            mbs
+        );
+        if let Some(kb) = peak_rss {
+            s.push_str(&format!(", peak RSS {:.1} MB", kb as f64 / 1024.0));
+        }
+        s
+    }
+}
+
+/// Where mapped messages go.
+pub struct Sink<W: Write> {
+    out: W,
+    json: bool,
+    renderer: Renderer,
+    buf: Vec<Message>,
+}
+
+impl<W: Write> Sink<W> {
+    pub fn new(out: W, json: bool, color: bool) -> Self {
+        Sink {
+            out,
+            json,
+            renderer: Renderer::new(color),
+            buf: Vec::new(),
+        }
+    }
+
+    fn drain(&mut self) -> std::io::Result<()> {
+        for m in self.buf.drain(..) {
+            if self.json {
+                serde_json::to_writer(&mut self.out, &m)?;
+                self.out.write_all(b"\n")?;
+            } else {
+                self.out.write_all(self.renderer.render(&m).as_bytes())?;
+            }
+        }
+        self.out.flush()
+    }
+}
+
+/// Why a map pass stopped early.
+#[derive(Debug)]
+pub enum MapError {
+    /// The input is wrong (cannot be read, malformed cassette): a user error.
+    Input(String),
+    /// Writing the output failed (a closed pipe, typically).
+    Output(std::io::Error),
+}
+
+/// Map everything `input` holds (named `name` in messages) into `sink`.
+pub fn map_stream<W: Write>(
+    name: &Path,
+    input: impl Read,
+    resumed: bool,
+    sink: &mut Sink<W>,
+) -> Result<Summary, MapError> {
+    let started = Instant::now();
+    let read_err =
+        |e: std::io::Error| MapError::Input(format!("{}: cannot read: {e}", name.display()));
+    let mut input = BufReader::with_capacity(CHUNK, input);
+    // gzip by its magic bytes, so a compressed stdin works too.
+    let head = input.fill_buf().map_err(read_err)?;
+    let mut input: Box<dyn BufRead> = if head.starts_with(&[0x1f, 0x8b]) {
+        Box::new(BufReader::with_capacity(
+            CHUNK,
+            flate2::read::MultiGzDecoder::new(input),
+        ))
+    } else {
+        Box::new(input)
+    };
+    let mut first = Vec::new();
+    (&mut input)
+        .take(HEADER_PROBE as u64)
+        .read_until(b'\n', &mut first)
+        .map_err(read_err)?;
+    let is_cassette = first.ends_with(b"\n") && is_header_line(&first[..first.len() - 1]);
+    let mut mapper = Mapper::new(MapperOptions {
+        resumed_session: resumed,
+        ..MapperOptions::default()
+    });
+    let mut exit: Option<ExitInfo> = None;
+    let mut tail = StderrTail::new(64 << 10, None);
+    if is_cassette {
+        let reader =
+            CassetteReader::new(name, Cursor::new(first).chain(input)).map_err(cassette_err)?;
+        for record in reader {
+            match record.map_err(cassette_err)?.action {
+                Action::Stdout(b) => mapper.push(&b.data, &mut sink.buf),
+                Action::Stderr(b) => tail.push(&b.data),
+                Action::Exit(code) => {
+                    exit = Some(ExitInfo {
+                        code: Some(code),
+                        signal: None,
+                    })
+                }
+                Action::Signal(sig) => {
+                    exit = Some(ExitInfo {
+                        code: None,
+                        signal: Some(sig),
+                    })
+                }
+                Action::Hang | Action::Spawn(_) => {}
+            }
+            if !sink.buf.is_empty() {
+                sink.drain().map_err(MapError::Output)?;
+            }
+        }
+    } else {
+        mapper.push(&first, &mut sink.buf);
+        drop(first);
+        let mut chunk = vec![0u8; CHUNK];
+        loop {
+            let n = match input.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(read_err(e)),
+            };
+            mapper.push(&chunk[..n], &mut sink.buf);
+            if !sink.buf.is_empty() {
+                sink.drain().map_err(MapError::Output)?;
+            }
+        }
+    }
+    mapper.finish(
+        StreamEnd {
+            exit,
+            stderr_tail: tail.text(),
+            cause: EndCause::Eof,
+        },
+        &mut sink.buf,
+    );
+    sink.drain().map_err(MapError::Output)?;
+    let stats = mapper.stats();
+    Ok(Summary {
+        lines: stats.lines,
+        bytes: stats.bytes,
+        invalid_lines: stats.invalid_lines,
+        seconds: started.elapsed().as_secs_f64(),
+        cassette: is_cassette,
+    })
+}
+
+fn cassette_err(e: CassetteError) -> MapError {
+    MapError::Input(match e {
+        CassetteError::Invalid { .. } => format!("malformed cassette: {e}"),
+        CassetteError::Io { .. } => e.to_string(),
+    })
+}
+
+/// Peak resident memory of this process in KiB (`VmHWM`), where `/proc` tells it.
+pub fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// `pi-harness map`: returns the exit status.
+pub fn map_command(args: MapArgs) -> i32 {
+    let stdin_name = PathBuf::from("<stdin>");
+    let (name, input): (PathBuf, Box<dyn Read>) = match &args.input {
+        Some(p) if p.as_os_str() != "-" => match std::fs::File::open(p) {
+            Ok(f) if f.metadata().is_ok_and(|m| m.is_dir()) => {
+                return CliError::usage(format!("{}: is a directory", p.display())).report()
+            }
+            Ok(f) => (p.clone(), Box::new(f)),
+            Err(e) => {
+                let why = match e.kind() {
+                    std::io::ErrorKind::NotFound => "no such file".to_string(),
+                    std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+                    _ => e.to_string(),
+                };
+                return CliError::usage(format!("{}: {why}", p.display())).report();
+            }
+        },
+        _ => {
+            if std::io::stdin().is_terminal() {
+                return CliError::usage(
+                    "no input: give a FILE, or pipe pi's stdout into `pi-harness map -`",
+                )
+                .report();
+            }
+            (stdin_name, Box::new(std::io::stdin()))
+        }
+    };
+    let stdout = std::io::stdout();
+    let color = use_color(stdout.is_terminal());
+    let mut sink = Sink::new(
+        BufWriter::with_capacity(CHUNK, stdout.lock()),
+        args.json,
+        color,
+    );
+    match map_stream(&name, input, args.resumed, &mut sink) {
+        Ok(summary) => {
+            eprintln!("{}", summary.line(peak_rss_kib()));
+            EXIT_OK
+        }
+        Err(MapError::Input(message)) => CliError::usage(message).report(),
+        // The reader went away (`| head`): nothing more to say.
+        Err(MapError::Output(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
+        Err(MapError::Output(e)) => {
+            eprintln!("error: cannot write the output: {e}");
+            EXIT_FAILED
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"format":"pi-cassette","version":1,"pi":{"version":"0.87.1","dialect":"delta-only"},"scenario":{"name":"t","description":"d"},"origin":{"kind":"hand-made","timing":"synthetic"}}"#;
+    const SESSION: &str = r#"{"type":"session","version":3,"id":"s-9","timestamp":"T","cwd":"/w"}"#;
+
+    fn map(input: &[u8], json: bool) -> (Result<Summary, MapError>, String) {
+        let mut sink = Sink::new(Vec::new(), json, false);
+        let r = map_stream(Path::new("in.jsonl"), input, false, &mut sink);
+        (r, String::from_utf8(sink.out).unwrap())
+    }
+
+    #[test]
+    fn raw_stdout_is_mapped_and_counted() {
+        let raw = format!("{SESSION}\nnot json\n");
+        let (r, out) = map(raw.as_bytes(), true);
+        let s = r.unwrap();
+        assert_eq!(
+            (s.lines, s.bytes, s.invalid_lines, s.cassette),
+            (2, raw.len() as u64, 1, false)
+        );
+        let msgs: Vec<Message> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(
+            msgs[0],
+            Message::SessionStarted {
+                session_id: "s-9".into()
+            }
+        );
+        assert!(msgs.last().unwrap().is_terminal());
+    }
+
+    #[test]
+    fn cassette_stdout_and_ending_are_used() {
+        let c = format!("{HEADER}\n{{\"dt_ms\":0,\"stdout\":{SESSION}}}\n{{\"dt_ms\":0,\"stderr\":\"boom\\n\"}}\n{{\"dt_ms\":0,\"signal\":\"SIGKILL\"}}\n");
+        let (r, out) = map(c.as_bytes(), true);
+        let s = r.unwrap();
+        assert!(s.cassette);
+        assert_eq!((s.lines, s.bytes), (1, SESSION.len() as u64 + 1));
+        let last: Message = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+        match last {
+            Message::TerminalFailed(f) => {
+                assert_eq!(f.exit.and_then(|e| e.signal).as_deref(), Some("SIGKILL"));
+                assert_eq!(f.stderr_tail.as_deref(), Some("boom\n"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn gzip_is_recognised() {
+        let raw = format!("{SESSION}\n");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(raw.as_bytes()).unwrap();
+        let (r, out) = map(&gz.finish().unwrap(), false);
+        assert_eq!(r.unwrap().bytes, raw.len() as u64);
+        assert!(out.starts_with("[session s-9]\n"), "{out}");
+    }
+
+    #[test]
+    fn malformed_cassette_names_file_and_line() {
+        let c = format!("{HEADER}\n{{\"dt_ms\":0,\"stdout\":{SESSION}}}\n{{\"dt_ms\":0,\"exit\":0,\"hang\":true}}\n");
+        let (r, _) = map(c.as_bytes(), false);
+        match r {
+            Err(MapError::Input(m)) => {
+                assert_eq!(m, "malformed cassette: in.jsonl:3: record has several actions (exit, hang); one per line")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn summary_line() {
+        let s = Summary {
+            lines: 10,
+            bytes: 2_000_000,
+            invalid_lines: 1,
+            seconds: 0.5,
+            cassette: false,
+        };
+        assert_eq!(
+            s.line(Some(2048)),
+            "map: 10 lines, 2000000 bytes, 1 invalid lines, 0.500 s, 4.0 MB/s, peak RSS 2.0 MB"
+        );
+    }
+}

@@ -1,0 +1,608 @@
+//! `pi-harness run`: the reference provider from a shell.
+//!
+//! Turns the command line into a [`Request`], checks what the user can get wrong before
+//! anything starts (pi's path, the key variable, the supervisor), runs the provider (with the
+//! caller's retry when `--retry` asks for it) and prints the normalized stream: human text via
+//! [`super::render`] or JSONL with `--json`, flushed per message. SIGINT, SIGTERM and SIGHUP
+//! (and `--cancel-after`) cancel through the provider's orderly path; the process exits only
+//! after the stream's terminal message, that is after the provider has cleaned up.
+
+use std::io::{IsTerminal, Read};
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_core::Stream;
+use tokio::io::AsyncWriteExt;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::{mpsc, Notify};
+use tokio_stream::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use super::render::Renderer;
+use super::{
+    parse_duration, parse_env_pair, use_color, CliError, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK,
+    EXIT_USAGE,
+};
+use pi_provider::retry::{execute_with_retry, RetryPolicy};
+use pi_provider::{find_supervisor, which, ApiKey, Provider, ProviderOptions, Request, SessionRef};
+use pi_wire::message::{FailureReason, Message};
+
+/// Run the reference provider against pi (real or fake) and print the normalized stream.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = RUN_HELP)]
+pub struct RunArgs {
+    /// The prompt, sent to pi on stdin (`-` reads it from pi-harness's own stdin).
+    #[arg(value_name = "PROMPT")]
+    pub prompt: String,
+    /// The pi binary [default: `pi` on PATH].
+    #[arg(long, value_name = "PATH")]
+    pub pi: Option<PathBuf>,
+    /// pi's version (`0.73.1`, `0.87.1`) [default: asked with `pi --version`].
+    #[arg(long, value_name = "V")]
+    pub pi_version: Option<String>,
+    /// The model (`--model` of pi).
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+    /// The LLM provider (`--provider` of pi).
+    #[arg(long, value_name = "P")]
+    pub provider: Option<String>,
+    /// Create or continue this session.
+    #[arg(long, value_name = "ID")]
+    pub session_id: Option<String>,
+    /// Directory of the session file; required with --session-id on pi 0.73.1.
+    #[arg(long, value_name = "DIR", requires = "session_id")]
+    pub session_dir: Option<PathBuf>,
+    /// The session exists and is continued (the stream starts with `session.resumed`).
+    #[arg(long, requires = "session_id")]
+    pub resume: bool,
+    /// Keep no session on disk (`--no-session` of pi).
+    #[arg(long, conflicts_with = "session_id")]
+    pub no_session: bool,
+    /// Tools to disable, comma-separated (`bash,edit`).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub exclude_tools: Vec<String>,
+    /// Allow-list of tools, comma-separated [default: pi's].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
+    /// Thinking level (off, minimal, low, medium, high, xhigh; max on pi >= 0.87).
+    #[arg(long, value_name = "LEVEL")]
+    pub thinking: Option<String>,
+    /// Cancel the run after this long, exactly as Ctrl-C would (exit 130).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub cancel_after: Option<Duration>,
+    /// Fail the run after this long (`terminal.failed`, reason timeout, exit 1).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+    /// Time pi gets after SIGTERM before everything below it is SIGKILLed.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "2s")]
+    pub grace: Duration,
+    /// Retry a failed run up to N more times when the failure is worth it (network, 5xx, rate limits, ...).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub retry: u32,
+    /// Delay before the first retry, doubled for each further one (with jitter).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "2s")]
+    pub retry_delay: Duration,
+    /// Extra environment variable for pi (repeatable).
+    #[arg(long = "env", value_name = "K=V", value_parser = parse_env_pair)]
+    pub env: Vec<(String, String)>,
+    /// Pass the API key held in this variable of pi-harness's environment to pi, in the same variable (never on argv).
+    #[arg(long, value_name = "NAME")]
+    pub api_key_env: Option<String>,
+    /// Working directory for pi [default: the current one].
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Print the normalized messages as JSON lines.
+    #[arg(long)]
+    pub json: bool,
+}
+
+const RUN_HELP: &str = "Examples:
+  pi-harness run --provider openai --model gpt-4o-mini --api-key-env OPENAI_API_KEY 'list the files here'
+  pi-harness run --json --session-id demo --exclude-tools bash,edit 'summarize README.md' | jq .type
+  echo 'a prompt starting with -' | pi-harness run -
+  FAKE_PI_CASSETTE=cassettes/tool_bash.pi87.cassette.jsonl FAKE_PI_SPEED=0 \\
+      pi-harness run --pi target/debug/fake-pi --provider fake --model fake-model 'list files'
+  FAKE_PI_CASSETTE=cassettes/sigterm_mid_tool.pi87.cassette.jsonl \\
+      pi-harness run --pi target/debug/fake-pi --provider fake --model fake-model --cancel-after 300ms go
+
+Ctrl-C cancels in order: pi gets SIGTERM, then after --grace everything below it is killed;
+pi-harness exits once nothing is left. Exit status: 0 completed, 1 failed, 2 usage or input
+error (also a request this pi version rejects), 130 cancelled.";
+
+/// Everything `run` needs, checked.
+#[derive(Debug)]
+pub struct Plan {
+    pub request: Request,
+    pub options: ProviderOptions,
+    /// `Some` when `--retry` is above 0.
+    pub retry: Option<RetryPolicy>,
+    pub cancel_after: Option<Duration>,
+    pub json: bool,
+}
+
+/// Check the arguments and build the request. `getenv` reads pi-harness's own environment
+/// and `stdin` supplies the prompt when it is `-`.
+pub fn plan(
+    args: RunArgs,
+    getenv: impl Fn(&str) -> Option<String>,
+    stdin: impl FnOnce() -> std::io::Result<String>,
+) -> Result<Plan, CliError> {
+    let pi = match &args.pi {
+        Some(given) => {
+            // A bare name (`--pi pi87`) is looked up on PATH, like a shell would.
+            let bare = !given.as_os_str().as_encoded_bytes().contains(&b'/');
+            let p = match bare.then(|| which(&given.to_string_lossy())).flatten() {
+                Some(found) => found,
+                None => given.clone(),
+            };
+            let p = &p;
+            let meta = std::fs::metadata(p).map_err(|e| {
+                let hint = if bare { " (not on PATH either)" } else { "" };
+                CliError::usage(format!("--pi {}: {}{hint}", p.display(), io_text(&e)))
+            })?;
+            if meta.is_dir() {
+                return Err(CliError::usage(format!(
+                    "--pi {}: is a directory, not the pi binary",
+                    p.display()
+                )));
+            }
+            if meta.permissions().mode() & 0o111 == 0 {
+                return Err(CliError::usage(format!(
+                    "--pi {}: not executable",
+                    p.display()
+                )));
+            }
+            p.clone()
+        }
+        None => which("pi").ok_or_else(|| {
+            CliError::usage("pi not found on PATH (install pi or give --pi PATH)")
+        })?,
+    };
+    let supervisor = find_supervisor().ok_or_else(|| {
+        CliError::usage(
+            "pi-supervisor not found beside pi-harness or on PATH (set PI_HARNESS_SUPERVISOR)",
+        )
+    })?;
+    let api_key = match &args.api_key_env {
+        Some(name) => {
+            let value = getenv(name).filter(|v| !v.is_empty()).ok_or_else(|| {
+                CliError::usage(format!(
+                    "--api-key-env {name}: the variable is not set in pi-harness's environment"
+                ))
+            })?;
+            if args.env.iter().any(|(k, _)| k == name) {
+                return Err(CliError::usage(format!(
+                    "--env {name}=...: the key variable is given by --api-key-env {name}"
+                )));
+            }
+            Some(ApiKey {
+                env_var: name.clone(),
+                value,
+            })
+        }
+        None => None,
+    };
+    if let Some(dir) = &args.cwd {
+        if !dir.is_dir() {
+            return Err(CliError::usage(format!(
+                "--cwd {}: not a directory",
+                dir.display()
+            )));
+        }
+    }
+    if let Some(dir) = &args.session_dir {
+        if !dir.is_dir() {
+            return Err(CliError::usage(format!(
+                "--session-dir {}: not a directory",
+                dir.display()
+            )));
+        }
+    }
+    let prompt = if args.prompt == "-" {
+        stdin().map_err(|e| CliError::usage(format!("cannot read the prompt from stdin: {e}")))?
+    } else {
+        args.prompt.clone()
+    };
+    if prompt.trim().is_empty() {
+        return Err(CliError::usage("the prompt is empty"));
+    }
+    let request = Request {
+        pi_path: Some(pi),
+        pi_version: args.pi_version.clone(),
+        prompt,
+        provider: args.provider.clone(),
+        model: args.model.clone(),
+        session: args.session_id.clone().map(|id| SessionRef {
+            id,
+            dir: args.session_dir.clone(),
+            resume: args.resume,
+        }),
+        no_session: args.no_session,
+        thinking: args.thinking.clone(),
+        tools: args.tools.clone(),
+        exclude_tools: args.exclude_tools.clone(),
+        api_key,
+        env: args.env.clone(),
+        cwd: args.cwd.clone(),
+        timeout: args.timeout,
+        ..Request::default()
+    };
+    let options = ProviderOptions {
+        supervisor: Some(supervisor),
+        grace: args.grace,
+        ..ProviderOptions::default()
+    };
+    let retry = (args.retry > 0).then(|| RetryPolicy {
+        max_attempts: args.retry.saturating_add(1),
+        base_delay: args.retry_delay,
+        max_delay: RetryPolicy::default().max_delay.max(args.retry_delay),
+        ..RetryPolicy::default()
+    });
+    Ok(Plan {
+        request,
+        options,
+        retry,
+        cancel_after: args.cancel_after,
+        json: args.json,
+    })
+}
+
+fn io_text(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".into(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// The exit status for a run that ended with `terminal`.
+pub fn exit_code(terminal: &Message) -> i32 {
+    match terminal {
+        Message::TerminalCompleted { .. } => EXIT_OK,
+        Message::TerminalCancelled { .. } => EXIT_CANCELLED,
+        Message::TerminalFailed(f) if f.reason == FailureReason::InvalidRequest => EXIT_USAGE,
+        _ => EXIT_FAILED,
+    }
+}
+
+/// `pi-harness run`: returns the exit status.
+pub fn run_command(args: RunArgs) -> i32 {
+    let plan = match plan(
+        args,
+        |k| std::env::var(k).ok(),
+        || {
+            let mut s = String::new();
+            std::io::stdin().read_to_string(&mut s).map(|_| s)
+        },
+    ) {
+        Ok(p) => p,
+        Err(e) => return e.report(),
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    let color = use_color(std::io::stdout().is_terminal());
+    let code = runtime.block_on(execute(plan, color));
+    // A write to a stdout nobody reads may still be pending on a blocking thread: do not wait for it.
+    runtime.shutdown_background();
+    code
+}
+
+async fn execute(plan: Plan, color: bool) -> i32 {
+    let (mut sigint, mut sigterm, mut sighup) = match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) {
+        (Ok(i), Ok(t), Ok(h)) => (i, t, h),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+            eprintln!("error: cannot install the signal handlers: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    let cancel = CancellationToken::new();
+    let provider = Provider::new(plan.options.clone());
+    let mut stream: Pin<Box<dyn Stream<Item = Message> + Send>> = match plan.retry {
+        Some(policy) => Box::pin(execute_with_retry(
+            provider,
+            plan.request,
+            policy,
+            cancel.clone(),
+        )),
+        None => Box::pin(provider.execute(plan.request, cancel.clone())),
+    };
+    let output = Output::spawn(cancel.clone());
+    let mut renderer = Renderer::new(color);
+    let mut terminal: Option<Message> = None;
+    let mut signalled = false;
+    let cancel_at = plan.cancel_after.map(|d| tokio::time::Instant::now() + d);
+    let grace = plan.options.grace + plan.options.kill_wait;
+
+    loop {
+        // Backpressure while the run goes on (a slow reader slows pi); once cancelled, drain
+        // the stream whatever stdout does, so the provider is never stuck before its cleanup.
+        let room = output.pending() < MAX_PENDING || cancel.is_cancelled();
+        let why: &str = tokio::select! {
+            m = stream.next(), if room => {
+                let Some(m) = m else { break };
+                let text = if plan.json {
+                    let mut line = serde_json::to_string(&m).expect("a message always serializes");
+                    line.push('\n');
+                    line
+                } else {
+                    renderer.render(&m)
+                };
+                output.write(text);
+                if m.is_terminal() {
+                    terminal = Some(m);
+                }
+                continue;
+            }
+            _ = output.drained.notified(), if !room => continue,
+            _ = sigint.recv() => "SIGINT",
+            _ = sigterm.recv() => "SIGTERM",
+            _ = sighup.recv() => "SIGHUP",
+            _ = sleep_until(cancel_at), if !cancel.is_cancelled() => "--cancel-after",
+        };
+        signalled |= why != "--cancel-after";
+        if cancel.is_cancelled() {
+            eprintln!(
+                "pi-harness: {why}: still stopping pi; it ends within {:.1} s (nothing is left behind)",
+                grace.as_secs_f64()
+            );
+        } else {
+            eprintln!(
+                "pi-harness: {why}: cancelling (SIGTERM to pi, SIGKILL after {:.1} s)",
+                plan.options.grace.as_secs_f64()
+            );
+            cancel.cancel();
+        }
+    }
+    // The run is over and nothing of it is left. Let the output finish; a signal now, or a
+    // reader that does not read after a signal-cancel, ends pi-harness at once.
+    let flush_limit = signalled.then(|| tokio::time::Instant::now() + FLUSH_AFTER_SIGNAL);
+    tokio::select! {
+        _ = output.finish() => {}
+        _ = sigint.recv() => {}
+        _ = sigterm.recv() => {}
+        _ = sighup.recv() => {}
+        _ = sleep_until(flush_limit) => {}
+    }
+    match &terminal {
+        Some(t) => exit_code(t),
+        None => {
+            eprintln!("error: the run ended without a terminal message");
+            EXIT_FAILED
+        }
+    }
+}
+
+/// Messages waiting for stdout above which the stream is no longer read (while not cancelled).
+const MAX_PENDING: usize = 256;
+/// How long the output may take to drain after a run cancelled by a signal.
+const FLUSH_AFTER_SIGNAL: Duration = Duration::from_secs(2);
+
+/// stdout, written by its own task so that a reader that stalls never delays signal handling.
+struct Output {
+    tx: mpsc::UnboundedSender<String>,
+    pending: Arc<AtomicUsize>,
+    drained: Arc<Notify>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Output {
+    /// Start the writer; a write error (nobody reads any more) cancels the run.
+    fn spawn(cancel: CancellationToken) -> Output {
+        let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+        let pending = Arc::new(AtomicUsize::new(0));
+        let drained = Arc::new(Notify::new());
+        let (p, d) = (pending.clone(), drained.clone());
+        let task = tokio::spawn(async move {
+            let mut out = tokio::io::stdout();
+            let mut broken = false;
+            while let Some(text) = rx.recv().await {
+                if !broken {
+                    let written = async {
+                        out.write_all(text.as_bytes()).await?;
+                        out.flush().await
+                    }
+                    .await;
+                    if written.is_err() {
+                        broken = true;
+                        cancel.cancel();
+                    }
+                }
+                p.fetch_sub(1, Ordering::AcqRel);
+                d.notify_one();
+            }
+        });
+        Output {
+            tx,
+            pending,
+            drained,
+            task,
+        }
+    }
+
+    fn pending(&self) -> usize {
+        self.pending.load(Ordering::Acquire)
+    }
+
+    fn write(&self, text: String) {
+        if !text.is_empty() {
+            self.pending.fetch_add(1, Ordering::AcqRel);
+            if self.tx.send(text).is_err() {
+                self.pending.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// Close the queue and wait until everything queued was written.
+    async fn finish(self) {
+        drop(self.tx);
+        let _ = self.task.await;
+    }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn args(extra: &[&str]) -> RunArgs {
+        let mut argv = vec!["x"];
+        argv.extend_from_slice(extra);
+        Wrap::try_parse_from(argv).map(|w| w.run).unwrap()
+    }
+
+    fn sh() -> String {
+        "/bin/sh".into()
+    }
+
+    #[test]
+    fn plan_builds_the_request() {
+        std::env::set_var("PI_HARNESS_SUPERVISOR", "/bin/true");
+        let a = args(&[
+            "--pi",
+            &sh(),
+            "--pi-version",
+            "0.87.1",
+            "--model",
+            "m",
+            "--provider",
+            "p",
+            "--session-id",
+            "s1",
+            "--exclude-tools",
+            "bash,edit",
+            "--thinking",
+            "high",
+            "--timeout",
+            "2s",
+            "--retry",
+            "2",
+            "--env",
+            "A=1",
+            "--api-key-env",
+            "MY_KEY",
+            "--json",
+            "hello",
+        ]);
+        let p = plan(
+            a,
+            |k| (k == "MY_KEY").then(|| "sk-1".to_string()),
+            || unreachable!(),
+        )
+        .unwrap();
+        let r = &p.request;
+        assert_eq!(r.prompt, "hello");
+        assert_eq!(r.exclude_tools, ["bash", "edit"]);
+        assert_eq!(r.session.as_ref().map(|s| s.id.as_str()), Some("s1"));
+        assert_eq!(
+            r.api_key
+                .as_ref()
+                .map(|k| (k.env_var.as_str(), k.value.as_str())),
+            Some(("MY_KEY", "sk-1"))
+        );
+        assert_eq!(r.env, [("A".to_string(), "1".to_string())]);
+        assert_eq!(r.timeout, Some(Duration::from_secs(2)));
+        assert_eq!(p.retry.map(|r| r.max_attempts), Some(3));
+        assert!(p.json);
+    }
+
+    #[test]
+    fn plan_names_what_is_wrong() {
+        std::env::set_var("PI_HARNESS_SUPERVISOR", "/bin/true");
+        let e = plan(
+            args(&["--pi", "/no/such/pi", "x"]),
+            |_| None,
+            || unreachable!(),
+        )
+        .unwrap_err();
+        assert_eq!(e.message, "--pi /no/such/pi: no such file");
+        assert_eq!(e.code, EXIT_USAGE);
+        let e = plan(
+            args(&["--pi", "no-such-pi-anywhere", "x"]),
+            |_| None,
+            || unreachable!(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.message,
+            "--pi no-such-pi-anywhere: no such file (not on PATH either)"
+        );
+        // A bare name is found on PATH.
+        let p = plan(args(&["--pi", "sh", "x"]), |_| None, || unreachable!()).unwrap();
+        assert!(p.request.pi_path.unwrap().is_absolute());
+        let e = plan(args(&["--pi", "/", "x"]), |_| None, || unreachable!()).unwrap_err();
+        assert!(e.message.contains("is a directory"), "{}", e.message);
+        let e = plan(
+            args(&["--pi", &sh(), "--api-key-env", "NOPE", "x"]),
+            |_| None,
+            || unreachable!(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.message,
+            "--api-key-env NOPE: the variable is not set in pi-harness's environment"
+        );
+        let e = plan(args(&["--pi", &sh(), "-"]), |_| None, || Ok("  \n".into())).unwrap_err();
+        assert_eq!(e.message, "the prompt is empty");
+        let p = plan(
+            args(&["--pi", &sh(), "-"]),
+            |_| None,
+            || Ok("-from stdin".into()),
+        )
+        .unwrap();
+        assert_eq!(p.request.prompt, "-from stdin");
+    }
+
+    #[test]
+    fn exit_codes() {
+        use pi_wire::message::Failure;
+        let failed = |reason| {
+            Message::TerminalFailed(Failure {
+                reason,
+                message: String::new(),
+                exit: None,
+                stderr_tail: None,
+                invalid_lines: vec![],
+                invalid_lines_dropped: 0,
+            })
+        };
+        assert_eq!(exit_code(&Message::TerminalCancelled { exit: None }), 130);
+        assert_eq!(exit_code(&failed(FailureReason::Timeout)), 1);
+        assert_eq!(exit_code(&failed(FailureReason::InvalidRequest)), 2);
+        assert_eq!(
+            exit_code(&Message::TerminalCompleted {
+                stop_reason: "stop".into(),
+                usage: Default::default()
+            }),
+            0
+        );
+    }
+}

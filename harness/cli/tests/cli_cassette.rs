@@ -1,0 +1,452 @@
+//! `pi-harness cassette import` and `pi-harness cassette lint` as a user runs them.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use pi_cassette::{Action, Cassette, Dialect, FlagRule, OriginKind, Secret};
+
+fn cassettes_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cassettes")
+}
+
+/// A marker unique to this test process and test, set on every command it starts.
+fn marker(test: &str) -> String {
+    format!("cli-cassette-{}-{test}", std::process::id())
+}
+
+fn pi_harness(test: &str) -> Command {
+    let mut c = Command::cargo_bin("pi-harness").unwrap();
+    c.env("PI_HARNESS_TEST_MARKER", marker(test));
+    c
+}
+
+/// Pids (other than ours) whose environment carries the test's marker.
+fn processes_with_marker(test: &str) -> Vec<u32> {
+    let needle = format!("PI_HARNESS_TEST_MARKER={}", marker(test));
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if pid == std::process::id() {
+            continue;
+        }
+        if let Ok(env) = std::fs::read(entry.path().join("environ")) {
+            if env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()) {
+                found.push(pid);
+            }
+        }
+    }
+    found
+}
+
+fn stdout_of(committed: &str) -> Vec<u8> {
+    Cassette::load(&cassettes_dir().join(committed))
+        .unwrap()
+        .stdout_bytes()
+}
+
+fn sample_args(scenario: &str, version: &str) -> Vec<String> {
+    [
+        "--pi-version",
+        version,
+        "--scenario",
+        scenario,
+        "--flag",
+        "mode=json",
+        "--flag",
+        "provider=fake",
+        "--flag",
+        "model=fake-model",
+        "--spacing-ms",
+        "5",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+#[test]
+fn import_reproduces_the_committed_cassettes() {
+    let cmd = || pi_harness("import_reproduces_the_committed_cassettes");
+    let dir = tempfile::tempdir().unwrap();
+    // tool_bash.pi87: same arguments as cassettes/import-samples.sh.
+    let raw = dir.path().join("tool_bash.pi87.jsonl");
+    std::fs::write(&raw, stdout_of("tool_bash.pi87.cassette.jsonl")).unwrap();
+    let out = dir.path().join("tool_bash.pi87.cassette.jsonl");
+    let committed = Cassette::load(&cassettes_dir().join("tool_bash.pi87.cassette.jsonl")).unwrap();
+    let assert = cmd()
+        .args(["cassette", "import"])
+        .arg(&raw)
+        .arg("--out")
+        .arg(&out)
+        .args(sample_args("tool_bash", "0.87.1"))
+        .args(["--description", &committed.header.scenario.description])
+        .args([
+            "--tag", "thinking", "--tag", "text", "--tag", "tool", "--tag", "bash",
+        ])
+        .args(["--prompt", "list files", "--exit", "0"])
+        .args(["--source", "shared/samples/real-pi/tool_bash.pi87.jsonl"])
+        .assert()
+        .success();
+    let said = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    assert!(
+        said.contains("48 records (29742 bytes of stdout), ends with exit"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        std::fs::read_to_string(cassettes_dir().join("tool_bash.pi87.cassette.jsonl")).unwrap()
+    );
+
+    // sigint_mid_tool.pi73: spawn at the tool start with a same-group grandchild, then hang.
+    let committed =
+        Cassette::load(&cassettes_dir().join("sigint_mid_tool.pi73.cassette.jsonl")).unwrap();
+    let raw = dir.path().join("sigint.jsonl");
+    std::fs::write(&raw, committed.stdout_bytes()).unwrap();
+    let out = dir.path().join("sigint_mid_tool.pi73.cassette.jsonl");
+    let mut c = cmd();
+    c.args(["cassette", "import"])
+        .arg(&raw)
+        .arg("--out")
+        .arg(&out)
+        .args(sample_args("sigint_mid_tool", "0.73.1"))
+        .args(["--description", &committed.header.scenario.description])
+        .args([
+            "--prompt",
+            "go",
+            "--hang",
+            "--spawn-at-tool",
+            "--spawn-grandchild",
+        ])
+        .args([
+            "--source",
+            "shared/samples/real-pi/sigint_mid_tool.pi73.jsonl",
+        ])
+        .args(["--notes", committed.header.origin.notes.as_deref().unwrap()]);
+    for t in &committed.header.scenario.tags {
+        c.args(["--tag", t]);
+    }
+    c.assert().success();
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        std::fs::read_to_string(cassettes_dir().join("sigint_mid_tool.pi73.cassette.jsonl"))
+            .unwrap()
+    );
+    assert!(processes_with_marker("import_reproduces_the_committed_cassettes").is_empty());
+}
+
+#[test]
+fn import_with_every_option_and_gzip_output() {
+    let cmd = || pi_harness("import_with_every_option_and_gzip_output");
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("raw.jsonl");
+    let body: &[u8] = b"{\"type\":\"session\"}\nstray\n\xff\n{\"type\":\"agent_end\"}";
+    std::fs::write(&raw, body).unwrap();
+    let stderr = dir.path().join("err.txt");
+    std::fs::write(&stderr, "Killed\n").unwrap();
+    let out = dir.path().join("x.cassette.jsonl.gz");
+    cmd()
+        .args(["cassette", "import"])
+        .arg(&raw)
+        .arg("--out")
+        .arg(&out)
+        .args(["--pi-version", "0.50.0", "--dialect", "snapshot-only"])
+        .args(["--scenario", "x", "--description", "all options"])
+        .args([
+            "--flag=--mode=json",
+            "--flag",
+            "no-session",
+            "--no-flag",
+            "session-id",
+        ])
+        .args(["--argv-messages", "[]", "--prompt", "hi"])
+        .args(["--env", "HOME", "--secret-env", "FAKE_API_KEY"])
+        .args(["--redaction", "<SESSION_ID>=session uuid"])
+        .arg("--stderr")
+        .arg(&stderr)
+        .args([
+            "--signal",
+            "9",
+            "--on-sigterm",
+            "ignore",
+            "--spacing-ms",
+            "2.5",
+        ])
+        .assert()
+        .success();
+    assert_eq!(
+        &std::fs::read(&out).unwrap()[..2],
+        b"\x1f\x8b",
+        "gzip magic"
+    );
+    let c = Cassette::load(&out).unwrap();
+    assert_eq!(c.stdout_bytes(), body);
+    assert_eq!(c.stderr_bytes(), b"Killed\n");
+    assert_eq!(c.ending(), &Action::Signal("SIGKILL".into()));
+    let h = &c.header;
+    assert_eq!(h.pi.dialect, Dialect::SnapshotOnly);
+    assert_eq!(h.origin.kind, OriginKind::Imported);
+    assert_eq!(h.expect.flags["mode"], FlagRule::Value("json".into()));
+    assert_eq!(h.expect.flags["no-session"], FlagRule::Present(true));
+    assert_eq!(h.expect.flags["session-id"], FlagRule::Present(false));
+    assert_eq!(h.expect.argv_messages, Some(vec![]));
+    assert_eq!(h.expect.never_in_argv, [Secret::Env("FAKE_API_KEY".into())]);
+    assert_eq!(h.redactions["<SESSION_ID>"], "session uuid");
+    assert!(!h.process.is_pi_default());
+    assert!(c.records.iter().all(|r| r.dt_ms == 2.5));
+    assert!(processes_with_marker("import_with_every_option_and_gzip_output").is_empty());
+}
+
+/// Runs the command, expects `code` and a stderr containing every `needle`, no panic.
+fn fails_with(c: &mut Command, code: i32, needles: &[&str]) {
+    let out = c.assert().code(code);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    for n in needles {
+        assert!(err.contains(n), "stderr {err:?} should contain {n:?}");
+    }
+    assert!(
+        !err.contains("panicked") && !err.contains("backtrace"),
+        "{err}"
+    );
+}
+
+#[test]
+fn import_errors_are_one_clear_line() {
+    let cmd = || pi_harness("import_errors_are_one_clear_line");
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("raw.jsonl");
+    std::fs::write(&raw, "{\"type\":\"session\"}\n").unwrap();
+    let out = dir.path().join("out.cassette.jsonl");
+    let base = |extra: &[&str]| {
+        let mut c = cmd();
+        c.args(["cassette", "import"])
+            .arg(&raw)
+            .arg("--out")
+            .arg(&out)
+            .args([
+                "--pi-version",
+                "0.87.1",
+                "--scenario",
+                "s",
+                "--description",
+                "d",
+            ])
+            .args(extra);
+        c
+    };
+    let one_line = |c: &mut Command, code: i32, needles: &[&str]| {
+        fails_with(c, code, needles);
+        let err = c.output().unwrap().stderr;
+        assert_eq!(
+            err.iter().filter(|&&b| b == b'\n').count(),
+            1,
+            "{}",
+            String::from_utf8_lossy(&err)
+        );
+    };
+
+    let missing = dir.path().join("missing.jsonl");
+    let mut c = cmd();
+    c.args(["cassette", "import"])
+        .arg(&missing)
+        .arg("--out")
+        .arg(&out)
+        .args([
+            "--pi-version",
+            "0.87.1",
+            "--scenario",
+            "s",
+            "--description",
+            "d",
+            "--exit",
+            "0",
+        ]);
+    one_line(&mut c, 2, &[&format!("{}: cannot read", missing.display())]);
+
+    one_line(
+        &mut base(&[]),
+        2,
+        &["one of --exit CODE, --signal SIG, --hang"],
+    );
+    one_line(
+        &mut base(&["--exit", "0", "--argv-messages", "hi"]),
+        2,
+        &["--argv-messages expects a JSON array"],
+    );
+    one_line(
+        &mut base(&["--exit", "0", "--spawn-at-tool"]),
+        2,
+        &[&format!("{}: --spawn-at-tool: no line", raw.display())],
+    );
+    fails_with(
+        &mut base(&["--exit", "0", "--on-sigint", "explode"]),
+        2,
+        &["bad signal action \"explode\""],
+    );
+    one_line(
+        &mut base(&["--signal", "SIGFOO"]),
+        2,
+        &["unknown signal \"SIGFOO\""],
+    );
+    let mut c = base(&["--exit", "0"]);
+    c.args(["--pi-version", "0.50.0"]);
+    fails_with(&mut c, 2, &["cannot be used multiple times"]);
+    // Two endings: clap rejects the combination.
+    fails_with(
+        &mut base(&["--exit", "0", "--hang"]),
+        2,
+        &["cannot be used with"],
+    );
+    assert!(!out.exists(), "no output after failures");
+
+    // Unknown version without --dialect.
+    let mut c = cmd();
+    c.args(["cassette", "import"])
+        .arg(&raw)
+        .arg("--out")
+        .arg(&out)
+        .args([
+            "--pi-version",
+            "0.50.0",
+            "--scenario",
+            "s",
+            "--description",
+            "d",
+            "--exit",
+            "0",
+        ]);
+    one_line(
+        &mut c,
+        2,
+        &["pi version \"0.50.0\" has no known wire dialect; give --dialect"],
+    );
+
+    // Output directory missing: an output error (exit 1) naming the output, no temp file left.
+    let bad_out = dir.path().join("no-such-dir/out.cassette.jsonl");
+    let mut c = cmd();
+    c.args(["cassette", "import"])
+        .arg(&raw)
+        .arg("--out")
+        .arg(&bad_out)
+        .args([
+            "--pi-version",
+            "0.87.1",
+            "--scenario",
+            "s",
+            "--description",
+            "d",
+            "--exit",
+            "0",
+        ]);
+    one_line(
+        &mut c,
+        1,
+        &[&format!("{}: cannot write", bad_out.display())],
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left, ["raw.jsonl"], "only the input remains");
+    assert!(processes_with_marker("import_errors_are_one_clear_line").is_empty());
+}
+
+#[test]
+fn import_help_has_an_example() {
+    let cmd = || pi_harness("import_help_has_an_example");
+    let out = cmd()
+        .args(["cassette", "import", "--help"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        text.contains("Example:\n  pi-harness cassette import"),
+        "{text}"
+    );
+    assert!(text.contains("--spawn-at-tool"), "{text}");
+}
+
+#[test]
+fn lint_passes_every_committed_cassette() {
+    let cmd = || pi_harness("lint_passes_every_committed_cassette");
+    let mut files = Vec::new();
+    for dir in [cassettes_dir(), cassettes_dir().join("faults")] {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            if e.file_name().to_string_lossy().contains(".cassette.jsonl") {
+                files.push(e.path());
+            }
+        }
+    }
+    assert!(
+        files.len() >= 18,
+        "7 imports and 11 faults at least: {files:?}"
+    );
+    let summary = format!("{} cassette(s) ok", files.len());
+    let out = cmd()
+        .args(["cassette", "lint"])
+        .args(&files)
+        .assert()
+        .success();
+    assert!(out.get_output().stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.get_output().stderr).contains(&summary));
+}
+
+#[test]
+fn lint_reports_each_problem_as_file_line_what() {
+    let cmd = || pi_harness("lint_reports_each_problem_as_file_line_what");
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.cassette.jsonl");
+    let header = r#"{"format":"pi-cassette","version":1,"pi":{"version":"0.87.1","dialect":"delta-only"},"scenario":{"name":"b","description":"d"},"origin":{"kind":"recorded","timing":"measured"}}"#;
+    std::fs::write(
+        &bad,
+        format!(
+            "{header}\n{}\n{}\n{}\n",
+            r#"{"dt_ms":3,"stdout":{"type":"session","cwd":"/home/alice/project"}}"#,
+            r#"{"dt_ms":3,"stdout":{"type":"agent_start"},"exit":0}"#,
+            r#"{"dt_ms":3,"stderr":"using key sk-ant-api03-abcdefghijklmnopqrstuv\n"}"#,
+        ),
+    )
+    .unwrap();
+    let raw_pi = dir.path().join("raw.jsonl");
+    std::fs::write(&raw_pi, "{\"type\":\"session\"}\n").unwrap();
+    let good = cassettes_dir().join("auth_401.pi73.cassette.jsonl");
+    let out = cmd()
+        .args(["cassette", "lint"])
+        .arg(&bad)
+        .arg(&good)
+        .arg(&raw_pi)
+        .assert()
+        .code(1);
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    let b = bad.display().to_string();
+    let r = raw_pi.display().to_string();
+    assert_eq!(lines.len(), 5, "{text}");
+    assert_eq!(
+        lines[0],
+        format!("{b}:3: record has several actions (stdout, exit); one per line")
+    );
+    assert_eq!(
+        lines[1],
+        format!("{b}:4: the last record must be `exit`, `signal` or `hang` (how the process ends)")
+    );
+    assert_eq!(lines[2], format!("{b}:2: stdout: absolute home path \"/home/alice\": replace it with a placeholder such as <HOME>"));
+    assert!(
+        lines[3].starts_with(&format!("{b}:4: stderr: an API key (sk-...) sk-ant-a...")),
+        "{}",
+        lines[3]
+    );
+    assert!(
+        lines[4].starts_with(&format!("{r}:1: header field `format` missing")),
+        "{}",
+        lines[4]
+    );
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("5 problem(s) in 2 of 3 cassette(s)"), "{err}");
+
+    // No file: a usage error.
+    cmd().args(["cassette", "lint"]).assert().code(2);
+    assert!(processes_with_marker("lint_reports_each_problem_as_file_line_what").is_empty());
+}

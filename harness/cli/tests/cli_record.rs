@@ -1,0 +1,226 @@
+//! `pi-harness record` end to end with a tiny fake "pi" (a bash script that really talks
+//! to the scripted server over /dev/tcp), so no real pi is needed.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use assert_cmd::Command;
+use pi_cassette::{Action, Cassette, OriginKind, TimingKind};
+use pi_testkit::{World, MARKER_VAR};
+
+const FAKE_PI: &str = r#"#!/usr/bin/env bash
+set -euo pipefail
+prompt="$(cat)"
+models="$PI_CODING_AGENT_DIR/models.json"
+port=$(sed -n 's|.*"baseUrl": *"http://127\.0\.0\.1:\([0-9]*\)/v1".*|\1|p' "$models")
+key=$(sed -n 's|.*"apiKey": *"\([^"]*\)".*|\1|p' "$models")
+printf '{"type":"session","version":3,"id":"0199aaaa-bbbb-7ccc-8ddd-eeeeffff0000","timestamp":"2026-11-21T23:03:10.254Z","cwd":"%s"}\n' "$PWD"
+body=$(printf '{"model":"fake-model","stream":true,"messages":[{"role":"user","content":"%s"}]}' "$prompt")
+exec 3<>"/dev/tcp/127.0.0.1/$port"
+printf 'POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s' "$key" "${#body}" "$body" >&3
+resp=$(cat <&3)
+text=$(printf '%s' "$resp" | grep -o '"content":"[^"]*"' | sed 's/"content":"\(.*\)"/\1/' | tr -d '\n')
+printf '{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"%s"}],"timestamp":1795302190417}}\n' "$text"
+echo "note: ran in $PWD against 127.0.0.1:$port" >&2
+case "${FAKE_PI_MODE:-}" in
+  leak) printf '\xff raw key %s\n' "$key" ;;
+  sigint)
+    # Start the tool child first and wait until it is `sleep` (exec done), so the signal the
+    # recorder sends 100 ms after the line below always finds it, however loaded the machine.
+    setsid sleep 301 &
+    while [ "$(cat /proc/$!/comm 2>/dev/null)" != sleep ]; do :; done
+    printf '{"type":"tool_execution_start","toolCallId":"call_9","toolName":"bash","args":{"command":"sleep 301"}}\n'
+    exec sleep 302 ;;
+esac
+exit 0
+"#;
+
+struct Setup {
+    world: World,
+    pi: PathBuf,
+    script: PathBuf,
+}
+
+impl Setup {
+    fn path(&self) -> &Path {
+        self.world.path()
+    }
+}
+
+fn setup() -> Setup {
+    let world = World::new("record");
+    let pi = world.write("fake-pi", FAKE_PI);
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&pi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let script = world.write(
+        "script.json",
+        r#"{"turns":[{"text":["Hello ","there"]}],"files":{"a.txt":"x"}}"#,
+    );
+    Setup { world, pi, script }
+}
+
+fn record(s: &Setup, out: &Path, mode: &str, extra: &[&str]) -> assert_cmd::assert::Assert {
+    let mut cmd = Command::cargo_bin("pi-harness").unwrap();
+    cmd.env(MARKER_VAR, s.world.marker())
+        .env("FAKE_PI_MODE", mode)
+        .arg("record")
+        .arg("--script")
+        .arg(&s.script)
+        .arg("--out")
+        .arg(out)
+        .arg("--pi")
+        .arg(&s.pi)
+        .args([
+            "--pi-version",
+            "0.87.1",
+            "--stdin",
+            "say hi",
+            "--timeout",
+            "60",
+        ])
+        .arg("--request-log")
+        .arg(s.path().join("requests.jsonl"))
+        .args(extra)
+        .args([
+            "--",
+            "--mode",
+            "json",
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+            "--no-session",
+        ])
+        .timeout(Duration::from_secs(90));
+    cmd.assert()
+}
+
+/// Nothing carrying the marker may be left, within a short deadline (exits are asynchronous).
+fn assert_nothing_left(s: &Setup) {
+    s.world.assert_none_left_within(Duration::from_secs(5));
+}
+
+#[test]
+fn records_redacts_and_logs_the_prompt() {
+    let s = setup();
+    let out = s.path().join("out/hello.pi87.cassette.jsonl");
+    record(&s, &out, "", &["--scenario", "hello"]).success();
+    assert_nothing_left(&s);
+
+    let c = Cassette::load(&out).unwrap();
+    assert_eq!(c.header.origin.kind, OriginKind::Recorded);
+    assert_eq!(c.header.origin.timing, TimingKind::Measured);
+    assert_eq!(c.header.scenario.name, "hello");
+    assert_eq!(c.header.pi.version, "0.87.1");
+    assert_eq!(c.header.expect.prompt.as_deref(), Some("say hi"));
+    let stdout = String::from_utf8(c.stdout_bytes()).unwrap();
+    assert_eq!(
+        stdout,
+        concat!(
+            r#"{"type":"session","version":3,"id":"<SESSION_ID>","timestamp":"<TS>","cwd":"<CWD>"}"#,
+            "\n",
+            r#"{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"Hello there"}],"timestamp":1700000000000}}"#,
+            "\n"
+        )
+    );
+    let stderr: Vec<u8> = c
+        .records
+        .iter()
+        .filter_map(|r| match &r.action {
+            Action::Stderr(b) => Some(b.data.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(
+        String::from_utf8(stderr).unwrap(),
+        "note: ran in <CWD> against 127.0.0.1:<PORT>\n"
+    );
+    assert_eq!(c.ending(), &Action::Exit(0));
+    for p in ["<SESSION_ID>", "<CWD>", "<TS>", "1700000000000"] {
+        assert!(
+            c.header.redactions.contains_key(p),
+            "{p} missing from {:?}",
+            c.header.redactions
+        );
+    }
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(!text.contains("pi-harness-rec-"), "a temp path leaked");
+    assert!(!text.contains("pih-key-"), "the key leaked");
+    // The delivery proof: the prompt reached the model in request 1.
+    let log = std::fs::read_to_string(s.path().join("requests.jsonl")).unwrap();
+    let first: serde_json::Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+    assert_eq!(first["index"], 1);
+    assert_eq!(first["messages"][0]["content"], "say hi");
+    assert_eq!(first["has_api_key"], true);
+}
+
+#[test]
+fn refuses_to_keep_a_cassette_that_still_holds_the_key() {
+    let s = setup();
+    let out = s.path().join("leak.cassette.jsonl");
+    // The key sits in a non-UTF-8 line, which redaction cannot touch: the final scan must catch it.
+    record(&s, &out, "leak", &[])
+        .failure()
+        .stderr(predicates::str::contains("API key"));
+    assert!(!out.exists());
+    let leftovers: Vec<_> = std::fs::read_dir(s.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains("partial"))
+        .collect();
+    assert!(leftovers.is_empty(), "partial file left: {leftovers:?}");
+    assert_nothing_left(&s);
+}
+
+#[test]
+fn sigint_mid_tool_records_the_orphan_and_leaves_nothing() {
+    let s = setup();
+    let out = s.path().join("sigint.cassette.jsonl");
+    record(
+        &s,
+        &out,
+        "sigint",
+        &["--signal", "SIGINT", "--at", "tool_execution_start+100"],
+    )
+    .success();
+    // The recorder killed the orphan that survived the fake pi.
+    assert_nothing_left(&s);
+    let c = Cassette::load(&out).unwrap();
+    let keys: Vec<&str> = c.records.iter().map(|r| r.action.key()).collect();
+    let tail = &keys[keys.len() - 2..];
+    assert_eq!(tail, ["spawn", "hang"], "{keys:?}");
+    let Action::Spawn(sp) = &c.records[c.records.len() - 2].action else {
+        unreachable!()
+    };
+    assert!(sp.own_session, "setsid child is in its own session");
+    assert!(sp.hold_stdout, "the orphan inherited pi's stdout");
+    let notes = c.header.origin.notes.as_deref().unwrap();
+    assert!(
+        notes.contains("SIGINT sent 100 ms after the first `tool_execution_start`"),
+        "{notes}"
+    );
+    assert!(notes.contains("died by SIGINT"), "{notes}");
+    assert!(
+        notes.contains("survived pi: `sleep 301` (own session)"),
+        "{notes}"
+    );
+}
+
+#[test]
+fn a_signal_point_that_never_comes_is_an_error() {
+    let s = setup();
+    let out = s.path().join("never.cassette.jsonl");
+    record(
+        &s,
+        &out,
+        "",
+        &["--signal", "SIGTERM", "--at", "tool_execution_start+10"],
+    )
+    .failure()
+    .stderr(predicates::str::contains(
+        "pi never printed a `tool_execution_start` line",
+    ));
+    assert!(!out.exists());
+    assert_nothing_left(&s);
+}

@@ -1,0 +1,761 @@
+//! `pi-harness run` as a real process against fake-pi: output shapes, exit statuses, user
+//! errors, and cancellation (timer, SIGINT) proving by marker scan that no process survived.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use pi_testkit::messages::{terminal, text_of};
+use pi_testkit::records::{conversation, out};
+use pi_testkit::{fake_pi, World, MARKER_VAR};
+use pi_wire::message::{FailureReason, Message};
+
+const ENDS_OK: &str = r#"{"dt_ms":0,"exit":0}"#;
+const HANG: &str = r#"{"dt_ms":0,"hang":true}"#;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_pi-harness")
+}
+
+/// pi-harness with no backtrace asked for (the test runner's environment may ask for one).
+fn pih() -> Command {
+    let mut c = Command::new(bin());
+    c.env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE");
+    c
+}
+
+/// `pi-harness run` on fake-pi replaying `cassette`, every process carrying the world's marker.
+fn run(w: &World, cassette: &Path, args: &[&str]) -> Command {
+    let mut c = pih();
+    c.arg("run")
+        .arg("--pi")
+        .arg(fake_pi())
+        .args(["--provider", "fake", "--model", "fake-model"])
+        .args(if args.contains(&"--pi-version") {
+            &[][..]
+        } else {
+            &["--pi-version", "0.87.1"][..]
+        })
+        .args(args)
+        .env(MARKER_VAR, w.marker())
+        .env("FAKE_PI_CASSETTE", cassette)
+        .env("FAKE_PI_SPEED", "0")
+        .env_remove("NO_COLOR")
+        .current_dir(w.path())
+        .timeout(Duration::from_secs(60));
+    c
+}
+
+fn messages(stdout: &[u8]) -> Vec<Message> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a message ({e}): {l}")))
+        .collect()
+}
+
+fn stderr_lines(err: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(err)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// A run that streams a little text, starts a tool child in its own session which forks a
+/// grandchild into yet another session, then hangs until stopped.
+fn hanging_tool(w: &World) -> std::path::PathBuf {
+    let mut recs = conversation("working on it");
+    recs.truncate(6);
+    recs.push(out(
+        0,
+        r#"{"type":"tool_execution_start","toolCallId":"call_9","toolName":"bash","args":{"command":"sleep 300"}}"#,
+    ));
+    recs.push(
+        r#"{"dt_ms":0,"spawn":{"id":"bash","own_session":true,"grandchild":{"own_session":true}}}"#
+            .into(),
+    );
+    recs.push(HANG.into());
+    w.cassette("hang")
+        .version("0.87.1")
+        .expect("{}")
+        .process("{}")
+        .records(&recs)
+        .write()
+}
+
+#[test]
+fn completed_run_human_output() {
+    let w = World::new("cli-ok");
+    let mut recs = conversation("Hello there");
+    recs.push(ENDS_OK.into());
+    let c = w
+        .cassette("ok")
+        .version("0.87.1")
+        .expect(r#"{"prompt":"say hello"}"#)
+        .process("{}")
+        .records(&recs)
+        .write();
+    let a = run(&w, &c, &["say hello"]).assert().code(0);
+    let stdout = String::from_utf8_lossy(&a.get_output().stdout).into_owned();
+    assert!(stdout.contains("Hello there\n"), "{stdout}");
+    assert!(
+        stdout.lines().last().unwrap().starts_with("== completed"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains('\x1b'), "colour on a pipe: {stdout:?}");
+    w.assert_none_left();
+}
+
+#[test]
+fn completed_run_json_output() {
+    let w = World::new("cli-json");
+    let mut recs = conversation("Hello there");
+    recs.push(ENDS_OK.into());
+    let c = w
+        .cassette("ok")
+        .version("0.87.1")
+        .expect("{}")
+        .process("{}")
+        .records(&recs)
+        .write();
+    let a = run(&w, &c, &["--json", "hi"]).assert().code(0);
+    let msgs = messages(&a.get_output().stdout);
+    assert!(
+        matches!(terminal(&msgs), Message::TerminalCompleted { .. }),
+        "{msgs:#?}"
+    );
+    assert_eq!(text_of(&msgs), "Hello there");
+    assert!(matches!(&msgs[0], Message::SessionStarted { session_id } if session_id == "sess-1"));
+    w.assert_none_left();
+}
+
+#[test]
+fn version_is_probed_and_prompt_read_from_stdin() {
+    let w = World::new("cli-probe");
+    let mut recs = conversation("ok");
+    recs.push(ENDS_OK.into());
+    let c = w
+        .cassette("p")
+        .version("0.87.1")
+        .expect(r#"{"prompt":"-dash first","argv_messages":[]}"#)
+        .process("{}")
+        .records(&recs)
+        .write();
+    let mut cmd = pih();
+    cmd.args([
+        "run",
+        "--json",
+        "--provider",
+        "fake",
+        "--model",
+        "fake-model",
+        "--pi",
+    ])
+    .arg(fake_pi())
+    .arg("-")
+    .write_stdin("-dash first")
+    .env(MARKER_VAR, w.marker())
+    .env("FAKE_PI_CASSETTE", &c)
+    .env("FAKE_PI_SPEED", "0")
+    .timeout(Duration::from_secs(60));
+    let a = cmd.assert().code(0);
+    assert!(matches!(
+        terminal(&messages(&a.get_output().stdout)),
+        Message::TerminalCompleted { .. }
+    ));
+    w.assert_none_left();
+}
+
+#[test]
+fn api_key_travels_only_in_its_variable() {
+    let w = World::new("cli-key");
+    let mut recs = conversation("ok");
+    recs.push(ENDS_OK.into());
+    let expect = r#"{"env":["MY_TEST_KEY"],"never_in_argv":[{"env":"MY_TEST_KEY"}]}"#;
+    let c = w
+        .cassette("k")
+        .version("0.87.1")
+        .expect(expect)
+        .process("{}")
+        .records(&recs)
+        .write();
+    run(&w, &c, &["--api-key-env", "MY_TEST_KEY", "--json", "hi"])
+        .env("MY_TEST_KEY", "sk-test-abcdef")
+        .assert()
+        .code(0);
+    // Unset: one line naming the flag and the variable, nothing started.
+    let a = run(&w, &c, &["--api-key-env", "MY_TEST_KEY", "hi"])
+        .env_remove("MY_TEST_KEY")
+        .assert()
+        .code(2);
+    assert_eq!(
+        stderr_lines(&a.get_output().stderr),
+        ["error: --api-key-env MY_TEST_KEY: the variable is not set in pi-harness's environment"]
+    );
+    w.assert_none_left();
+}
+
+#[test]
+fn failed_run_exits_1_with_exit_code_and_stderr() {
+    let w = World::new("cli-fail");
+    let recs = vec![
+        r#"{"dt_ms":0,"stderr":"Error: Unknown model: nope\n"}"#.to_string(),
+        r#"{"dt_ms":0,"exit":1}"#.to_string(),
+    ];
+    let c = w
+        .cassette("f")
+        .version("0.87.1")
+        .expect("{}")
+        .process("{}")
+        .records(&recs)
+        .write();
+    let a = run(&w, &c, &["hi"]).assert().code(1);
+    let stdout = String::from_utf8_lossy(&a.get_output().stdout).into_owned();
+    assert!(stdout.contains("== failed: "), "{stdout}");
+    assert!(stdout.contains("pi exited with code 1"), "{stdout}");
+    assert!(stdout.contains("| Error: Unknown model: nope"), "{stdout}");
+    let a = run(&w, &c, &["--json", "hi"]).assert().code(1);
+    match terminal(&messages(&a.get_output().stdout)) {
+        Message::TerminalFailed(f) => assert_eq!(f.exit.as_ref().and_then(|e| e.code), Some(1)),
+        other => panic!("{other:?}"),
+    }
+    w.assert_none_left();
+}
+
+#[test]
+fn timeout_exits_1_with_reason_timeout() {
+    let w = World::new("cli-timeout");
+    let c = hanging_tool(&w);
+    let a = run(
+        &w,
+        &c,
+        &["--timeout", "300ms", "--grace", "500ms", "--json", "hi"],
+    )
+    .assert()
+    .code(1);
+    let msgs = messages(&a.get_output().stdout);
+    match terminal(&msgs) {
+        Message::TerminalFailed(f) => assert_eq!(f.reason, FailureReason::Timeout),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(text_of(&msgs), "working on it");
+    w.assert_none_left();
+}
+
+#[test]
+fn request_this_pi_rejects_exits_2() {
+    let w = World::new("cli-invalid");
+    let c = w
+        .cassette("i")
+        .version("0.73.1")
+        .expect("{}")
+        .process("{}")
+        .records([ENDS_OK.to_string()])
+        .write();
+    let a = run(
+        &w,
+        &c,
+        &["--pi-version", "0.73.1", "--thinking", "max", "hi"],
+    )
+    .assert()
+    .code(2);
+    let stdout = String::from_utf8_lossy(&a.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains(
+            "== failed: invalid_request: thinking level \"max\" is not accepted by pi 0.73.1"
+        ),
+        "{stdout}"
+    );
+    w.assert_none_left();
+}
+
+#[test]
+fn cancel_after_stops_a_tool_tree_in_its_own_session() {
+    let w = World::new("cli-cancelafter");
+    let c = hanging_tool(&w);
+    let mut child = std::process::Command::new(bin());
+    child
+        .args([
+            "run",
+            "--json",
+            "--cancel-after",
+            "300ms",
+            "--pi-version",
+            "0.87.1",
+            "--pi",
+        ])
+        .arg(fake_pi())
+        .arg("hi")
+        .env(MARKER_VAR, w.marker())
+        .env("FAKE_PI_CASSETTE", &c)
+        .env("FAKE_PI_SPEED", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let started = Instant::now();
+    let proc = child.spawn().unwrap();
+    // pi-harness, supervisor, fake-pi, the tool child and its grandchild: see all five alive.
+    let seen = w.wait_alive(5, Duration::from_secs(10)).len();
+    let out = wait_output(proc, Duration::from_secs(30));
+    assert_eq!(seen, 5, "the tool tree never ran in full before the cancel");
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    let msgs = messages(&out.stdout);
+    assert!(
+        matches!(terminal(&msgs), Message::TerminalCancelled { .. }),
+        "{msgs:#?}"
+    );
+    assert_eq!(text_of(&msgs), "working on it");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--cancel-after: cancelling"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    w.assert_none_left();
+}
+
+#[test]
+fn sigint_cancels_in_order_and_exits_130() {
+    let w = World::new("cli-sigint");
+    let c = hanging_tool(&w);
+    let mut proc = std::process::Command::new(bin())
+        .args(["run", "--json", "--pi-version", "0.87.1", "--pi"])
+        .arg(fake_pi())
+        .arg("hi")
+        .env(MARKER_VAR, w.marker())
+        .env("FAKE_PI_CASSETTE", &c)
+        .env("FAKE_PI_SPEED", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Messages are flushed one by one: the text arrives while the run is still going.
+    let mut stdout = BufReader::new(proc.stdout.take().unwrap());
+    let mut first = Vec::new();
+    let mut line = String::new();
+    while stdout.read_line(&mut line).unwrap() > 0 {
+        let m: Message = serde_json::from_str(&line).unwrap();
+        line.clear();
+        let is_text = matches!(m, Message::Assistant { .. });
+        first.push(m);
+        if is_text {
+            break;
+        }
+    }
+    assert_eq!(text_of(&first), "working on it", "{first:#?}");
+    assert_eq!(
+        w.wait_alive(5, Duration::from_secs(10)).len(),
+        5,
+        "the tool tree did not start"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(proc.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let out = wait_output(proc, Duration::from_secs(30));
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let msgs = messages(rest.as_bytes());
+    assert!(
+        matches!(msgs.last(), Some(Message::TerminalCancelled { .. })),
+        "{msgs:#?}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SIGINT: cancelling"));
+    w.assert_none_left();
+}
+
+/// Wait (bounded) for a child and collect what is left of its output; kill it on the deadline.
+fn wait_output(mut p: std::process::Child, within: Duration) -> std::process::Output {
+    let end = Instant::now() + within;
+    loop {
+        if let Some(_status) = p.try_wait().unwrap() {
+            return p.wait_with_output().unwrap();
+        }
+        if Instant::now() > end {
+            let _ = p.kill();
+            let out = p.wait_with_output().unwrap();
+            panic!(
+                "pi-harness did not exit: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+// ---------------------------------------------------------------- user errors: one line, exit 2
+
+fn one_error_line(a: &assert_cmd::assert::Assert) -> String {
+    let lines = stderr_lines(&a.get_output().stderr);
+    assert_eq!(lines.len(), 1, "expected one line: {lines:#?}");
+    assert!(lines[0].starts_with("error: "), "{lines:?}");
+    assert!(!lines[0].contains("panicked"), "{lines:?}");
+    assert!(a.get_output().stdout.is_empty());
+    lines[0].clone()
+}
+
+#[test]
+fn pi_missing_is_one_line() {
+    let w = World::new("cli-nopi");
+    let missing = w.path().join("no-such-pi");
+    let a = pih()
+        .args(["run", "--pi"])
+        .arg(&missing)
+        .arg("hi")
+        .assert()
+        .code(2);
+    assert_eq!(
+        one_error_line(&a),
+        format!("error: --pi {}: no such file", missing.display())
+    );
+    // Not on PATH either.
+    let a = pih()
+        .args(["run", "hi"])
+        .env("PATH", w.path())
+        .assert()
+        .code(2);
+    assert_eq!(
+        one_error_line(&a),
+        "error: pi not found on PATH (install pi or give --pi PATH)"
+    );
+    w.assert_none_left();
+}
+
+#[test]
+fn bad_flags_are_one_line_naming_the_flag() {
+    let a = pih().args(["run", "--bogus", "hi"]).assert().code(2);
+    let line = one_error_line(&a);
+    assert!(
+        line.contains("'--bogus'") && line.contains("pi-harness run --help"),
+        "{line}"
+    );
+    let a = pih()
+        .args(["run", "--timeout", "5x", "hi"])
+        .assert()
+        .code(2);
+    let line = one_error_line(&a);
+    assert!(
+        line.contains("--timeout") && line.contains("\"5x\""),
+        "{line}"
+    );
+    let a = pih()
+        .args(["run", "--env", "NOEQUALS", "hi"])
+        .assert()
+        .code(2);
+    assert!(one_error_line(&a).contains("expected NAME=VALUE"));
+    let a = pih().args(["run"]).assert().code(2);
+    assert!(one_error_line(&a).contains("<PROMPT>"));
+}
+
+#[test]
+fn no_backtrace_even_with_rust_backtrace_unset() {
+    let a = pih()
+        .args(["run", "--pi", "/nonexistent/pi", "hi"])
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE")
+        .assert()
+        .code(2);
+    one_error_line(&a);
+    // Asked for, the backtrace follows the line.
+    let a = pih()
+        .args(["run", "--pi", "/nonexistent/pi", "hi"])
+        .env("RUST_BACKTRACE", "1")
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(
+        err.starts_with("error: --pi /nonexistent/pi: no such file\n"),
+        "{err}"
+    );
+    assert!(err.lines().count() > 1, "{err}");
+}
+
+#[test]
+fn help_has_examples_and_exit_codes() {
+    for cmd in [&["run", "--help"][..], &["map", "--help"][..]] {
+        let a = pih().args(cmd).assert().code(0);
+        let help = String::from_utf8_lossy(&a.get_output().stdout).into_owned();
+        assert!(help.contains("Examples:"), "{cmd:?}: {help}");
+        assert!(help.contains("Exit status:"), "{cmd:?}: {help}");
+    }
+}
+
+#[test]
+fn second_sigint_waits_for_cleanup_and_leaks_nothing() {
+    let w = World::new("cli-sigint2");
+    let mut recs = conversation("working");
+    recs.truncate(6);
+    recs.push(
+        r#"{"dt_ms":0,"spawn":{"id":"bash","own_session":true,"ignore_sigterm":true}}"#.into(),
+    );
+    recs.push(HANG.into());
+    // pi ignores SIGTERM: only the SIGKILL after the grace period ends it.
+    let c = w
+        .cassette("i")
+        .version("0.87.1")
+        .expect("{}")
+        .process(r#"{"on_sigterm":{"action":"ignore"}}"#)
+        .records(&recs)
+        .write();
+    let mut proc = std::process::Command::new(bin())
+        .args([
+            "run",
+            "--json",
+            "--grace",
+            "800ms",
+            "--pi-version",
+            "0.87.1",
+            "--pi",
+        ])
+        .arg(fake_pi())
+        .arg("hi")
+        .env(MARKER_VAR, w.marker())
+        .env("FAKE_PI_CASSETTE", &c)
+        .env("FAKE_PI_SPEED", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // pi-harness, supervisor, fake-pi, tool child.
+    assert_eq!(w.wait_alive(4, Duration::from_secs(10)).len(), 4);
+    let pid = nix::unistd::Pid::from_raw(proc.id() as i32);
+    let mut stderr = BufReader::new(proc.stderr.take().unwrap());
+    let int = nix::sys::signal::Signal::SIGINT;
+    nix::sys::signal::kill(pid, int).unwrap();
+    let first_sigint = Instant::now();
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert!(line.contains("SIGINT: cancelling"), "{line}");
+    nix::sys::signal::kill(pid, int).unwrap();
+    line.clear();
+    stderr.read_line(&mut line).unwrap();
+    assert!(line.contains("SIGINT: still stopping"), "{line}");
+    let out = wait_output(proc, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(130));
+    assert!(
+        first_sigint.elapsed() >= Duration::from_millis(800),
+        "exited before the grace period"
+    );
+    match terminal(&messages(&out.stdout)) {
+        Message::TerminalCancelled { exit: Some(e) } => {
+            assert_eq!(e.signal.as_deref(), Some("SIGKILL"))
+        }
+        other => panic!("{other:?}"),
+    }
+    w.assert_none_left();
+}
+
+/// A `pi` that replays the Nth cassette on its Nth start (fake-pi behind a shell wrapper).
+fn attempts(w: &World, cassettes: &[std::path::PathBuf]) -> std::path::PathBuf {
+    let wrapper = w.path().join("pi-attempts");
+    let mut script = format!(
+        "#!/bin/sh\nn=$(cat '{dir}/count' 2>/dev/null || echo 0)\nn=$((n+1))\necho $n > '{dir}/count'\n",
+        dir = w.path().display()
+    );
+    for (i, c) in cassettes.iter().enumerate() {
+        script.push_str(&format!(
+            "[ $n -eq {} ] && export FAKE_PI_CASSETTE='{}'\n",
+            i + 1,
+            c.display()
+        ));
+    }
+    script.push_str(&format!("exec '{}' \"$@\"\n", fake_pi().display()));
+    std::fs::write(&wrapper, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    wrapper
+}
+
+#[test]
+fn retry_is_announced_and_the_second_attempt_completes() {
+    let w = World::new("cli-retry");
+    let mut dead = conversation("lost");
+    dead.truncate(6);
+    dead.push(r#"{"dt_ms":0,"signal":"SIGKILL"}"#.into());
+    let mut ok = conversation("recovered");
+    ok.push(ENDS_OK.into());
+    let c1 = w
+        .cassette("a1")
+        .version("0.87.1")
+        .expect("{}")
+        .process("{}")
+        .records(&dead)
+        .write();
+    let c2 = w
+        .cassette("a2")
+        .version("0.87.1")
+        .expect("{}")
+        .process("{}")
+        .records(&ok)
+        .write();
+    let pi = attempts(&w, &[c1.clone(), c2]);
+    let a = pih()
+        .args([
+            "run",
+            "--retry",
+            "2",
+            "--retry-delay",
+            "10ms",
+            "--pi-version",
+            "0.87.1",
+            "--pi",
+        ])
+        .arg(&pi)
+        .arg("hi")
+        .env(MARKER_VAR, w.marker())
+        .env("FAKE_PI_SPEED", "0")
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(0);
+    let stdout = String::from_utf8_lossy(&a.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains("~~ retrying (the answer above is discarded): attempt 2/3 in "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("recovered\n== completed"), "{stdout}");
+    assert_eq!(
+        std::fs::read_to_string(w.path().join("count"))
+            .unwrap()
+            .trim(),
+        "2"
+    );
+    w.assert_none_left();
+}
+
+/// Ctrl-C at a terminal: SIGINT goes to the whole foreground process group, so pi-supervisor
+/// gets it as well as pi-harness. The outcome is still `cancelled` (130) with nothing left.
+#[test]
+fn ctrl_c_to_the_process_group_is_a_cancel() {
+    use std::os::unix::process::CommandExt;
+    for round in 0..5 {
+        let w = World::new("cli-ctrlc");
+        let c = hanging_tool(&w);
+        let proc = std::process::Command::new(bin())
+            .args(["run", "--json", "--pi-version", "0.87.1", "--pi"])
+            .arg(fake_pi())
+            .arg("hi")
+            .env(MARKER_VAR, w.marker())
+            .env("FAKE_PI_CASSETTE", &c)
+            .env("FAKE_PI_SPEED", "0")
+            .process_group(0)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        assert_eq!(
+            w.wait_alive(5, Duration::from_secs(10)).len(),
+            5,
+            "the tool tree did not start"
+        );
+        let group = nix::unistd::Pid::from_raw(-(proc.id() as i32));
+        nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGINT).unwrap();
+        let out = wait_output(proc, Duration::from_secs(30));
+        let msgs = messages(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(130),
+            "round {round}: {:?} stderr: {}",
+            msgs.last(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            matches!(terminal(&msgs), Message::TerminalCancelled { .. }),
+            "{msgs:#?}"
+        );
+        w.assert_none_left();
+    }
+}
+
+/// A reader that never reads: pi-harness stops reading the stream (backpressure reaches pi),
+/// and Ctrl-C still cancels in order and ends the process, nothing left behind.
+#[test]
+fn ctrl_c_works_while_stdout_is_not_read() {
+    let w = World::new("cli-stuck");
+    let mut recs = conversation("x");
+    recs.truncate(5);
+    let chunk = "y".repeat(1000);
+    for _ in 0..3000 {
+        recs.push(out(
+            0,
+            &format!(r#"{{"type":"message_update","assistantMessageEvent":{{"type":"text_delta","contentIndex":0,"delta":"{chunk}"}}}}"#),
+        ));
+    }
+    recs.push(HANG.into());
+    let c = w
+        .cassette("stuck")
+        .version("0.87.1")
+        .expect("{}")
+        .process("{}")
+        .records(&recs)
+        .write();
+    let mut proc = std::process::Command::new(bin())
+        .args(["run", "--json", "--pi-version", "0.87.1", "--pi"])
+        .arg(fake_pi())
+        .arg("hi")
+        .env(MARKER_VAR, w.marker())
+        .env("FAKE_PI_CASSETTE", &c)
+        .env("FAKE_PI_SPEED", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = proc.stdout.take().unwrap(); // held open, never read
+    assert_eq!(w.wait_alive(3, Duration::from_secs(10)).len(), 3);
+    // Wait until the output pipe is full and stays so: pi-harness is blocked on stdout.
+    let end = Instant::now() + Duration::from_secs(10);
+    let mut last = -1;
+    loop {
+        let mut queued: nix::libc::c_int = 0;
+        // FIONREAD: bytes waiting in the pipe.
+        let rc = unsafe {
+            nix::libc::ioctl(
+                std::os::fd::AsRawFd::as_raw_fd(&stdout),
+                nix::libc::FIONREAD,
+                &mut queued,
+            )
+        };
+        assert_eq!(rc, 0);
+        if queued > 0 && queued == last {
+            break;
+        }
+        last = queued;
+        assert!(
+            Instant::now() < end,
+            "the output never filled the pipe ({queued} bytes)"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let started = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(proc.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = wait_output(proc, Duration::from_secs(20));
+    drop(stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    w.assert_none_left();
+}

@@ -1,0 +1,258 @@
+//! Processes: becoming a child subreaper, snapshots of the process tree from `/proc`,
+//! and killing and reaping what a recorded run left behind.
+//!
+//! Linux only. Pure helpers (stat parsing, descendant walks) are separate from the
+//! functions that read `/proc` or send signals.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use nix::sys::signal::{kill, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag};
+use nix::unistd::Pid;
+
+/// One process as `/proc` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcInfo {
+    pub pid: i32,
+    pub ppid: i32,
+    pub pgid: i32,
+    pub sid: i32,
+    /// `R`, `S`, `Z`, ...
+    pub state: char,
+    /// argv, or `[comm]` when the command line is empty (zombies, kernel threads).
+    pub cmdline: Vec<String>,
+}
+
+impl ProcInfo {
+    pub fn is_zombie(&self) -> bool {
+        self.state == 'Z' || self.state == 'X'
+    }
+
+    /// The command line joined with spaces, for messages.
+    pub fn command(&self) -> String {
+        self.cmdline.join(" ")
+    }
+}
+
+/// Parse `/proc/PID/stat`: `pid (comm) state ppid pgrp session ...`. The command name
+/// may hold spaces and parentheses, so fields are counted from the last `)`.
+pub fn parse_stat(text: &str) -> Option<(i32, String, char, i32, i32, i32)> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let pid = text[..open].trim().parse().ok()?;
+    let comm = text[open + 1..close].to_string();
+    let mut rest = text[close + 1..].split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    let ppid = rest.next()?.parse().ok()?;
+    let pgid = rest.next()?.parse().ok()?;
+    let sid = rest.next()?.parse().ok()?;
+    Some((pid, comm, state, ppid, pgid, sid))
+}
+
+/// Read one process; `None` when it is gone.
+pub fn read_proc(pid: i32) -> Option<ProcInfo> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (pid, comm, state, ppid, pgid, sid) = parse_stat(&stat)?;
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let mut cmdline: Vec<String> = raw
+        .split(|&b| b == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect();
+    if cmdline.is_empty() {
+        cmdline.push(format!("[{comm}]"));
+    }
+    Some(ProcInfo {
+        pid,
+        ppid,
+        pgid,
+        sid,
+        state,
+        cmdline,
+    })
+}
+
+/// Where file descriptor `fd` of `pid` points (`pipe:[1234]`, a path), if readable.
+pub fn fd_target(pid: i32, fd: i32) -> Option<String> {
+    std::fs::read_link(format!("/proc/{pid}/fd/{fd}"))
+        .ok()
+        .map(|p| p.display().to_string())
+}
+
+/// Every process visible in `/proc`.
+pub fn all_procs() -> Vec<ProcInfo> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(read_proc)
+        .collect()
+}
+
+/// The descendants of `root` in `procs` (not `root` itself), parents before children.
+pub fn descendants(procs: &[ProcInfo], root: i32) -> Vec<ProcInfo> {
+    let mut by_parent: BTreeMap<i32, Vec<&ProcInfo>> = BTreeMap::new();
+    for p in procs {
+        by_parent.entry(p.ppid).or_default().push(p);
+    }
+    let mut out = Vec::new();
+    let mut queue = vec![root];
+    let mut seen = BTreeSet::new();
+    while let Some(parent) = queue.pop() {
+        if !seen.insert(parent) {
+            continue;
+        }
+        for child in by_parent.get(&parent).into_iter().flatten() {
+            out.push((*child).clone());
+            queue.push(child.pid);
+        }
+    }
+    out
+}
+
+/// Make this process a child subreaper: orphans of our descendants reparent to us
+/// instead of init, so they can be found and reaped.
+pub fn become_subreaper() -> nix::Result<()> {
+    nix::sys::prctl::set_child_subreaper(true)
+}
+
+/// Our direct children (after pi died, its orphans are among them).
+pub fn own_children() -> Vec<ProcInfo> {
+    let me = std::process::id() as i32;
+    all_procs().into_iter().filter(|p| p.ppid == me).collect()
+}
+
+/// SIGKILL each pid (and its process group when it leads one), then reap those that
+/// are our children. Returns the pids that were still alive.
+pub fn kill_and_reap(pids: &[i32]) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let mut killed = Vec::new();
+    for &pid in pids {
+        let Some(p) = read_proc(pid) else { continue };
+        if !p.is_zombie() {
+            if p.pgid == pid && pid != me {
+                let _ = kill(Pid::from_raw(-pid), Signal::SIGKILL);
+            }
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            killed.push(pid);
+        }
+    }
+    reap_children_of_self(pids);
+    killed
+}
+
+/// Wait for each listed pid that is our child (a zombie is collected; a live one is
+/// waited for, so only call this after killing it). Other children are left alone: their
+/// owners (tokio, a test) reap them.
+fn reap_children_of_self(pids: &[i32]) {
+    let me = std::process::id() as i32;
+    for &pid in pids {
+        if read_proc(pid).is_some_and(|p| p.ppid == me) {
+            let _ = waitpid(Pid::from_raw(pid), None);
+        }
+    }
+}
+
+/// SIGKILL every live process whose environment holds `NAME=value`, and reap those that
+/// end up as our children (orphans reparent to us when we are a subreaper). Polls for up
+/// to two seconds, since killed processes' own children reparent in waves. Returns the
+/// processes found alive (and killed), in the order found.
+pub fn kill_marked(name: &str, value: &str) -> Vec<ProcInfo> {
+    let me = std::process::id() as i32;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    let mut found: Vec<ProcInfo> = Vec::new();
+    let mut killed: BTreeSet<i32> = BTreeSet::new();
+    loop {
+        for pid in pids_with_env(name, value) {
+            if pid == me || !killed.insert(pid) {
+                continue;
+            }
+            if let Some(p) = read_proc(pid) {
+                found.push(p);
+            }
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        // Reap the killed ones that are (now) ours; the rest are still reparenting.
+        let mut pending = false;
+        for &pid in &killed {
+            match read_proc(pid) {
+                Some(p) if p.ppid == me && p.is_zombie() => {
+                    let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+                }
+                Some(_) => pending = true,
+                None => {}
+            }
+        }
+        if (!pending && pids_with_env(name, value).is_empty())
+            || std::time::Instant::now() > deadline
+        {
+            return found;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Pids of live processes whose environment holds `NAME=value` exactly (tests prove with
+/// this that nothing they started is left behind). This process and its ancestors never
+/// count: a marker that leaked into the test runner's own environment must not make the
+/// runner a "survivor", let alone a process to kill.
+pub fn pids_with_env(name: &str, value: &str) -> Vec<i32> {
+    let needle = format!("{name}={value}");
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mine = self_and_ancestors();
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            !mine.contains(pid)
+                && std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
+                && read_proc(*pid).is_some_and(|p| !p.is_zombie())
+        })
+        .collect()
+}
+
+/// This process and every ancestor up to pid 1.
+pub fn self_and_ancestors() -> BTreeSet<i32> {
+    let mut out = BTreeSet::new();
+    let mut pid = std::process::id() as i32;
+    while pid > 1 && out.insert(pid) {
+        match read_proc(pid) {
+            Some(p) => pid = p.ppid,
+            None => break,
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_with_parens_in_comm() {
+        let s = "4242 (we(ird) name) S 1 4242 4242 0 -1 4194560";
+        assert_eq!(
+            parse_stat(s),
+            Some((4242, "we(ird) name".into(), 'S', 1, 4242, 4242))
+        );
+        assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn descendants_walks_the_tree() {
+        let p = |pid, ppid| ProcInfo {
+            pid,
+            ppid,
+            pgid: pid,
+            sid: pid,
+            state: 'S',
+            cmdline: vec![],
+        };
+        let procs = vec![p(10, 1), p(11, 10), p(12, 11), p(13, 1), p(14, 10)];
+        let mut d: Vec<i32> = descendants(&procs, 10).iter().map(|p| p.pid).collect();
+        d.sort();
+        assert_eq!(d, [11, 12, 14]);
+        assert!(descendants(&procs, 12).is_empty());
+    }
+}

@@ -1,0 +1,951 @@
+//! The reference provider: one attempt at running pi, as a stream of normalized messages.
+//!
+//! It owns the I/O half of the product: building pi's command line for the pi version at
+//! hand, spawning pi under the supervisor (see [`crate::supervisor`] for why a separate
+//! process), feeding stdout to the pure [`Mapper`], keeping a bounded, redacted stderr tail,
+//! enforcing the output cap and timeout, and cancelling in order (SIGTERM, grace, SIGKILL of
+//! everything below pi). The stream always ends with exactly one terminal message; nothing here
+//! panics or returns an `Err` for a failed run. Retrying is the caller's business
+//! ([`crate::retry`]).
+
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use futures_core::Stream;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Command;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_util::sync::CancellationToken;
+
+use crate::supervisor::Event;
+use pi_grammar::{is_valid_session_id, Grammar};
+use pi_wire::mapper::{EndCause, Mapper, MapperOptions, StreamEnd};
+use pi_wire::message::{ExitInfo, Failure, FailureReason, Message};
+
+/// What to run.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// The pi binary; `pi` on `PATH` when absent.
+    pub pi_path: Option<PathBuf>,
+    /// pi's version; probed once per binary with `pi --version` when absent.
+    pub pi_version: Option<String>,
+    /// The prompt, delivered on stdin (never in argv: a leading `@` or `-` would be misread).
+    pub prompt: String,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub session: Option<SessionRef>,
+    /// `--no-session`: keep nothing on disk.
+    pub no_session: bool,
+    /// Thinking level, checked against the levels this pi version accepts.
+    pub thinking: Option<String>,
+    /// Allow-list of tools (`--tools`); pi's defaults when absent.
+    pub tools: Option<Vec<String>>,
+    /// Tools to disable: `--exclude-tools` on pi >= 0.87, an allow-list without them before.
+    pub exclude_tools: Vec<String>,
+    pub system_prompt: Option<String>,
+    pub append_system_prompt: Vec<String>,
+    /// The API key, passed only in this environment variable.
+    pub api_key: Option<ApiKey>,
+    /// Extra environment for pi.
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+    /// End the run with `terminal.failed` (`timeout`) after this long.
+    pub timeout: Option<Duration>,
+}
+
+/// A session to create or continue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRef {
+    /// Session id: `--session-id ID` on pi >= 0.87; on 0.73.1 the file `DIR/ID.jsonl` via `--session`.
+    pub id: String,
+    /// Where pi 0.73.1 keeps the session file (required there, ignored on 0.87.1).
+    pub dir: Option<PathBuf>,
+    /// The caller continues an existing session: the stream starts with `session.resumed`.
+    pub resume: bool,
+}
+
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    /// The provider's variable, for example `OPENAI_API_KEY`.
+    pub env_var: String,
+    pub value: String,
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ApiKey {{ env_var: {:?}, value: <redacted> }}",
+            self.env_var
+        )
+    }
+}
+
+/// How the provider runs pi.
+#[derive(Debug, Clone)]
+pub struct ProviderOptions {
+    /// The `pi-supervisor` binary; found by [`find_supervisor`] when absent.
+    pub supervisor: Option<PathBuf>,
+    /// Time pi gets after SIGTERM before everything is SIGKILLed.
+    pub grace: Duration,
+    /// Time allowed for SIGKILLed processes to disappear.
+    pub kill_wait: Duration,
+    /// Longest stdout line kept; longer ones are skipped and reported (default 16 MiB).
+    pub max_line_bytes: usize,
+    /// Optional cap on all stdout bytes of a run. Keep it large on pi 0.73.1: every token
+    /// re-sends the whole answer twice, so output grows quadratically (2000 deltas = 34 MB).
+    pub max_output_bytes: Option<u64>,
+    /// Bytes of stderr kept (the end of it).
+    pub stderr_tail_bytes: usize,
+    /// Set `PI_OFFLINE=1` so pi makes no start-up network calls.
+    pub offline: bool,
+}
+
+impl Default for ProviderOptions {
+    fn default() -> Self {
+        ProviderOptions {
+            supervisor: None,
+            grace: Duration::from_secs(2),
+            kill_wait: Duration::from_secs(5),
+            max_line_bytes: 16 << 20,
+            max_output_bytes: None,
+            stderr_tail_bytes: 64 << 10,
+            offline: true,
+        }
+    }
+}
+
+/// Runs pi once per [`Provider::execute`] call.
+#[derive(Debug, Clone, Default)]
+pub struct Provider {
+    opts: ProviderOptions,
+}
+
+impl Provider {
+    pub fn new(opts: ProviderOptions) -> Self {
+        Provider { opts }
+    }
+
+    pub fn options(&self) -> &ProviderOptions {
+        &self.opts
+    }
+
+    /// Run pi once. The returned stream yields every normalized message and ends with exactly
+    /// one terminal message. Cancelling `cancel` (or dropping the stream) stops pi and every
+    /// process below it. Must be called inside a tokio runtime.
+    pub fn execute(
+        &self,
+        request: Request,
+        cancel: CancellationToken,
+    ) -> impl Stream<Item = Message> + Send + 'static {
+        let (tx, rx) = mpsc::channel(256);
+        let opts = self.opts.clone();
+        tokio::spawn(async move {
+            let mut run = Run::new(opts, tx);
+            run.go(request, cancel).await;
+        });
+        ReceiverStream::new(rx)
+    }
+}
+
+/// Where `pi-supervisor` is: `$PI_HARNESS_SUPERVISOR`, else beside the running executable
+/// (or one directory up, for test binaries in `target/*/deps`), else on `PATH`.
+pub fn find_supervisor() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PI_HARNESS_SUPERVISOR") {
+        return Some(PathBuf::from(p));
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        for dir in exe.ancestors().skip(1).take(2) {
+            let candidate = dir.join("pi-supervisor");
+            if candidate.is_file() {
+                return Some(candidate);
+            }
+        }
+    }
+    which("pi-supervisor")
+}
+
+/// Search `PATH` for an executable name.
+pub fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// pi's command-line grammar for this version: the exact one for the versions we know,
+/// else the nearest (0.87.1's from 0.87 on, 0.73.1's before).
+pub fn grammar_for(version: &str) -> Grammar {
+    Grammar::for_version(version)
+        .or_else(|| {
+            Grammar::for_version(if is_modern(version) {
+                "0.87.1"
+            } else {
+                "0.73.1"
+            })
+        })
+        .expect("the grammars of 0.73.1 and 0.87.1 exist")
+}
+
+/// Thinking levels pi accepts, by version.
+pub fn thinking_levels(version: &str) -> &'static [&'static str] {
+    grammar_for(version).thinking_levels()
+}
+
+/// pi's built-in tools enabled by default (grep, find and ls are off unless listed).
+pub const DEFAULT_TOOLS: &[&str] = &["read", "bash", "edit", "write"];
+
+/// True for pi versions with `--session-id`, `--exclude-tools` and `agent_settled` (0.87 on).
+pub fn is_modern(version: &str) -> bool {
+    let mut parts = version
+        .trim()
+        .split('.')
+        .map(|p| p.parse::<u64>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    major >= 1 || minor >= 87
+}
+
+/// pi's command line for this request and version (the prompt is not in it: it goes on stdin).
+pub fn build_argv(req: &Request, version: &str) -> Result<Vec<String>, String> {
+    let modern = is_modern(version);
+    let mut argv: Vec<String> = vec!["--mode".into(), "json".into()];
+    fn push(argv: &mut Vec<String>, flag: &str, value: &str) {
+        argv.push(flag.into());
+        argv.push(value.into());
+    }
+    if let Some(p) = &req.provider {
+        push(&mut argv, "--provider", p);
+    }
+    if let Some(m) = &req.model {
+        push(&mut argv, "--model", m);
+    }
+    if let Some(level) = &req.thinking {
+        let levels = thinking_levels(version);
+        if !levels.contains(&level.as_str()) {
+            return Err(format!(
+                "thinking level {level:?} is not accepted by pi {version} (accepted: {})",
+                levels.join(", ")
+            ));
+        }
+        push(&mut argv, "--thinking", level);
+    }
+    if req.no_session && req.session.is_some() {
+        return Err("a request cannot both name a session and ask for no session".into());
+    }
+    if let Some(s) = &req.session {
+        if !is_valid_session_id(&s.id) {
+            return Err(format!(
+                "session id {:?} is not valid: letters, digits, '.', '_' and '-', starting and ending with a letter or digit",
+                s.id
+            ));
+        }
+        if modern {
+            push(&mut argv, "--session-id", &s.id);
+        } else {
+            let dir = s.dir.as_ref().ok_or_else(|| {
+                format!("pi {version} has no --session-id: the request must give a session dir for --session <dir>/<id>.jsonl")
+            })?;
+            push(
+                &mut argv,
+                "--session",
+                &dir.join(format!("{}.jsonl", s.id)).to_string_lossy(),
+            );
+        }
+    }
+    if req.no_session {
+        argv.push("--no-session".into());
+    }
+    let excluded: Vec<&str> = req.exclude_tools.iter().map(String::as_str).collect();
+    let check_tools = |list: &[&str]| -> Result<(), String> {
+        match list.iter().find(|t| t.is_empty() || t.contains(',')) {
+            Some(bad) => Err(format!("tool name {bad:?} is not valid")),
+            None => Ok(()),
+        }
+    };
+    check_tools(&excluded)?;
+    match (&req.tools, modern) {
+        (Some(tools), true) => {
+            let list: Vec<&str> = tools.iter().map(String::as_str).collect();
+            check_tools(&list)?;
+            push(&mut argv, "--tools", &list.join(","));
+        }
+        (Some(tools), false) => {
+            let list: Vec<&str> = tools
+                .iter()
+                .map(String::as_str)
+                .filter(|t| !excluded.contains(t))
+                .collect();
+            check_tools(&list)?;
+            if list.is_empty() {
+                argv.push("--no-tools".into());
+            } else {
+                push(&mut argv, "--tools", &list.join(","));
+            }
+        }
+        (None, false) if !excluded.is_empty() => {
+            let list: Vec<&str> = DEFAULT_TOOLS
+                .iter()
+                .copied()
+                .filter(|t| !excluded.contains(t))
+                .collect();
+            if list.is_empty() {
+                argv.push("--no-tools".into());
+            } else {
+                push(&mut argv, "--tools", &list.join(","));
+            }
+        }
+        _ => {}
+    }
+    if modern && !excluded.is_empty() {
+        push(&mut argv, "--exclude-tools", &excluded.join(","));
+    }
+    if let Some(sp) = &req.system_prompt {
+        push(&mut argv, "--system-prompt", sp);
+    }
+    for a in &req.append_system_prompt {
+        push(&mut argv, "--append-system-prompt", a);
+    }
+    if let Some(key) = &req.api_key {
+        if !key.value.is_empty() && argv.iter().any(|a| a.contains(&key.value)) {
+            return Err("the API key appears in an argument; it may only travel in its environment variable".into());
+        }
+    }
+    Ok(argv)
+}
+
+static VERSIONS: OnceLock<Mutex<HashMap<PathBuf, String>>> = OnceLock::new();
+
+/// `pi --version`, once per binary path. 0.73.1 prints it on stderr, 0.87.1 on stdout.
+pub async fn probe_version(pi: &Path, env: &[(String, String)]) -> Result<String, String> {
+    let cache = VERSIONS.get_or_init(Default::default);
+    if let Some(v) = cache.lock().expect("version cache").get(pi) {
+        return Ok(v.clone());
+    }
+    let out = tokio::time::timeout(
+        Duration::from_secs(20),
+        Command::new(pi)
+            .arg("--version")
+            .env("PI_OFFLINE", "1")
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .map_err(|_| format!("`{} --version` did not answer within 20 s", pi.display()))?
+    .map_err(|e| format!("cannot start {}: {e}", pi.display()))?;
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let version = text
+        .split_whitespace()
+        .find(|w| {
+            w.split('.').count() == 3
+                && w.split('.')
+                    .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+        })
+        .ok_or_else(|| {
+            format!(
+                "`{} --version` printed no version: {:?}",
+                pi.display(),
+                text.trim()
+            )
+        })?
+        .to_string();
+    cache
+        .lock()
+        .expect("version cache")
+        .insert(pi.to_path_buf(), version.clone());
+    Ok(version)
+}
+
+/// A bounded tail of stderr with the API key blanked out.
+#[derive(Debug)]
+pub struct StderrTail {
+    buf: Vec<u8>,
+    cap: usize,
+    secret: Option<Vec<u8>>,
+    total: u64,
+}
+
+impl StderrTail {
+    pub fn new(cap: usize, secret: Option<&str>) -> Self {
+        StderrTail {
+            buf: Vec::new(),
+            cap,
+            secret: secret
+                .filter(|s| !s.is_empty())
+                .map(|s| s.as_bytes().to_vec()),
+            total: 0,
+        }
+    }
+
+    pub fn push(&mut self, chunk: &[u8]) {
+        self.total += chunk.len() as u64;
+        self.buf.extend_from_slice(chunk);
+        // Keep a margin the size of the secret so a key cut by the trim is still found whole.
+        let margin = self.secret.as_ref().map_or(0, Vec::len);
+        let keep = self.cap + margin;
+        if self.buf.len() > 2 * keep.max(1024) {
+            let cut = self.buf.len() - keep;
+            self.buf.drain(..cut);
+        }
+    }
+
+    /// The tail as text (lossy), the key replaced by `<REDACTED>`, at most `cap` bytes.
+    pub fn text(&self) -> Option<String> {
+        if self.total == 0 {
+            return None;
+        }
+        let mut data = self.buf.clone();
+        if let Some(secret) = &self.secret {
+            data = replace_all(&data, secret, b"<REDACTED>");
+        }
+        if data.len() > self.cap {
+            data.drain(..data.len() - self.cap);
+        }
+        Some(String::from_utf8_lossy(&data).into_owned())
+    }
+}
+
+fn replace_all(hay: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(hay.len());
+    let mut rest = hay;
+    while let Some(i) = memchr::memmem::find(rest, needle) {
+        out.extend_from_slice(&rest[..i]);
+        out.extend_from_slice(with);
+        rest = &rest[i + needle.len()..];
+    }
+    out.extend_from_slice(rest);
+    out
+}
+
+/// Why the run is being stopped from our side.
+#[derive(Debug, Clone, PartialEq)]
+enum Stop {
+    Cancelled,
+    ConsumerGone,
+    Timeout,
+    OutputLimit(u64),
+}
+
+struct Run {
+    opts: ProviderOptions,
+    tx: mpsc::Sender<Message>,
+    consumer_gone: bool,
+}
+
+impl Run {
+    fn new(opts: ProviderOptions, tx: mpsc::Sender<Message>) -> Self {
+        Run {
+            opts,
+            tx,
+            consumer_gone: false,
+        }
+    }
+
+    async fn send_all(&mut self, msgs: &mut Vec<Message>) {
+        for m in msgs.drain(..) {
+            if self.consumer_gone {
+                continue;
+            }
+            if self.tx.send(m).await.is_err() {
+                self.consumer_gone = true;
+            }
+        }
+    }
+
+    async fn fail_early(&mut self, reason: FailureReason, message: String) {
+        let mut out = vec![Message::TerminalFailed(Failure {
+            reason,
+            message,
+            exit: None,
+            stderr_tail: None,
+            invalid_lines: Vec::new(),
+            invalid_lines_dropped: 0,
+        })];
+        self.send_all(&mut out).await;
+    }
+
+    async fn go(&mut self, req: Request, cancel: CancellationToken) {
+        if cancel.is_cancelled() {
+            let mut out = vec![Message::TerminalCancelled { exit: None }];
+            self.send_all(&mut out).await;
+            return;
+        }
+        let pi = match &req.pi_path {
+            Some(p) => p.clone(),
+            None => match which("pi") {
+                Some(p) => p,
+                None => {
+                    return self
+                        .fail_early(
+                            FailureReason::SpawnFailed,
+                            "cannot start pi: not found on PATH".into(),
+                        )
+                        .await
+                }
+            },
+        };
+        let version = match &req.pi_version {
+            Some(v) => v.clone(),
+            None => {
+                let probe = tokio::select! {
+                    v = probe_version(&pi, &req.env) => v,
+                    _ = cancel.cancelled() => {
+                        let mut out = vec![Message::TerminalCancelled { exit: None }];
+                        return self.send_all(&mut out).await;
+                    }
+                };
+                match probe {
+                    Ok(v) => v,
+                    Err(e) => return self.fail_early(FailureReason::SpawnFailed, e).await,
+                }
+            }
+        };
+        let argv = match build_argv(&req, &version) {
+            Ok(a) => a,
+            Err(e) => return self.fail_early(FailureReason::InvalidRequest, e).await,
+        };
+        let Some(supervisor) = self.opts.supervisor.clone().or_else(find_supervisor) else {
+            return self
+                .fail_early(
+                    FailureReason::SpawnFailed,
+                    "cannot find pi-supervisor (set PI_HARNESS_SUPERVISOR or ProviderOptions::supervisor)".into(),
+                )
+                .await;
+        };
+        self.supervised(req, pi, argv, supervisor, cancel).await;
+    }
+
+    async fn supervised(
+        &mut self,
+        req: Request,
+        pi: PathBuf,
+        argv: Vec<String>,
+        supervisor: PathBuf,
+        cancel: CancellationToken,
+    ) {
+        use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+        let (ours, theirs) = match socketpair(
+            AddressFamily::Unix,
+            SockType::Stream,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        ) {
+            Ok(p) => p,
+            Err(e) => {
+                return self
+                    .fail_early(
+                        FailureReason::SpawnFailed,
+                        format!("cannot create control socket: {e}"),
+                    )
+                    .await
+            }
+        };
+        let mut cmd = Command::new(&supervisor);
+        cmd.arg("--control-fd")
+            .arg("3")
+            .arg("--grace-ms")
+            .arg(self.opts.grace.as_millis().to_string())
+            .arg("--kill-wait-ms")
+            .arg(self.opts.kill_wait.as_millis().to_string())
+            .arg("--")
+            .arg(&pi)
+            .args(&argv)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if self.opts.offline {
+            cmd.env("PI_OFFLINE", "1");
+        }
+        for (k, v) in &req.env {
+            cmd.env(k, v);
+        }
+        if let Some(key) = &req.api_key {
+            cmd.env(&key.env_var, &key.value);
+        }
+        if let Some(dir) = &req.cwd {
+            cmd.current_dir(dir);
+        }
+        let theirs_fd = theirs.as_raw_fd();
+        unsafe {
+            cmd.pre_exec(move || {
+                // dup2 clears close-on-exec on the new descriptor.
+                nix::unistd::dup2(theirs_fd, 3).map_err(std::io::Error::from)?;
+                Ok(())
+            });
+        }
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                return self
+                    .fail_early(
+                        FailureReason::SpawnFailed,
+                        format!("cannot start {}: {e}", supervisor.display()),
+                    )
+                    .await
+            }
+        };
+        drop(theirs);
+        let control = match control_stream(ours) {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+                return self
+                    .fail_early(FailureReason::SpawnFailed, format!("control socket: {e}"))
+                    .await;
+            }
+        };
+        let (ctl_read, mut ctl_write) = control.into_split();
+        let mut ctl_lines = BufReader::new(ctl_read).lines();
+
+        // The prompt goes on stdin, then stdin is closed: pi reads to EOF.
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        let prompt = req.prompt.clone().into_bytes();
+        let writer = tokio::spawn(async move {
+            let _ = stdin.write_all(&prompt).await;
+            let _ = stdin.shutdown().await;
+        });
+        let mut stdout = child.stdout.take().expect("stdout is piped");
+        let mut stderr = child.stderr.take().expect("stderr is piped");
+
+        let mut mapper = Mapper::new(MapperOptions {
+            max_line_bytes: self.opts.max_line_bytes,
+            resumed_session: req.session.as_ref().is_some_and(|s| s.resume),
+            ..MapperOptions::default()
+        });
+        let mut tail = StderrTail::new(
+            self.opts.stderr_tail_bytes,
+            req.api_key.as_ref().map(|k| k.value.as_str()),
+        );
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 64 << 10];
+        let mut ebuf = vec![0u8; 8 << 10];
+        let (mut stdout_open, mut stderr_open, mut ctl_open) = (true, true, true);
+        let mut exited: Option<Event> = None;
+        let mut spawn_failed: Option<String> = None;
+        let mut pi_pid: Option<i32> = None;
+        let mut stop: Option<Stop> = None;
+        let mut total: u64 = 0;
+        let timeout = req.timeout.map(|t| tokio::time::Instant::now() + t);
+        // Once a stop is requested, the supervisor has grace + kill wait to report; then we act alone.
+        let mut hard_deadline: Option<tokio::time::Instant> = None;
+        // Once pi is reported gone, stdout must close soon (the supervisor killed the rest).
+        let mut drain_deadline: Option<tokio::time::Instant> = None;
+
+        loop {
+            if !stdout_open && !ctl_open && !stderr_open {
+                break;
+            }
+            if !stdout_open && exited.is_some() && !stderr_open {
+                break;
+            }
+            if spawn_failed.is_some() && !ctl_open {
+                break;
+            }
+            let sleep_until = [
+                timeout.filter(|_| stop.is_none()),
+                hard_deadline,
+                drain_deadline,
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            tokio::select! {
+                r = stdout.read(&mut buf), if stdout_open => match r {
+                    Ok(0) | Err(_) => stdout_open = false,
+                    Ok(n) => {
+                        total += n as u64;
+                        mapper.push(&buf[..n], &mut out);
+                        self.send_all(&mut out).await;
+                        if let Some(cap) = self.opts.max_output_bytes {
+                            if total > cap && stop.is_none() {
+                                stop = Some(Stop::OutputLimit(cap));
+                            }
+                        }
+                    }
+                },
+                r = stderr.read(&mut ebuf), if stderr_open => match r {
+                    Ok(0) | Err(_) => stderr_open = false,
+                    Ok(n) => tail.push(&ebuf[..n]),
+                },
+                line = ctl_lines.next_line(), if ctl_open => match line {
+                    Ok(Some(l)) => match serde_json::from_str::<Event>(&l) {
+                        Ok(Event::Started { pid }) => pi_pid = Some(pid),
+                        Ok(Event::SpawnFailed { error, .. }) => spawn_failed = Some(error),
+                        Ok(e @ Event::Exited { .. }) => {
+                            exited = Some(e);
+                            drain_deadline = Some(tokio::time::Instant::now() + Duration::from_secs(2));
+                        }
+                        Err(_) => {}
+                    },
+                    _ => ctl_open = false,
+                },
+                _ = cancel.cancelled(), if stop.is_none() => stop = Some(Stop::Cancelled),
+                _ = self.tx.closed(), if stop.is_none() && !self.consumer_gone => {
+                    self.consumer_gone = true;
+                    stop = Some(Stop::ConsumerGone);
+                }
+                _ = sleep_opt(sleep_until) => {
+                    let now = tokio::time::Instant::now();
+                    if timeout.is_some_and(|t| now >= t) && stop.is_none() {
+                        stop = Some(Stop::Timeout);
+                    }
+                    if hard_deadline.is_some_and(|d| now >= d) || drain_deadline.is_some_and(|d| now >= d) {
+                        break;
+                    }
+                }
+            }
+            if self.consumer_gone && stop.is_none() {
+                stop = Some(Stop::ConsumerGone);
+            }
+            if stop.is_some() && hard_deadline.is_none() {
+                // Ask the supervisor to stop pi: SIGTERM first, SIGKILL after the grace period.
+                let _ = ctl_write.write_all(b"cancel\n").await;
+                let _ = ctl_write.shutdown().await;
+                hard_deadline = Some(
+                    tokio::time::Instant::now()
+                        + self.opts.grace
+                        + self.opts.kill_wait
+                        + Duration::from_secs(2),
+                );
+            }
+        }
+
+        // Last resort when the supervisor did not report: kill it and pi's group ourselves.
+        if exited.is_none() && spawn_failed.is_none() {
+            if let Some(pid) = pi_pid {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(-pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            let _ = child.start_kill();
+        }
+        let status = child.wait().await;
+        writer.abort();
+
+        let exit = match &exited {
+            Some(Event::Exited { code, signal, .. }) => Some(ExitInfo {
+                code: *code,
+                signal: signal.clone(),
+            }),
+            _ => None,
+        };
+        let cause = if let Some(e) = spawn_failed {
+            EndCause::Failed {
+                reason: FailureReason::SpawnFailed,
+                message: e,
+            }
+        } else {
+            match &stop {
+                Some(Stop::Cancelled) | Some(Stop::ConsumerGone) => EndCause::Cancelled,
+                Some(Stop::Timeout) => EndCause::Failed {
+                    reason: FailureReason::Timeout,
+                    message: format!(
+                        "pi did not finish within {:?}",
+                        req.timeout.unwrap_or_default()
+                    ),
+                },
+                Some(Stop::OutputLimit(cap)) => EndCause::Failed {
+                    reason: FailureReason::OutputLimit,
+                    message: format!("pi wrote more than {cap} bytes on stdout (max_output_bytes)"),
+                },
+                None if exited.is_none() => EndCause::Failed {
+                    reason: FailureReason::ProcessSignal,
+                    message: format!(
+                        "the supervisor ended without reporting pi's exit ({status:?})"
+                    ),
+                },
+                // The supervisor was told to stop by a signal (a terminal's Ctrl-C reaches the
+                // whole foreground group, the supervisor included): that is a cancel too.
+                None if matches!(
+                    exited,
+                    Some(Event::Exited {
+                        cancelled: true,
+                        ..
+                    })
+                ) =>
+                {
+                    EndCause::Cancelled
+                }
+                None => EndCause::Eof,
+            }
+        };
+        mapper.finish(
+            StreamEnd {
+                exit,
+                stderr_tail: tail.text(),
+                cause,
+            },
+            &mut out,
+        );
+        self.send_all(&mut out).await;
+    }
+}
+
+async fn sleep_opt(until: Option<tokio::time::Instant>) {
+    match until {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn control_stream(fd: OwnedFd) -> std::io::Result<tokio::net::UnixStream> {
+    let std_stream = std::os::unix::net::UnixStream::from(fd);
+    std_stream.set_nonblocking(true)?;
+    tokio::net::UnixStream::from_std(std_stream)
+}
+
+/// Collect a whole run (test and tool convenience).
+pub async fn collect(stream: impl Stream<Item = Message>) -> Vec<Message> {
+    use tokio_stream::StreamExt;
+    let mut out = Vec::new();
+    let mut s = std::pin::pin!(stream);
+    while let Some(m) = s.next().await {
+        out.push(m);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req() -> Request {
+        Request {
+            provider: Some("fake".into()),
+            model: Some("fake-model".into()),
+            ..Request::default()
+        }
+    }
+
+    #[test]
+    fn argv_for_each_version() {
+        let mut r = req();
+        r.session = Some(SessionRef {
+            id: "abc-1".into(),
+            dir: Some("/tmp/s".into()),
+            resume: true,
+        });
+        r.exclude_tools = vec!["bash".into()];
+        r.thinking = Some("high".into());
+        assert_eq!(
+            build_argv(&r, "0.87.1").unwrap().join(" "),
+            "--mode json --provider fake --model fake-model --thinking high --session-id abc-1 --exclude-tools bash"
+        );
+        assert_eq!(
+            build_argv(&r, "0.73.1").unwrap().join(" "),
+            "--mode json --provider fake --model fake-model --thinking high --session /tmp/s/abc-1.jsonl --tools read,edit,write"
+        );
+    }
+
+    #[test]
+    fn argv_rejects_what_pi_would_reject() {
+        let mut r = req();
+        r.thinking = Some("max".into());
+        assert!(build_argv(&r, "0.87.1").is_ok());
+        assert!(build_argv(&r, "0.73.1")
+            .unwrap_err()
+            .contains("not accepted by pi 0.73.1"));
+        let mut r = req();
+        r.session = Some(SessionRef {
+            id: "-bad".into(),
+            dir: None,
+            resume: false,
+        });
+        assert!(build_argv(&r, "0.87.1")
+            .unwrap_err()
+            .contains("session id \"-bad\""));
+        r.session.as_mut().unwrap().id = "good".into();
+        assert!(build_argv(&r, "0.73.1")
+            .unwrap_err()
+            .contains("has no --session-id"));
+        let mut r = req();
+        r.model = Some("sk-secret".into());
+        r.api_key = Some(ApiKey {
+            env_var: "OPENAI_API_KEY".into(),
+            value: "sk-secret".into(),
+        });
+        assert!(build_argv(&r, "0.87.1")
+            .unwrap_err()
+            .contains("API key appears"));
+    }
+
+    #[test]
+    fn excluding_every_default_tool_on_073_means_no_tools() {
+        let mut r = req();
+        r.exclude_tools = DEFAULT_TOOLS.iter().map(|s| s.to_string()).collect();
+        assert!(build_argv(&r, "0.73.1")
+            .unwrap()
+            .contains(&"--no-tools".to_string()));
+    }
+
+    #[test]
+    fn stderr_tail_is_bounded_and_redacted() {
+        let mut t = StderrTail::new(16, Some("KEY123"));
+        assert_eq!(t.text(), None);
+        for _ in 0..1000 {
+            t.push(b"noise ");
+        }
+        t.push(b"xxKEY123yy");
+        let text = t.text().unwrap();
+        assert!(text.len() <= 16, "{text:?}");
+        assert!(text.ends_with("<REDACTED>yy"), "{text:?}");
+        assert!(!text.contains("KEY"));
+        // Memory stays bounded: at most twice max(cap + key length, 1 KiB) is ever held.
+        assert!(t.buf.len() <= 2048, "{}", t.buf.len());
+    }
+
+    #[test]
+    fn built_argv_is_accepted_by_the_grammar_of_each_version() {
+        let mut r = req();
+        r.thinking = Some("low".into());
+        r.exclude_tools = vec!["bash".into()];
+        r.tools = Some(vec!["read".into(), "bash".into(), "grep".into()]);
+        r.system_prompt = Some("-starts with a dash".into());
+        r.append_system_prompt = vec!["@not a file".into()];
+        for version in ["0.73.1", "0.87.1"] {
+            let mut r = r.clone();
+            r.session = Some(SessionRef {
+                id: "s-1".into(),
+                dir: Some("/tmp".into()),
+                resume: false,
+            });
+            let argv = build_argv(&r, version).unwrap();
+            let g = grammar_for(version);
+            let parsed = g
+                .parse(&argv)
+                .unwrap_or_else(|e| panic!("{version}: {}", e.stderr));
+            parsed
+                .validate()
+                .unwrap_or_else(|e| panic!("{version}: {}", e.stderr));
+            assert!(
+                parsed.unknown_flags_error().is_none(),
+                "{version}: {argv:?}"
+            );
+            assert!(
+                parsed.messages.is_empty(),
+                "{version}: the prompt must not be in argv: {argv:?}"
+            );
+            assert_eq!(parsed.value("--system-prompt"), Some("-starts with a dash"));
+            assert_eq!(parsed.value("--thinking"), Some("low"));
+        }
+    }
+
+    #[test]
+    fn version_boundaries() {
+        assert!(!is_modern("0.73.1"));
+        assert!(is_modern("0.87.1"));
+        assert!(is_modern("1.2.0"));
+    }
+}

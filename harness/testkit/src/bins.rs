@@ -1,0 +1,102 @@
+//! Where the binaries a test needs are: fake-pi and pi-supervisor.
+//!
+//! Looked up, in order: the environment variable (`PI_TESTKIT_FAKE_PI`,
+//! `PI_TESTKIT_SUPERVISOR`); inside this workspace, the workspace's own binaries, rebuilt
+//! once per test process so that a test never runs a stale one (a lone `cargo test -p X`
+//! does not build other packages' binaries); otherwise `PATH`.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The fake-pi binary.
+pub fn fake_pi() -> PathBuf {
+    static P: OnceLock<PathBuf> = OnceLock::new();
+    P.get_or_init(|| find("fake-pi", "PI_TESTKIT_FAKE_PI"))
+        .clone()
+}
+
+/// The pi-supervisor binary.
+pub fn supervisor() -> PathBuf {
+    static P: OnceLock<PathBuf> = OnceLock::new();
+    P.get_or_init(|| find("pi-supervisor", "PI_TESTKIT_SUPERVISOR"))
+        .clone()
+}
+
+/// A binary of this workspace (built once per process), when the tests run inside it.
+pub fn workspace_bin(name: &str) -> Option<PathBuf> {
+    let root = workspace_root()?;
+    static BUILT: OnceLock<bool> = OnceLock::new();
+    let built = *BUILT.get_or_init(|| {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = std::process::Command::new(cargo)
+            .current_dir(&root)
+            .args([
+                "build",
+                "-q",
+                "-p",
+                "fake-pi",
+                "-p",
+                "pi-provider",
+                "-p",
+                "pi-harness",
+                "--bins",
+            ])
+            .status();
+        matches!(status, Ok(s) if s.success())
+    });
+    assert!(built, "building this workspace's binaries failed");
+    let dir = target_dir()?;
+    let bin = dir.join(name);
+    bin.is_file().then_some(bin)
+}
+
+/// The workspace this crate was built in, when it is still there (tests of this repo).
+fn workspace_root() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    root.join("fake-pi/Cargo.toml")
+        .is_file()
+        .then(|| root.canonicalize().unwrap_or(root))
+}
+
+/// `target/<profile>` of the running test executable.
+fn target_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let deps = exe.parent()?;
+    // Test executables live in target/<profile>/deps; doctests and examples elsewhere.
+    let dir = if deps.file_name().is_some_and(|n| n == "deps") {
+        deps.parent()?
+    } else {
+        deps
+    };
+    Some(dir.to_path_buf())
+}
+
+fn find(name: &str, var: &str) -> PathBuf {
+    if let Some(p) = std::env::var_os(var).filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    if let Some(p) = workspace_bin(name) {
+        return p;
+    }
+    if let Some(p) = on_path(name) {
+        return p;
+    }
+    panic!("{name} not found: set {var}, or put {name} on PATH (cargo install --git ... fake-pi pi-harness)")
+}
+
+fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Provider options for tests: the workspace's (or the installed) pi-supervisor, a 2 s
+/// grace period.
+#[cfg(feature = "provider")]
+pub fn provider_options() -> pi_provider::ProviderOptions {
+    pi_provider::ProviderOptions {
+        supervisor: Some(supervisor()),
+        grace: std::time::Duration::from_millis(2000),
+        ..pi_provider::ProviderOptions::default()
+    }
+}

@@ -1,0 +1,38 @@
+//! A test world for code that drives pi: a temp dir, fake-pi on a cassette, and proof that
+//! no process survived.
+//!
+//! Every test that starts processes takes a [`World`]: a temp dir of its own and a unique
+//! marker value that every process it starts carries in its environment
+//! ([`MARKER_VAR`]). At the end, [`World::assert_none_left`] scans `/proc` for that marker
+//! and fails (after killing them) if any process is left; dropping a world that still has
+//! marked processes kills them and fails the test too. The scan sees every descendant,
+//! detached ones in their own session included, which a check of inherited pipes cannot.
+//!
+//! ```no_run
+//! use pi_testkit::{records, World};
+//!
+//! let world = World::new("hello");
+//! let cassette = world.cassette("hello").records(records::answer("Hello!")).write();
+//! let out = world.fake_pi(&cassette).arg("--mode").arg("json").arg("hi").output().unwrap();
+//! assert!(String::from_utf8_lossy(&out.stdout).contains("Hello!"));
+//! world.assert_none_left();
+//! ```
+//!
+//! Modules: [`world`] (the world and its cassettes), [`bins`] (where fake-pi and
+//! pi-supervisor are), [`records`] (cassette lines for hand-made runs), [`invariants`]
+//! (the normalized stream's rules, checked independently of the mapper), [`messages`]
+//! (reading a message list in assertions), [`process`]
+//! (reading a process's state while a test runs).
+
+pub mod bins;
+#[cfg(feature = "invariants")]
+pub mod invariants;
+pub mod messages;
+pub mod process;
+pub mod records;
+pub mod world;
+
+#[cfg(feature = "provider")]
+pub use bins::provider_options;
+pub use bins::{fake_pi, supervisor};
+pub use world::{CassetteBuilder, World, MARKER_VAR};

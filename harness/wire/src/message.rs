@@ -1,0 +1,204 @@
+//! The normalized message stream, v1 (see `docs/normalized-stream.md`).
+//!
+//! This module owns the serde types every implementation targets: one JSON object
+//! per message, tagged by `type`. It holds no logic beyond small helpers.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Version of the normalized stream described here.
+pub const STREAM_VERSION: u32 = 1;
+
+/// One message of the normalized stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", deny_unknown_fields)]
+pub enum Message {
+    /// A new session began (pi's `session` header line).
+    #[serde(rename = "session.started")]
+    SessionStarted { session_id: String },
+    /// An existing session was continued.
+    #[serde(rename = "session.resumed")]
+    SessionResumed { session_id: String },
+    /// A piece of the assistant's answer text. Concatenated per assistant message,
+    /// the pieces equal that message's final text.
+    #[serde(rename = "assistant")]
+    Assistant { text: String },
+    /// One whole thinking block, emitted after the answer it belongs to.
+    #[serde(rename = "assistant.thought")]
+    AssistantThought { text: String },
+    /// The model asked for a tool, with complete arguments.
+    #[serde(rename = "tool.call")]
+    ToolCall {
+        id: String,
+        name: String,
+        arguments: Value,
+    },
+    /// A tool's partial result (only when it changed).
+    #[serde(rename = "tool.update")]
+    ToolUpdate { id: String, partial: Value },
+    #[serde(rename = "tool.completed")]
+    ToolCompleted { id: String, result: Value },
+    #[serde(rename = "tool.failed")]
+    ToolFailed { id: String, error: Value },
+    /// A retry is coming: pi's own (`source: pi`) or the caller's retry layer (`source: caller`).
+    #[serde(rename = "retry.scheduled")]
+    RetryScheduled {
+        source: RetrySource,
+        attempt: u32,
+        max_attempts: u32,
+        delay_ms: u64,
+        error: String,
+    },
+    /// Token usage of one assistant message.
+    #[serde(rename = "usage")]
+    Usage(Usage),
+    #[serde(rename = "terminal.completed")]
+    TerminalCompleted {
+        stop_reason: String,
+        /// Sum over every assistant message of the run.
+        usage: Usage,
+    },
+    #[serde(rename = "terminal.failed")]
+    TerminalFailed(Failure),
+    #[serde(rename = "terminal.cancelled")]
+    TerminalCancelled {
+        /// How the process ended after the cancel, when it was started at all.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit: Option<ExitInfo>,
+    },
+}
+
+impl Message {
+    /// True for the three terminal messages.
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            Message::TerminalCompleted { .. }
+                | Message::TerminalFailed(_)
+                | Message::TerminalCancelled { .. }
+        )
+    }
+
+    /// The `type` tag as it appears on the wire.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Message::SessionStarted { .. } => "session.started",
+            Message::SessionResumed { .. } => "session.resumed",
+            Message::Assistant { .. } => "assistant",
+            Message::AssistantThought { .. } => "assistant.thought",
+            Message::ToolCall { .. } => "tool.call",
+            Message::ToolUpdate { .. } => "tool.update",
+            Message::ToolCompleted { .. } => "tool.completed",
+            Message::ToolFailed { .. } => "tool.failed",
+            Message::RetryScheduled { .. } => "retry.scheduled",
+            Message::Usage(_) => "usage",
+            Message::TerminalCompleted { .. } => "terminal.completed",
+            Message::TerminalFailed(_) => "terminal.failed",
+            Message::TerminalCancelled { .. } => "terminal.cancelled",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetrySource {
+    /// pi retried on its own (`auto_retry_start`).
+    Pi,
+    /// The caller's retry layer (`pi_provider::retry`) starts a new attempt.
+    Caller,
+}
+
+/// Token counts and cost, summed where a message covers several model calls.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub total_tokens: u64,
+    pub cost_usd: f64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+        self.total_tokens += other.total_tokens;
+        self.cost_usd += other.cost_usd;
+    }
+}
+
+/// Why a run failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureReason {
+    /// The last assistant message ended with `stopReason: "error"` (pi still exits 0).
+    ModelError,
+    /// The last assistant message ended with `stopReason: "aborted"`.
+    Aborted,
+    /// stdout ended without the event that ends a run (`agent_end` not followed by a retry, or `agent_settled`).
+    MissingTerminalEvent,
+    /// pi exited with a non-zero code (CLI usage errors: unknown option, model not found, ...).
+    ProcessExit,
+    /// pi died by a signal.
+    ProcessSignal,
+    /// The child could not be started (missing binary, no permission, ...).
+    SpawnFailed,
+    /// The request could not be turned into a valid pi command line for this pi version.
+    InvalidRequest,
+    /// The optional total-output cap was reached.
+    OutputLimit,
+    /// The caller's timeout expired.
+    Timeout,
+}
+
+/// How the process ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExitInfo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    /// Signal name (`SIGKILL`) when the process died by a signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+}
+
+/// A stdout line that was not a usable event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InvalidLine {
+    /// 1-based line number in pi's stdout.
+    pub line: u64,
+    /// Length of the whole line in bytes.
+    pub bytes: u64,
+    /// What was wrong (`not JSON: ...`, `not an object`, `no "type"`, `over the line cap`, ...).
+    pub problem: String,
+    /// The start of the line, lossily decoded, at most a few hundred bytes.
+    pub excerpt: String,
+}
+
+/// The payload of `terminal.failed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Failure {
+    pub reason: FailureReason,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<ExitInfo>,
+    /// The end of pi's stderr (bounded, secrets redacted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr_tail: Option<String>,
+    /// Bad stdout lines, bounded in count and bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalid_lines: Vec<InvalidLine>,
+    /// How many bad lines were not kept because the bound was reached.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub invalid_lines_dropped: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}

@@ -1,0 +1,65 @@
+//! The mapper over every committed cassette, with its output kept as an insta snapshot
+//! (`harness/wire/tests/snapshots/`), plus the invariants on each (`pi_testkit::invariants::map_and_check`).
+//! The stream end comes from the cassette's final record: exit code or signal after EOF;
+//! a hang is cancelled. Strings over 400 bytes are shortened in the snapshot (a fault
+//! cassette carries a 4 MiB tool output); the invariants are checked on the full output.
+
+use pi_cassette::Cassette;
+use pi_wire::message::Message;
+use serde_json::Value;
+
+use pi_testkit::invariants::*;
+
+const KEEP: usize = 200;
+
+fn shorten_str(s: &mut String) {
+    if s.len() > 2 * KEEP {
+        let mut end = KEEP;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        *s = format!("{}... <{} bytes in all>", &s[..end], s.len());
+    }
+}
+
+/// Long strings become their first `KEEP` bytes plus a note of the full length.
+fn shorten(v: &mut Value) {
+    match v {
+        Value::String(s) => shorten_str(s),
+        Value::Array(items) => items.iter_mut().for_each(shorten),
+        Value::Object(map) => map.values_mut().for_each(shorten),
+        _ => {}
+    }
+}
+
+fn shorten_message(m: &mut Message) {
+    match m {
+        Message::Assistant { text } | Message::AssistantThought { text } => shorten_str(text),
+        Message::ToolCall { arguments: v, .. }
+        | Message::ToolUpdate { partial: v, .. }
+        | Message::ToolCompleted { result: v, .. }
+        | Message::ToolFailed { error: v, .. } => shorten(v),
+        Message::TerminalFailed(f) => {
+            if let Some(t) = &mut f.stderr_tail {
+                shorten_str(t)
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn mapper_output_for_every_cassette() {
+    insta::glob!("../../../cassettes", "**/*.cassette.jsonl*", |path| {
+        let c = Cassette::load(path).unwrap_or_else(|e| panic!("{e}"));
+        let out = map_and_check(&c).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut shown = out;
+        shown.iter_mut().for_each(shorten_message);
+        insta::with_settings!({
+            description => format!("{} (pi {}, {})", c.header.scenario.description, c.header.pi.version, c.header.pi.dialect),
+            omit_expression => true,
+        }, {
+            insta::assert_yaml_snapshot!(shown);
+        });
+    });
+}
