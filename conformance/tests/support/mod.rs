@@ -33,12 +33,9 @@ pub fn pi_harness_bin() -> PathBuf {
     pi_testkit::bins::workspace_bin("pi-harness").expect("pi-harness is built")
 }
 
-/// Provider options with this workspace's supervisor.
+/// Provider options: the supervisor embedded in the test executable.
 pub fn opts() -> ProviderOptions {
-    ProviderOptions {
-        supervisor: Some(supervisor()),
-        ..ProviderOptions::default()
-    }
+    ProviderOptions::default()
 }
 
 /// How long a world's processes may take to go away after the run they belong to ended.

@@ -7,6 +7,15 @@
 //! [`cassette_cmd`] (`cassette import` and `lint`). This module owns what they share: exit
 //! statuses, the one-line user error, duration and `K=V` parsing, and turning clap's errors
 //! into one line.
+//!
+//! ```
+//! use std::time::Duration;
+//! use pi_harness::{parse_duration, parse_env_pair};
+//!
+//! assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+//! assert!(parse_duration("5x").unwrap_err().contains("a duration like 500ms"));
+//! assert_eq!(parse_env_pair("A=b=c"), Ok(("A".into(), "b=c".into())));
+//! ```
 
 mod app;
 pub mod cassette_cmd;

@@ -28,7 +28,9 @@ use super::{
     EXIT_USAGE,
 };
 use pi_provider::retry::{execute_with_retry, RetryPolicy};
-use pi_provider::{find_supervisor, which, ApiKey, Provider, ProviderOptions, Request, SessionRef};
+use pi_provider::{
+    supervisor_from_env, which, ApiKey, Provider, ProviderOptions, Request, SessionRef,
+};
 use pi_wire::message::{FailureReason, Message};
 
 /// Run the reference provider against pi (real or fake) and print the normalized stream.
@@ -162,11 +164,7 @@ pub fn plan(
             CliError::usage("pi not found on PATH (install pi or give --pi PATH)")
         })?,
     };
-    let supervisor = find_supervisor().ok_or_else(|| {
-        CliError::usage(
-            "pi-supervisor not found beside pi-harness or on PATH (set PI_HARNESS_SUPERVISOR)",
-        )
-    })?;
+    let supervisor = supervisor_from_env();
     let api_key = match &args.api_key_env {
         Some(name) => {
             let value = getenv(name).filter(|v| !v.is_empty()).ok_or_else(|| {
@@ -232,7 +230,7 @@ pub fn plan(
         ..Request::default()
     };
     let options = ProviderOptions {
-        supervisor: Some(supervisor),
+        supervisor,
         grace: args.grace,
         ..ProviderOptions::default()
     };

@@ -1,15 +1,16 @@
-//! Real pi's command-line grammar, per version (0.73.1 and 0.87.1).
+//! Real pi's command line per version, as data: how pi reads argv and joins the prompt.
 //!
-//! This module owns the facts about how pi reads its argv: which flags exist in which
+//! This crate owns the facts about how pi reads its argv: which flags exist in which
 //! version, their short aliases, which take a value, how `-p` swallows the next argument,
 //! how `--` ends option parsing (0.87.1 only), what happens to `--flag=value` and to
 //! unknown flags, the diagnostics pi prints (`Error: Unknown option: --x`, exit 1), where
 //! `--version` and `--help` print, and how piped stdin is joined with the argv messages.
-//! It is pure: no I/O, so fake-pi imitates pi with it and the reference provider builds
-//! argv with it.
+//! It is pure (std only, no I/O): fake-pi imitates pi with it, the reference provider
+//! builds argv with it, the recorder reads a recorded command line with it.
 //!
 //! The facts come from reading pi's `dist/cli/args.js`, `dist/main.js` and
-//! `dist/cli/initial-message.js` and were confirmed by running real pi (see the tests).
+//! `dist/cli/initial-message.js` and were confirmed by running real pi (see the tests and
+//! fake-pi's `real_pi_parity` test).
 //!
 //! Real pi checks the command line in stages, and the stage decides what else happened
 //! before the error. [`Grammar::parse`] is stage 1 (per-argument diagnostics; errors exit
@@ -17,6 +18,24 @@
 //! combinations, `--session-id` syntax), then `--help`, then pi reads stdin, and only then
 //! [`ParsedArgs::unknown_flags_error`] reports unknown long flags (pi first offers them to
 //! extensions). So `pi --bogus` with a stdin pipe left open hangs until stdin closes.
+//!
+//! ```
+//! use pi_grammar::Grammar;
+//!
+//! let argv: Vec<String> = ["--mode", "json", "-p", "--model", "m", "--thinking", "max", "hi"]
+//!     .iter().map(|s| s.to_string()).collect();
+//!
+//! // 0.87.1 knows `max`; 0.73.1 warns and drops it, as real pi does.
+//! let p87 = Grammar::for_version("0.87.1").unwrap().parse(&argv).unwrap();
+//! assert_eq!(p87.value("--thinking"), Some("max"));
+//! let p73 = Grammar::for_version("0.73.1").unwrap().parse(&argv).unwrap();
+//! assert_eq!(p73.value("--thinking"), None);
+//! assert!(p73.warnings_text().starts_with("Warning: Invalid thinking level \"max\""));
+//!
+//! // What pi sends as the first prompt: trimmed stdin, then the first message, no separator.
+//! let stdin = pi_grammar::stdin_content(b"  Read this: \n");
+//! assert_eq!(pi_grammar::join_prompt(stdin.as_deref(), &p87.messages).as_deref(), Some("Read this:hi"));
+//! ```
 
 use std::collections::BTreeMap;
 use std::fmt;

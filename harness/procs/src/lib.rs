@@ -1,8 +1,26 @@
-//! Processes: becoming a child subreaper, snapshots of the process tree from `/proc`,
-//! and killing and reaping what a recorded run left behind.
+//! Process trees on Linux: becoming a child subreaper, snapshots of the process tree from
+//! `/proc`, killing and reaping what a run left behind, and the marker scan that proves no
+//! process survived.
 //!
-//! Linux only. Pure helpers (stat parsing, descendant walks) are separate from the
-//! functions that read `/proc` or send signals.
+//! Pure helpers (stat parsing, descendant walks) are separate from the functions that read
+//! `/proc` or send signals. Used by the provider's supervisor (its subreaper and tree walk),
+//! the recorder (who survived a recorded signal), the conformance runner and the test kit
+//! (a unique `NAME=value` in every started process's environment, scanned for at the end).
+//!
+//! ```
+//! use std::process::Command;
+//!
+//! let marker = format!("doc-{}", std::process::id());
+//! let mut child = Command::new("sleep").arg("30").env("MY_TEST_MARKER", &marker).spawn().unwrap();
+//! let found = pi_procs::pids_with_env("MY_TEST_MARKER", &marker);
+//! assert_eq!(found, vec![child.id() as i32]);
+//!
+//! // Kill whatever carries the marker; afterwards nothing is left.
+//! let killed = pi_procs::kill_marked("MY_TEST_MARKER", &marker);
+//! assert_eq!(killed.len(), 1);
+//! let _ = child.wait();
+//! assert!(pi_procs::pids_with_env("MY_TEST_MARKER", &marker).is_empty());
+//! ```
 
 use std::collections::{BTreeMap, BTreeSet};
 

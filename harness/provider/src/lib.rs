@@ -1,4 +1,56 @@
-//! pi-provider: the reference provider.
+//! The reference provider: runs pi once, yields a normalized stream ending in exactly one
+//! terminal message, and leaves no process behind.
+//!
+//! This is what a production application depends on. [`Provider::execute`] builds pi's
+//! command line for the pi version at hand (from `pi-grammar`), starts pi under a
+//! supervisor, delivers the prompt on stdin, maps stdout with `pi-wire`'s mapper, keeps a
+//! bounded and redacted stderr tail, enforces caps and the timeout, and on cancellation
+//! stops pi in order: SIGTERM, a grace period, then SIGKILL of everything below pi, found
+//! through a child subreaper even when a tool detached into its own session.
+//!
+//! - [`Provider`], [`Request`], [`ProviderOptions`]: one supervised run;
+//! - [`supervisor`]: the process that owns pi's tree; [`embedded`]: how it ships inside
+//!   your executable, so there is no second binary to install;
+//! - [`retry`]: attempts under a policy. pi retries some failures on its own; anything
+//!   more is the caller's decision, made explicit here.
+//!
+//! [`message`] and [`CancellationToken`] are re-exported, so a caller needs no other crate
+//! to read the stream or to cancel it.
+//!
+//! ```
+//! use std::os::unix::fs::PermissionsExt;
+//! use pi_provider::message::Message;
+//! use pi_provider::{collect, CancellationToken, Provider, ProviderOptions, Request};
+//!
+//! // A stand-in pi: a script that answers like `pi --mode json` (use fake-pi and a
+//! // cassette in real tests, see pi-testkit).
+//! let dir = tempfile::tempdir().unwrap();
+//! let pi = dir.path().join("pi");
+//! std::fs::write(&pi, r#"#!/bin/sh
+//! cat >/dev/null
+//! echo '{"type":"session","version":3,"id":"s-1","timestamp":"T","cwd":"/w"}'
+//! echo '{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"Hi!"}}'
+//! echo '{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"Hi!"}],"stopReason":"stop"}}'
+//! echo '{"type":"agent_end","messages":[]}'
+//! "#).unwrap();
+//! std::fs::set_permissions(&pi, std::fs::Permissions::from_mode(0o755)).unwrap();
+//!
+//! let request = Request {
+//!     pi_path: Some(pi),
+//!     pi_version: Some("0.87.1".into()),
+//!     prompt: "Say hi.".into(),
+//!     ..Request::default()
+//! };
+//! let rt = tokio::runtime::Runtime::new().unwrap();
+//! let messages = rt.block_on(async {
+//!     let cancel = CancellationToken::new(); // cancel() stops pi and everything below it
+//!     collect(Provider::new(ProviderOptions::default()).execute(request, cancel)).await
+//! });
+//! assert!(messages.contains(&Message::Assistant { text: "Hi!".into() }));
+//! assert!(matches!(messages.last(), Some(Message::TerminalCompleted { .. })));
+//! ```
+
+pub mod embedded;
 mod provider;
 pub mod retry;
 pub mod supervisor;

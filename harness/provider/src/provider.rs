@@ -89,7 +89,9 @@ impl std::fmt::Debug for ApiKey {
 /// How the provider runs pi.
 #[derive(Debug, Clone)]
 pub struct ProviderOptions {
-    /// The `pi-supervisor` binary; found by [`find_supervisor`] when absent.
+    /// A `pi-supervisor` binary to use. When absent (the default), `$PI_HARNESS_SUPERVISOR`,
+    /// else the supervisor embedded in this executable (see [`crate::embedded`]): no second
+    /// binary to install.
     pub supervisor: Option<PathBuf>,
     /// Time pi gets after SIGTERM before everything is SIGKILLed.
     pub grace: Duration,
@@ -153,21 +155,13 @@ impl Provider {
     }
 }
 
-/// Where `pi-supervisor` is: `$PI_HARNESS_SUPERVISOR`, else beside the running executable
-/// (or one directory up, for test binaries in `target/*/deps`), else on `PATH`.
-pub fn find_supervisor() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("PI_HARNESS_SUPERVISOR") {
-        return Some(PathBuf::from(p));
-    }
-    if let Ok(exe) = std::env::current_exe() {
-        for dir in exe.ancestors().skip(1).take(2) {
-            let candidate = dir.join("pi-supervisor");
-            if candidate.is_file() {
-                return Some(candidate);
-            }
-        }
-    }
-    which("pi-supervisor")
+/// A supervisor binary named by `$PI_HARNESS_SUPERVISOR` (non-empty), if any. Without one
+/// (and without [`ProviderOptions::supervisor`]) the provider runs the supervisor embedded
+/// in its own executable (see [`crate::embedded`]).
+pub fn supervisor_from_env() -> Option<PathBuf> {
+    std::env::var_os("PI_HARNESS_SUPERVISOR")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
 }
 
 /// Search `PATH` for an executable name.
@@ -514,14 +508,7 @@ impl Run {
             Ok(a) => a,
             Err(e) => return self.fail_early(FailureReason::InvalidRequest, e).await,
         };
-        let Some(supervisor) = self.opts.supervisor.clone().or_else(find_supervisor) else {
-            return self
-                .fail_early(
-                    FailureReason::SpawnFailed,
-                    "cannot find pi-supervisor (set PI_HARNESS_SUPERVISOR or ProviderOptions::supervisor)".into(),
-                )
-                .await;
-        };
+        let supervisor = self.opts.supervisor.clone().or_else(supervisor_from_env);
         self.supervised(req, pi, argv, supervisor, cancel).await;
     }
 
@@ -530,7 +517,7 @@ impl Run {
         req: Request,
         pi: PathBuf,
         argv: Vec<String>,
-        supervisor: PathBuf,
+        supervisor: Option<PathBuf>,
         cancel: CancellationToken,
     ) {
         use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
@@ -550,7 +537,24 @@ impl Run {
                     .await
             }
         };
-        let mut cmd = Command::new(&supervisor);
+        let mut cmd = match &supervisor {
+            Some(binary) => Command::new(binary),
+            None => {
+                crate::embedded::ensure_linked();
+                let mut c = Command::new(crate::embedded::SELF_EXE);
+                c.arg0("pi-supervisor")
+                    .env(crate::embedded::SUPERVISOR_ENV, "1");
+                c
+            }
+        };
+        let supervisor_name = supervisor
+            .as_ref()
+            .map_or("the embedded supervisor".to_string(), |p| {
+                p.display().to_string()
+            });
+        // Its own process group: a signal to the caller's group (a terminal's Ctrl-C, a CI
+        // job's kill) does not take the supervisor down before it has stopped pi.
+        cmd.process_group(0);
         cmd.arg("--control-fd")
             .arg("3")
             .arg("--grace-ms")
@@ -589,7 +593,7 @@ impl Run {
                 return self
                     .fail_early(
                         FailureReason::SpawnFailed,
-                        format!("cannot start {}: {e}", supervisor.display()),
+                        format!("cannot start {supervisor_name}: {e}"),
                     )
                     .await
             }

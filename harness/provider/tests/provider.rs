@@ -47,6 +47,56 @@ async fn completes_and_leaves_nothing() {
     w.assert_none_left();
 }
 
+/// The supervisor is this test executable started again (no pi-supervisor binary is
+/// involved), it runs in its own process group, and its switch variable never reaches pi.
+#[tokio::test]
+async fn embedded_supervisor_runs_pi_and_hides_its_switch() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let w = World::new("embedded");
+    let dump = w.path().join("pi-env.txt");
+    let pi = w.write(
+        "pi",
+        format!(
+            "#!/bin/sh\ncat >/dev/null\nenv > '{}'\nps -o pgid= -p $PPID >> '{}'\nps -o args= -p $PPID >> '{}'\n",
+            dump.display(),
+            dump.display(),
+            dump.display()
+        ),
+    );
+    std::fs::set_permissions(&pi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut req = w.request(&pi, "0.87.1", "0");
+    req.pi_path = Some(pi);
+    let mut o = opts();
+    o.supervisor = None;
+    let msgs = collect(Provider::new(o).execute(req, CancellationToken::new())).await;
+    let env = std::fs::read_to_string(&dump).unwrap();
+    assert!(
+        !env.contains(pi_provider::embedded::SUPERVISOR_ENV),
+        "pi saw the switch: {env}"
+    );
+    assert!(
+        env.contains(w.marker()),
+        "pi got the request's environment: {env}"
+    );
+    let mut lines = env.lines().rev();
+    let supervisor_args = lines.next().unwrap();
+    let supervisor_pgid: u32 = lines.next().unwrap().trim().parse().unwrap();
+    assert!(
+        supervisor_args.starts_with("pi-supervisor --control-fd 3"),
+        "{supervisor_args}"
+    );
+    let our_pgid = nix::unistd::getpgrp().as_raw() as u32;
+    assert_ne!(
+        supervisor_pgid, our_pgid,
+        "the supervisor is in the caller's group"
+    );
+    assert!(
+        matches!(terminal(&msgs), Message::TerminalFailed(_)),
+        "{msgs:#?}"
+    );
+    w.assert_none_left();
+}
+
 #[tokio::test]
 async fn argv_stdin_and_key_are_what_each_pi_version_accepts() {
     // fake-pi rejects what real pi rejects and checks the cassette's expectations:

@@ -45,9 +45,13 @@ pub fn workspace_bin(name: &str) -> Option<PathBuf> {
         matches!(status, Ok(s) if s.success())
     });
     assert!(built, "building this workspace's binaries failed");
-    let dir = target_dir()?;
-    let bin = dir.join(name);
-    bin.is_file().then_some(bin)
+    let mut dirs: Vec<PathBuf> = target_dir().into_iter().collect();
+    // Doctests run from a temp dir: fall back to the workspace's target dir.
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    dirs.push(target.join("debug"));
+    dirs.into_iter().map(|d| d.join(name)).find(|b| b.is_file())
 }
 
 /// The workspace this crate was built in, when it is still there (tests of this repo).
@@ -90,12 +94,11 @@ fn on_path(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Provider options for tests: the workspace's (or the installed) pi-supervisor, a 2 s
+/// Provider options for tests: the supervisor embedded in the test executable, a 2 s
 /// grace period.
 #[cfg(feature = "provider")]
 pub fn provider_options() -> pi_provider::ProviderOptions {
     pi_provider::ProviderOptions {
-        supervisor: Some(supervisor()),
         grace: std::time::Duration::from_millis(2000),
         ..pi_provider::ProviderOptions::default()
     }

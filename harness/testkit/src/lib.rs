@@ -8,7 +8,7 @@
 //! marked processes kills them and fails the test too. The scan sees every descendant,
 //! detached ones in their own session included, which a check of inherited pipes cannot.
 //!
-//! ```no_run
+//! ```
 //! use pi_testkit::{records, World};
 //!
 //! let world = World::new("hello");
