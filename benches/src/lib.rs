@@ -10,6 +10,15 @@
 //! - [`naive_map`]: a straightforward mapper that parses each line into a
 //!   `serde_json::Value` and then extracts the same information the mapper emits (session,
 //!   text deltas, tool calls/updates/results, usage, terminal).
+//!
+//! ```
+//! let inputs = benches::inputs().unwrap();
+//! let pi87 = inputs.iter().find(|i| i.name == "long_answer_pi87").unwrap();
+//! // The three contenders agree on what they read.
+//! let v = benches::validate_input(pi87);
+//! assert_eq!(v.invalid, 0);
+//! assert!(benches::map_input(pi87) > 0 && benches::naive_input(pi87) > 0);
+//! ```
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
