@@ -184,6 +184,9 @@ pub fn case_of(root: &Path, path: &Path, c: &Cassette) -> Case {
     }
     env.insert("FAKE_PI_CASSETTE".into(), "<CASSETTE>".into());
     env.insert("FAKE_PI_SPEED".into(), "0".into());
+    // The expected streams hold the recorder's placeholders (`<SESSION_ID>`): replay them
+    // as recorded rather than as realistic values.
+    env.insert("FAKE_PI_VALUES".into(), "recorded".into());
     let request = RequestDoc {
         version: REQUEST_VERSION,
         case: name.clone(),

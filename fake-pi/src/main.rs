@@ -1,33 +1,40 @@
 //! fake-pi: behaves like pi on the command line and replays a cassette.
 //!
-//! Run as `fake-pi` or as `pi`. The cassette comes from `FAKE_PI_CASSETTE`; argv is read
-//! with the grammar of the pi version in the cassette header; stdin is read to EOF when
-//! it is not a terminal and joined with the first message as pi does; the header's
-//! expectations are checked; then the records are replayed in time (`FAKE_PI_SPEED`).
+//! Run as `fake-pi` or as `pi`. Which cassette: see [`source`] (`FAKE_PI_CASSETTE`, a
+//! sequence, or `fake-pi.conf` beside the program). argv is read with the grammar of the
+//! pi version in the cassette header; the session is planned as pi plans it ([`session`]);
+//! stdin is read to EOF when it is not a terminal and joined with the first message as pi
+//! does; the call is compared with the recording by meaning (`pi_cassette::matching`);
+//! then the records are replayed in time (`FAKE_PI_SPEED`), with realistic values for the
+//! recorder's placeholders ([`values`]) and the session file written as pi writes it.
 //! Exit codes of fake-pi's own: see [`EXIT_MISUSE`] and the following constants and
 //! `fake-pi/README.md`.
 
+mod agent;
 mod args;
 mod child;
-mod expect;
 mod replay;
+mod session;
 mod signals;
+mod source;
+mod values;
 
 use std::ffi::OsString;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
-use pi_cassette::{Cassette, CassetteError};
+use pi_cassette::matching::{self, Call};
+use pi_cassette::{Action, Cassette, CassetteError};
 use pi_grammar::{self as pi_cli, AppMode, Grammar, KNOWN_VERSIONS};
 
 /// fake-pi cannot do what was asked (bad `FAKE_PI_SPEED`, a pi package command, a child
-/// that cannot be started).
+/// that cannot be started, an agent dir it cannot read).
 pub const EXIT_MISUSE: i32 = 96;
-/// `FAKE_PI_CASSETTE` unset or empty, or the file cannot be read.
+/// No cassette set, or it cannot be read.
 pub const EXIT_NO_CASSETTE: i32 = 97;
 /// The cassette is not valid (message names file and line).
 pub const EXIT_INVALID_CASSETTE: i32 = 98;
-/// The call does not match the cassette's `expect` section.
+/// The call does not match the cassette (or starts pi more often than a sequence has runs).
 pub const EXIT_EXPECTATION: i32 = 99;
 
 fn main() {
@@ -42,22 +49,74 @@ fn fail(code: i32, message: String) -> i32 {
     code
 }
 
+fn env(k: &str) -> Option<String> {
+    std::env::var_os(k).map(|v| v.to_string_lossy().into_owned())
+}
+
+/// The cassette for this start: a single file, or the next of a sequence.
+fn choose(settings: &source::Settings) -> Result<PathBuf, (i32, String)> {
+    let Some(path) = settings.cassette.clone() else {
+        return Err((
+            EXIT_NO_CASSETTE,
+            format!(
+                "no cassette: set FAKE_PI_CASSETTE to a .cassette.jsonl(.gz) file, a directory or a .sequence file, or put a {} beside this program",
+                source::CONF
+            ),
+        ));
+    };
+    let Some(list) = source::sequence(&path).map_err(|e| (EXIT_NO_CASSETTE, e))? else {
+        return Ok(path);
+    };
+    let state = settings
+        .state
+        .clone()
+        .unwrap_or_else(|| source::default_state(&path));
+    let n = source::next_start(&state).map_err(|e| (EXIT_MISUSE, e))?;
+    match list.get(n) {
+        Some(c) => Ok(c.clone()),
+        None => {
+            let names: Vec<String> = list
+                .iter()
+                .map(|p| {
+                    p.file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                })
+                .collect();
+            Err((
+                EXIT_EXPECTATION,
+                format!(
+                    "sequence {}: this is start {} of pi, but only {} run(s) are recorded ({}); delete {} to start over",
+                    path.display(),
+                    n + 1,
+                    list.len(),
+                    names.join(", "),
+                    state.display()
+                ),
+            ))
+        }
+    }
+}
+
 fn run() -> i32 {
     if let Err(e) = signals::block() {
         return fail(EXIT_MISUSE, format!("cannot block signals: {e}"));
     }
-    let argv: Vec<String> = std::env::args_os()
-        .skip(1)
+    let mut args = std::env::args_os();
+    let argv0 = args
+        .next()
+        .map(|a| a.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let argv: Vec<String> = args
         .map(|a: OsString| a.to_string_lossy().into_owned())
         .collect();
-    let path = match std::env::var_os("FAKE_PI_CASSETTE") {
-        Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => {
-            return fail(
-                EXIT_NO_CASSETTE,
-                "no cassette: set FAKE_PI_CASSETTE to a .cassette.jsonl(.gz) file".into(),
-            )
-        }
+    let settings = match source::settings(&env, &argv0) {
+        Ok(s) => s,
+        Err(e) => return fail(EXIT_NO_CASSETTE, e),
+    };
+    let path = match choose(&settings) {
+        Ok(p) => p,
+        Err((code, e)) => return fail(code, e),
     };
     let cassette = match Cassette::load(&path) {
         Ok(c) => c,
@@ -80,17 +139,17 @@ fn run() -> i32 {
             header.pi.version
         ));
     };
-    if let Err(what) = expect::validate(&header.expect, &grammar) {
+    if let Err(what) = matching::validate(&header.expect, &grammar) {
         return invalid(what);
     }
-    let speed = match replay::Speed::parse(std::env::var("FAKE_PI_SPEED").ok().as_deref()) {
+    let speed = match replay::Speed::parse(settings.speed.as_deref()) {
         Ok(s) => s,
         Err(e) => return fail(EXIT_MISUSE, e),
     };
     if let Some(cmd) = grammar.command(&argv) {
         return fail(
             EXIT_MISUSE,
-            format!("`pi {cmd}` (a package/auth command) is not imitated; fake-pi only replays agent runs"),
+            format!("`pi {cmd}` (a package, auth or MCP command) is not imitated; fake-pi only replays agent runs"),
         );
     }
     if let Err(e) = signals::start(header.process.clone()) {
@@ -115,6 +174,44 @@ fn run() -> i32 {
                 (parsed, mode)
             }
         };
+    if parsed.has("--resume") {
+        return fail(
+            EXIT_MISUSE,
+            "`--resume` opens pi's interactive session picker; it is not imitated (use --session ID or --continue)".into(),
+        );
+    }
+    let agent_path = agent::locate(&env);
+    let agent = match agent::load(&agent_path) {
+        Ok(a) => a,
+        Err(e) => return fail(EXIT_MISUSE, format!("agent dir: {e}")),
+    };
+    let cwd = std::env::current_dir()
+        .map(|d| d.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| ".".into());
+    // pi plans its session before it reads stdin; a session of another project makes it
+    // ask on stderr and read the answer from stdin.
+    let ctx = session::Ctx {
+        grammar: &grammar,
+        parsed: &parsed,
+        cwd: &cwd,
+        agent: &agent,
+        env: &env,
+    };
+    let mut answer = || {
+        let mut line = String::new();
+        let _ = std::io::stdin().lock().read_line(&mut line);
+        line
+    };
+    let plan = match session::plan(&ctx, &mut answer) {
+        Ok((plan, warning)) => {
+            eprint!("{warning}");
+            plan
+        }
+        Err(stop) => {
+            eprint!("{}", stop.stderr);
+            return stop.code;
+        }
+    };
     // pi reads piped stdin to EOF (not in RPC mode, where stdin carries commands).
     let stdin = if mode != AppMode::Rpc && !stdin_tty {
         let mut raw = Vec::new();
@@ -129,15 +226,18 @@ fn run() -> i32 {
         eprint!("{}", e.stderr);
         return e.exit_code;
     }
-    let prompt = pi_cli::join_prompt(stdin.as_deref(), &parsed.messages);
-    let actual = expect::Actual {
+    let agent_dir = agent.path.display().to_string();
+    let call = Call {
         argv: &argv,
         parsed: &parsed,
-        prompt: prompt.as_deref(),
+        mode,
+        stdin: stdin.as_deref(),
+        settings: &agent.settings,
+        agent_dir: &agent_dir,
+        session: plan.session_use(),
+        env: &env,
     };
-    let mismatches = expect::check(&header.expect, &grammar, &actual, &|k| {
-        std::env::var_os(k).map(|v| v.to_string_lossy().into_owned())
-    });
+    let mismatches = matching::check(&header.expect, &grammar, &call);
     if !mismatches.is_empty() {
         for m in &mismatches {
             eprintln!(
@@ -147,5 +247,54 @@ fn run() -> i32 {
         }
         return EXIT_EXPECTATION;
     }
-    replay::run(&cassette, Path::new(&path), speed)
+    let effective = grammar.effective(&parsed, mode, stdin.as_deref(), &agent.settings);
+    let meta = session::SessionMeta {
+        provider: effective.provider.clone(),
+        model: effective.model.clone(),
+        thinking: Some(effective.thinking.clone()),
+    };
+    let recorded = recorded_session(&cassette);
+    let session = session::Session::new(plan, recorded.id.as_deref(), &cwd);
+    let keep_recorded = env("FAKE_PI_VALUES").is_some_and(|v| v == "recorded");
+    let pi_root = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf))
+        .unwrap_or_default();
+    let values = if keep_recorded {
+        None
+    } else {
+        values::Values::new(
+            header.redactions.keys(),
+            &session.id,
+            &cwd,
+            &pi_root.to_string_lossy(),
+            &std::env::temp_dir().to_string_lossy(),
+        )
+    };
+    let mut hooks = replay::Hooks {
+        session,
+        meta,
+        values,
+        recorded_session_id: recorded.id,
+        session_line_done: keep_recorded,
+    };
+    replay::run(&cassette, Path::new(&path), speed, &mut hooks)
+}
+
+/// What the recording's `session` line says.
+struct RecordedSession {
+    /// The recorded id, when concrete (not a placeholder).
+    id: Option<String>,
+}
+
+fn recorded_session(c: &Cassette) -> RecordedSession {
+    let line = c.records.iter().find_map(|r| match &r.action {
+        Action::Stdout(b) if b.data.starts_with(b"{\"type\":\"session\"") => Some(&b.data),
+        _ => None,
+    });
+    let id = line
+        .and_then(|l| serde_json::from_slice::<serde_json::Value>(l.trim_ascii_end()).ok())
+        .and_then(|v| v["id"].as_str().map(str::to_string))
+        .filter(|id| !id.starts_with('<'));
+    RecordedSession { id }
 }

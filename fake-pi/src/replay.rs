@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use pi_cassette::{Action, Cassette};
 
+use crate::session::{Session, SessionMeta};
+use crate::values::Values;
 use crate::{child, signals};
 
 /// Exit status when stdout's reader is gone.
@@ -61,9 +63,72 @@ fn fd(n: i32) -> ManuallyDrop<File> {
     ManuallyDrop::new(unsafe { File::from_raw_fd(n) })
 }
 
+/// What replay does besides writing the records: the session (its `session` line and its
+/// file) and the realistic values for placeholders.
+pub struct Hooks {
+    pub session: Session,
+    pub meta: SessionMeta,
+    pub values: Option<Values>,
+    /// The id the recording's `session` line shows, when concrete.
+    pub recorded_session_id: Option<String>,
+    /// The `session` line was written (or is to be left as recorded).
+    pub session_line_done: bool,
+}
+
+impl Hooks {
+    /// The bytes to write for a recorded stdout payload.
+    fn stdout<'a>(&mut self, data: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
+        use std::borrow::Cow;
+        if !self.session_line_done && data.starts_with(b"{\"type\":\"session\"") {
+            self.session_line_done = true;
+            if let Some(h) = self.session.resumed_header() {
+                let mut line = h.as_bytes().to_vec();
+                if data.ends_with(b"\n") {
+                    line.push(b'\n');
+                }
+                return Cow::Owned(line);
+            }
+            let mut line = data.to_vec();
+            if let Some(rec) = &self.recorded_session_id {
+                if *rec != self.session.id {
+                    let from = format!("\"id\":{}", serde_json::json!(rec));
+                    let to = format!("\"id\":{}", serde_json::json!(self.session.id));
+                    line = String::from_utf8_lossy(&line)
+                        .replacen(&from, &to, 1)
+                        .into_bytes();
+                }
+            }
+            // The session's own start time, so the file name and the line agree.
+            let ts = self.session.timestamp.clone();
+            let line = String::from_utf8_lossy(&line)
+                .replacen(
+                    "\"timestamp\":\"<TS>\"",
+                    &format!("\"timestamp\":\"{ts}\""),
+                    1,
+                )
+                .into_bytes();
+            return match self.values.as_ref().and_then(|v| v.apply(&line, true)) {
+                Some(l) => Cow::Owned(l),
+                None => Cow::Owned(line),
+            };
+        }
+        match self.values.as_ref().and_then(|v| v.apply(data, true)) {
+            Some(l) => Cow::Owned(l),
+            None => Cow::Borrowed(data),
+        }
+    }
+
+    fn stderr<'a>(&self, data: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
+        match self.values.as_ref().and_then(|v| v.apply(data, false)) {
+            Some(l) => std::borrow::Cow::Owned(l),
+            None => std::borrow::Cow::Borrowed(data),
+        }
+    }
+}
+
 /// Play every record. Returns only for a final `exit` record's code; `signal` and `hang`
 /// never return.
-pub fn run(cassette: &Cassette, path: &Path, speed: Speed) -> i32 {
+pub fn run(cassette: &Cassette, path: &Path, speed: Speed, hooks: &mut Hooks) -> i32 {
     let mut out = fd(1);
     let mut err = fd(2);
     let start = Instant::now();
@@ -75,12 +140,22 @@ pub fn run(cassette: &Cassette, path: &Path, speed: Speed) -> i32 {
         }
         match &record.action {
             Action::Stdout(b) => {
-                if out.write_all(&b.data).is_err() {
+                let data = hooks.stdout(&b.data);
+                if out.write_all(&data).is_err() {
                     return EXIT_STDOUT_CLOSED;
+                }
+                if let Err(e) = hooks.session.observe(&data, &hooks.meta) {
+                    let _ = writeln!(
+                        err,
+                        "fake-pi: cannot write the session file ({}:{}): {e}",
+                        path.display(),
+                        record.line
+                    );
+                    return crate::EXIT_MISUSE;
                 }
             }
             Action::Stderr(b) => {
-                let _ = err.write_all(&b.data);
+                let _ = err.write_all(&hooks.stderr(&b.data));
             }
             Action::Spawn(spec) => {
                 let mut children = signals::CHILDREN.lock().unwrap_or_else(|e| e.into_inner());

@@ -98,8 +98,7 @@ fn common_flags_are_accepted_by_both_versions() {
 #[test]
 fn flags_only_0_87_1_has() {
     for argv in [
-        &["--session-id", "abc"][..],
-        &["--exclude-tools", "bash"],
+        &["--exclude-tools", "bash"][..],
         &["-xt", "bash"],
         &["--name", "n"],
         &["--approve"],
@@ -348,36 +347,53 @@ fn expectations_name_field_expected_and_actual() {
         .assert()
         .success()
         .stdout("{\"type\":\"session\"}\n");
-    let out = cmd(&sb, &c)
-        .args([
-            "--model",
-            "gpt-4o",
-            "--offline",
-            "--api-key",
-            "k-123",
-            "sk-live",
-        ])
-        .env("PI_TEST_KEY", "k-123")
-        .assert()
-        .code(99)
-        .get_output()
-        .clone();
-    assert!(out.stdout.is_empty());
-    let err = String::from_utf8(out.stderr).unwrap();
+    // By meaning: the model and the tools differ; --offline and the session flags do not
+    // change what pi does with the model.
+    let mismatch = |c: &std::path::Path| -> Vec<String> {
+        let out = cmd(&sb, c)
+            .args([
+                "--model",
+                "gpt-4o",
+                "--offline",
+                "--api-key",
+                "k-123",
+                "sk-live",
+            ])
+            .env("PI_TEST_KEY", "k-123")
+            .assert()
+            .code(99)
+            .get_output()
+            .clone();
+        assert!(out.stdout.is_empty());
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(!err.contains("k-123"), "a secret must never be printed");
+        err.lines().map(str::to_string).collect()
+    };
     let file = c.display().to_string();
-    let lines: Vec<&str> = err.lines().collect();
+    let agent = sb.agent_dir().display().to_string();
     assert_eq!(
-        lines,
+        mismatch(&c),
         vec![
-            format!("fake-pi: expectation mismatch: expect.flags.model: expected \"fake-model\", got \"gpt-4o\" (cassette {file})"),
-            format!("fake-pi: expectation mismatch: expect.flags.no-session: expected present, got absent (cassette {file})"),
-            format!("fake-pi: expectation mismatch: expect.flags.offline: expected absent, got present (cassette {file})"),
-            format!("fake-pi: expectation mismatch: expect.flags.tools: expected \"read\", got absent (cassette {file})"),
+            format!("fake-pi: expectation mismatch: expect.effective.model: expected \"fake-model\", got \"gpt-4o\" (from --model; agent dir {agent}) (cassette {file})"),
+            format!("fake-pi: expectation mismatch: expect.effective.tools: expected [\"read\"], got [\"bash\", \"edit\", \"read\", \"write\"] (cassette {file})"),
             format!("fake-pi: expectation mismatch: expect.never_in_argv[0]: expected the value of $PI_TEST_KEY nowhere in argv, got it in argv[5] (cassette {file})"),
             format!("fake-pi: expectation mismatch: expect.never_in_argv[1]: expected the literal \"sk-live\" nowhere in argv, got it in argv[6] (cassette {file})"),
         ]
     );
-    assert!(!err.contains("k-123"), "a secret must never be printed");
+    // A cassette that opts in to syntax also checks every flag literally.
+    let strict = sb.cassette("s").version("0.87.1").members(r#""expect":{"syntax":true,"flags":{"model":"fake-model","tools":"read","no-session":true,"offline":false},"env":["PI_TEST_KEY"],"never_in_argv":[{"env":"PI_TEST_KEY"},{"literal":"sk-live"}]}"#).records(OK).write();
+    let file = strict.display().to_string();
+    let lines = mismatch(&strict);
+    for want in [
+        format!("fake-pi: expectation mismatch: expect.flags.model: expected \"fake-model\", got \"gpt-4o\" (cassette {file})"),
+        format!("fake-pi: expectation mismatch: expect.flags.no-session: expected present, got absent (cassette {file})"),
+        format!("fake-pi: expectation mismatch: expect.flags.offline: expected absent, got present (cassette {file})"),
+        format!("fake-pi: expectation mismatch: expect.flags.tools: expected \"read\", got absent (cassette {file})"),
+    ] {
+        assert!(lines.contains(&want), "{want}\nnot in {lines:#?}");
+    }
+    assert_eq!(lines.len(), 8, "{lines:#?}");
+
     cmd(&sb, &c)
         .args(["--model", "fake-model", "-t", "read", "--no-session"])
         .env_remove("PI_TEST_KEY")

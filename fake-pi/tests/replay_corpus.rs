@@ -48,6 +48,14 @@ fn invocation(c: &Cassette) -> (Vec<String>, Vec<u8>, Vec<(String, String)>) {
         .expect("the cassette's pi version has a grammar");
     let mut argv = Vec::new();
     for (name, rule) in &e.flags {
+        // Session flags are disk effects fake-pi imitates, not part of the match: the
+        // replay starts a session in the test's own agent dir.
+        if matches!(
+            name.as_str(),
+            "session" | "session-id" | "session-dir" | "no-session" | "continue" | "fork"
+        ) {
+            continue;
+        }
         match rule {
             FlagRule::Present(true) => {
                 argv.push(format!("--{name}"));
@@ -121,7 +129,11 @@ fn replay(path: &Path) -> Result<(), String> {
     let sb = World::new(module_path!());
     let (argv, stdin, env) = invocation(&c);
     let mut cmd = sb.fake_pi(path);
-    cmd.args(&argv).envs(env).stdin(Stdio::piped());
+    // Byte for byte: the recorder's placeholders stay as recorded.
+    cmd.args(&argv)
+        .envs(env)
+        .env("FAKE_PI_VALUES", "recorded")
+        .stdin(Stdio::piped());
     let mut child = cmd.spawn().map_err(|e| e.to_string())?;
     let mut input = child.stdin.take().unwrap();
     input.write_all(&stdin).map_err(|e| e.to_string())?;

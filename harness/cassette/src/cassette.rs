@@ -114,6 +114,102 @@ pub struct Expect {
     /// Values that must never appear inside any argv element.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub never_in_argv: Vec<Secret>,
+    /// What pi actually ran with (flags, then the agent dir's settings, then pi's
+    /// defaults): the values a call is compared on (see [`crate::matching`]). Absent in
+    /// early v1 files, where they are derived from `flags`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effective: Option<EffectiveExpect>,
+    /// The prompts pi sent after the first (argv messages after the first one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follow_ups: Option<Vec<String>>,
+    /// Whether the recording started a session or continued one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionUse>,
+    /// Effective fields not compared for this cassette (`"tools"`, `"thinking"`, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub irrelevant: Vec<String>,
+    /// Also check `flags` and `argv_messages` literally (the exact syntax of the call).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub syntax: bool,
+}
+
+/// The effective values of a recorded call; `None` fields are not compared.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EffectiveExpect {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub append_system_prompt: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_extensions: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skills: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_skills: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_templates: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_prompt_templates: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_context_files: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_mcp: Option<bool>,
+}
+
+impl EffectiveExpect {
+    /// Every field of a resolved call (prompts and the model's source aside).
+    pub fn from_effective(e: &pi_grammar::Effective) -> EffectiveExpect {
+        EffectiveExpect {
+            mode: Some(e.mode.clone()),
+            provider: e.provider.clone(),
+            model: e.model.clone(),
+            thinking: Some(e.thinking.clone()),
+            tools: Some(e.tools.clone()),
+            system_prompt: e.system_prompt.clone(),
+            append_system_prompt: Some(e.append_system_prompt.clone()),
+            extensions: Some(e.extensions.clone()),
+            no_extensions: Some(e.no_extensions),
+            skills: Some(e.skills.clone()),
+            no_skills: Some(e.no_skills),
+            prompt_templates: Some(e.prompt_templates.clone()),
+            no_prompt_templates: Some(e.no_prompt_templates),
+            no_context_files: Some(e.no_context_files),
+            no_mcp: Some(e.no_mcp),
+        }
+    }
+}
+
+/// How a run used its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionUse {
+    /// A fresh conversation: a new session, or none (`--no-session`).
+    New,
+    /// An existing session was continued (`--session`, `--continue`, `--session-id` of
+    /// an existing session): pi sent its history to the model.
+    Resumed,
+}
+
+impl SessionUse {
+    pub fn describe(self) -> &'static str {
+        match self {
+            SessionUse::New => "a new session (or none)",
+            SessionUse::Resumed => "an existing session continued",
+        }
+    }
 }
 
 impl Expect {

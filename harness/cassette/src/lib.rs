@@ -9,6 +9,8 @@
 //! - the data model, reader and writer ([`Cassette`], [`CassetteReader`] for streaming,
 //!   [`CassetteError`] naming `file:line`);
 //! - [`lint`]: every check a committed cassette must pass, secrets included;
+//! - [`matching`]: the matching contract: whether a call of pi means what the recording
+//!   meant (effective values, not syntax);
 //! - [`import`]: a captured pi stdout to a cassette, proven by replaying it byte for byte;
 //! - [`redact`]: run-specific values to stable placeholders.
 //!
@@ -38,6 +40,7 @@
 mod cassette;
 pub mod import;
 pub mod lint;
+pub mod matching;
 pub mod redact;
 
 pub use cassette::*;

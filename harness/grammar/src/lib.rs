@@ -40,7 +40,10 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+mod effective;
 mod version;
+
+pub use effective::{AgentSettings, Effective, DEFAULT_THINKING, DEFAULT_TOOLS};
 
 pub use version::{
     since, texts, Feature, Version, COMMANDS, FEATURES, KNOWN_VERSIONS, THINKING_LEVELS,

@@ -83,6 +83,10 @@ pub enum Feature {
     HelpReportsRuntimeErrors,
     /// `agent_settled` carries `aborted`.
     SettledAborted,
+    /// `settings.json` `defaultTools` sets the default tools.
+    SettingsDefaultTools,
+    /// `settings.json` `modelThinkingLevels` sets a thinking level per model.
+    ModelThinkingLevels,
 }
 
 /// Each feature and the release it appeared in: the CHANGELOG's release where it names
@@ -101,6 +105,8 @@ pub const FEATURES: &[(Feature, Version)] = &[
     (Feature::ToolModifiers, Version::new(1, 1, 0)),
     (Feature::SettledAborted, Version::new(1, 1, 0)),
     (Feature::HelpReportsRuntimeErrors, Version::new(1, 5, 2)),
+    (Feature::SettingsDefaultTools, Version::new(0, 87, 1)),
+    (Feature::ModelThinkingLevels, Version::new(0, 87, 1)),
 ];
 
 /// The release a feature appeared in.
@@ -216,12 +222,14 @@ mod tests {
             ToolModifiers,
             HelpReportsRuntimeErrors,
             SettledAborted,
+            SettingsDefaultTools,
+            ModelThinkingLevels,
         ] {
             since(f);
         }
         assert_eq!(
             FEATURES.len(),
-            12,
+            14,
             "a feature listed twice or missing above"
         );
     }

@@ -12,7 +12,15 @@
 //!
 //! let marker = format!("doc-{}", std::process::id());
 //! let mut child = Command::new("sleep").arg("30").env("MY_TEST_MARKER", &marker).spawn().unwrap();
-//! let found = pi_procs::pids_with_env("MY_TEST_MARKER", &marker);
+//! // The marker shows in /proc once the child has exec'd.
+//! let mut found = Vec::new();
+//! for _ in 0..500 {
+//!     found = pi_procs::pids_with_env("MY_TEST_MARKER", &marker);
+//!     if !found.is_empty() {
+//!         break;
+//!     }
+//!     std::thread::sleep(std::time::Duration::from_millis(10));
+//! }
 //! assert_eq!(found, vec![child.id() as i32]);
 //!
 //! // Kill whatever carries the marker; afterwards nothing is left.

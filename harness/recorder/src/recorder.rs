@@ -106,6 +106,9 @@ pub struct RecordOptions {
     pub signal: Option<SignalPlan>,
     /// Write `settings.json` with `retry.baseDelayMs` set to this.
     pub retry_base_delay_ms: Option<u64>,
+    /// Write `settings.json` with `defaultProvider`/`defaultModel` naming the scripted
+    /// model, so pi needs no model flags (as clients that rely on settings call it).
+    pub default_model_in_settings: bool,
     pub prelude: Option<Prelude>,
     pub scenario: String,
     pub description: String,
@@ -135,6 +138,7 @@ impl RecordOptions {
             stdin: None,
             signal: None,
             retry_base_delay_ms: None,
+            default_model_in_settings: false,
             prelude: None,
             scenario: String::new(),
             description: String::new(),
@@ -256,20 +260,48 @@ fn package_version(root: &Path) -> Option<String> {
     v["version"].as_str().map(str::to_string)
 }
 
-/// Flags that take no value (pi 0.73.1 and 0.87.1 `--help`).
+/// What the recording's agent dir says, for its effective values: `models.json` names the
+/// scripted model; `settings.json` may make it the default.
+pub fn recording_settings(opts: &RecordOptions) -> pi_grammar::AgentSettings {
+    let named = opts.default_model_in_settings;
+    pi_grammar::AgentSettings {
+        default_provider: named.then(|| "fake".to_string()),
+        default_model: named.then(|| "fake-model".to_string()),
+        models: vec![("fake".into(), "fake-model".into())],
+        ..pi_grammar::AgentSettings::default()
+    }
+}
+
+/// A recording continues a session when a prelude made one and the run names it.
+pub fn session_use(opts: &RecordOptions, args: &[String]) -> pi_cassette::SessionUse {
+    let names_one = args.iter().any(|a| {
+        matches!(
+            a.as_str(),
+            "--session" | "--session-id" | "--continue" | "-c" | "--fork"
+        )
+    });
+    if opts.prelude.is_some() && names_one {
+        pi_cassette::SessionUse::Resumed
+    } else {
+        pi_cassette::SessionUse::New
+    }
+}
+
 /// What the caller must send, read off pi's arguments (after redaction of temp paths).
 /// Flags whose value names a temp path only need to be present.
 pub fn expect_from_args(
     version: &str,
     args: &[String],
     stdin: Option<&str>,
+    settings: &pi_grammar::AgentSettings,
+    session: pi_cassette::SessionUse,
 ) -> Result<Expect, String> {
     let grammar = pi_grammar::Grammar::for_version(version)
         .ok_or_else(|| format!("no command-line grammar for pi {version}"))?;
     let parsed = grammar
         .parse(args)
         .map_err(|e| format!("pi {version} rejects these arguments: {}", e.stderr.trim()))?;
-    if let Some(e) = parsed.unknown_flags_error() {
+    if let Some(e) = grammar.runtime_errors(&parsed) {
         return Err(format!(
             "pi {version} rejects these arguments: {}",
             e.stderr.trim()
@@ -289,12 +321,17 @@ pub fn expect_from_args(
         .collect();
     // pi trims piped stdin and joins it to the first argv message with no separator.
     let stdin = stdin.and_then(|s| pi_grammar::stdin_content(s.as_bytes()));
+    // The recorder runs pi with stdin and stdout not terminals.
+    let mode = parsed.app_mode(false, false, &grammar);
+    let effective = grammar.effective(&parsed, mode, stdin.as_deref(), settings);
     Ok(Expect {
         flags,
-        prompt: pi_grammar::join_prompt(stdin.as_deref(), &parsed.messages),
+        prompt: effective.prompts.first().cloned(),
+        follow_ups: Some(effective.prompts.iter().skip(1).cloned().collect()),
         argv_messages: Some(parsed.messages),
-        env: Vec::new(),
-        never_in_argv: Vec::new(),
+        effective: Some(pi_cassette::EffectiveExpect::from_effective(&effective)),
+        session: Some(session),
+        ..Expect::default()
     })
 }
 
@@ -481,8 +518,16 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
     let key = format!("pih-key-{}", random_token(24));
     let models = models_json(opts.api, &server.base_url(), &key);
     write_file(&agent.join("models.json"), &format!("{models:#}\n"))?;
+    let mut settings = serde_json::Map::new();
     if let Some(delay) = opts.retry_base_delay_ms {
-        let settings = serde_json::json!({"retry": {"baseDelayMs": delay}});
+        settings.insert("retry".into(), serde_json::json!({"baseDelayMs": delay}));
+    }
+    if opts.default_model_in_settings {
+        settings.insert("defaultProvider".into(), "fake".into());
+        settings.insert("defaultModel".into(), "fake-model".into());
+    }
+    if !settings.is_empty() {
+        let settings = Value::Object(settings);
         write_file(&agent.join("settings.json"), &format!("{settings:#}\n"))?;
     }
 
@@ -621,8 +666,14 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
             },
             tags: opts.tags.clone(),
         },
-        expect: expect_from_args(&version, &redacted_args, opts.stdin.as_deref())
-            .map_err(anyhow::Error::msg)?,
+        expect: expect_from_args(
+            &version,
+            &redacted_args,
+            opts.stdin.as_deref(),
+            &recording_settings(opts),
+            session_use(opts, &redacted_args),
+        )
+        .map_err(anyhow::Error::msg)?,
         process,
         redactions: redactor.used().clone(),
         origin: Origin {
@@ -1274,8 +1325,23 @@ mod tests {
                 "hello",
             ]),
             Some("  from stdin \n"),
+            &pi_grammar::AgentSettings {
+                default_provider: Some("fake".into()),
+                default_model: Some("fake-model".into()),
+                ..pi_grammar::AgentSettings::default()
+            },
+            pi_cassette::SessionUse::New,
         )
         .unwrap();
+        let eff = e.effective.as_ref().unwrap();
+        assert_eq!(eff.mode.as_deref(), Some("json"));
+        assert_eq!(
+            eff.model.as_deref(),
+            Some("fake-model"),
+            "from settings.json"
+        );
+        assert_eq!(eff.tools.as_deref(), Some(&["bash".to_string()][..]));
+        assert_eq!(e.follow_ups, Some(vec![]));
         assert_eq!(e.flags["mode"], FlagRule::Value("json".into()));
         assert_eq!(e.flags["print"], FlagRule::Present(true));
         assert_eq!(e.flags["no-session"], FlagRule::Present(true));
@@ -1284,7 +1350,14 @@ mod tests {
         assert_eq!(e.argv_messages, Some(s(&["hello"])));
         // stdin is trimmed the way pi trims it, then joined without a separator
         assert_eq!(e.prompt.as_deref(), Some("from stdinhello"));
-        let err = expect_from_args("0.73.1", &s(&["--exclude-tools", "bash"]), None).unwrap_err();
+        let err = expect_from_args(
+            "0.73.1",
+            &s(&["--exclude-tools", "bash"]),
+            None,
+            &pi_grammar::AgentSettings::default(),
+            pi_cassette::SessionUse::New,
+        )
+        .unwrap_err();
         assert!(err.contains("Unknown option: --exclude-tools"), "{err}");
     }
 

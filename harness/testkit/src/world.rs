@@ -73,13 +73,20 @@ impl World {
         }
     }
 
-    /// fake-pi replaying `cassette` at instant speed, in the world's dir, with the marker;
-    /// stdin null, stdout and stderr piped.
+    /// The world's pi agent dir (`<dir>/agent`; `PI_CODING_AGENT_DIR` of the fake-pi
+    /// commands it makes), where settings and sessions go.
+    pub fn agent_dir(&self) -> PathBuf {
+        self.dir.path().join("agent")
+    }
+
+    /// fake-pi replaying `cassette` at instant speed, in the world's dir, with the marker
+    /// and the world's agent dir; stdin null, stdout and stderr piped.
     pub fn fake_pi(&self, cassette: &Path) -> Command {
         let mut c = Command::new(crate::fake_pi());
         c.env(MARKER_VAR, &self.marker)
             .env("FAKE_PI_CASSETTE", cassette)
             .env("FAKE_PI_SPEED", "0")
+            .env("PI_CODING_AGENT_DIR", self.agent_dir())
             .env_remove("FAKE_PI_CHILD_SPEC")
             .current_dir(self.dir.path())
             .stdin(Stdio::null())

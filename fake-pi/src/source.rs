@@ -1,0 +1,246 @@
+//! Which cassette this start replays.
+//!
+//! The settings come from the environment (`FAKE_PI_CASSETTE`, `FAKE_PI_SPEED`,
+//! `FAKE_PI_STATE`), else from a file `fake-pi.conf` beside the program as it was invoked
+//! (the directory of argv[0], found on `PATH` when argv[0] has no `/`, then the directory
+//! of the real executable): `KEY=VALUE` lines with the same keys, `#` comments, relative
+//! paths taken from the file's directory. So a client that passes pi an empty or
+//! allow-listed environment still gets its cassette.
+//!
+//! `FAKE_PI_CASSETTE` names a cassette (replayed on every start), a directory (its
+//! `*.cassette.jsonl[.gz]` files in name order, one per start) or a sequence file
+//! (`*.sequence`: one cassette path per line, one per start). A sequence counts starts
+//! in a state file (`FAKE_PI_STATE`, default `<sequence>.state`, or `.fake-pi-state` in a
+//! directory), locked while counting, so concurrent starts take different entries; a
+//! start past the end is refused.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// Where fake-pi's settings come from.
+#[derive(Debug, Default)]
+pub struct Settings {
+    pub cassette: Option<PathBuf>,
+    pub speed: Option<String>,
+    pub state: Option<PathBuf>,
+}
+
+/// The name of the file beside the program.
+pub const CONF: &str = "fake-pi.conf";
+
+fn program_dirs(argv0: &str, path_var: Option<&str>) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    if argv0.contains('/') {
+        if let Some(d) = Path::new(argv0).parent() {
+            dirs.push(d.to_path_buf());
+        }
+    } else if let Some(path) = path_var {
+        if let Some(d) = std::env::split_paths(path).find(|d| d.join(argv0).is_file()) {
+            dirs.push(d);
+        }
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(d) = exe.parent() {
+            dirs.push(d.to_path_buf());
+        }
+    }
+    dirs
+}
+
+/// Read a conf file: `KEY=VALUE` lines.
+pub fn parse_conf(path: &Path, text: &str) -> Result<Settings, String> {
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut s = Settings::default();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let Some((k, v)) = line.split_once('=') else {
+            return Err(format!(
+                "{}:{}: expected KEY=VALUE, found {line:?}",
+                path.display(),
+                n + 1
+            ));
+        };
+        let v = v.trim();
+        match k.trim() {
+            "FAKE_PI_CASSETTE" => s.cassette = Some(base.join(v)),
+            "FAKE_PI_STATE" => s.state = Some(base.join(v)),
+            "FAKE_PI_SPEED" => s.speed = Some(v.to_string()),
+            other => {
+                return Err(format!(
+                    "{}:{}: unknown key {other:?} (FAKE_PI_CASSETTE, FAKE_PI_SPEED, FAKE_PI_STATE)",
+                    path.display(),
+                    n + 1
+                ))
+            }
+        }
+    }
+    Ok(s)
+}
+
+/// The settings for this start: the environment's, completed by the conf file.
+pub fn settings(env: &dyn Fn(&str) -> Option<String>, argv0: &str) -> Result<Settings, String> {
+    let mut s = Settings::default();
+    for dir in program_dirs(argv0, env("PATH").as_deref()) {
+        let conf = dir.join(CONF);
+        if let Ok(text) = std::fs::read_to_string(&conf) {
+            s = parse_conf(&conf, &text)?;
+            break;
+        }
+    }
+    let set = |v: Option<String>| v.filter(|v| !v.is_empty());
+    if let Some(c) = set(env("FAKE_PI_CASSETTE")) {
+        s.cassette = Some(PathBuf::from(c));
+    }
+    if let Some(v) = set(env("FAKE_PI_SPEED")) {
+        s.speed = Some(v);
+    }
+    if let Some(v) = set(env("FAKE_PI_STATE")) {
+        s.state = Some(PathBuf::from(v));
+    }
+    Ok(s)
+}
+
+fn is_cassette_name(p: &Path) -> bool {
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.ends_with(".cassette.jsonl") || n.ends_with(".cassette.jsonl.gz"))
+}
+
+/// The cassettes of a sequence, in order; `None` when `path` is a single cassette.
+pub fn sequence(path: &Path) -> Result<Option<Vec<PathBuf>>, String> {
+    if path.is_dir() {
+        let mut list: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(|e| format!("{}: cannot list: {e}", path.display()))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| is_cassette_name(p))
+            .collect();
+        list.sort();
+        if list.is_empty() {
+            return Err(format!(
+                "{}: no *.cassette.jsonl(.gz) files in this directory",
+                path.display()
+            ));
+        }
+        return Ok(Some(list));
+    }
+    if path.extension().is_some_and(|e| e == "sequence") {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read sequence: {e}", path.display()))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let list: Vec<PathBuf> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(|l| base.join(l))
+            .collect();
+        if list.is_empty() {
+            return Err(format!(
+                "{}: the sequence lists no cassette",
+                path.display()
+            ));
+        }
+        return Ok(Some(list));
+    }
+    Ok(None)
+}
+
+/// The default state file of a sequence.
+pub fn default_state(path: &Path) -> PathBuf {
+    if path.is_dir() {
+        path.join(".fake-pi-state")
+    } else {
+        let mut s = path.as_os_str().to_owned();
+        s.push(".state");
+        PathBuf::from(s)
+    }
+}
+
+/// Count this start in `state` (locked); returns its index (0 for the first start).
+pub fn next_start(state: &Path) -> Result<usize, String> {
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(state)
+        .map_err(|e| format!("{}: cannot open the sequence state: {e}", state.display()))?;
+    // SAFETY: flock on an open descriptor; released when `f` is closed.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(format!(
+            "{}: cannot lock the sequence state: {}",
+            state.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    let mut text = String::new();
+    let _ = f.read_to_string(&mut text);
+    let n: usize = match text.trim() {
+        "" => 0,
+        t => t.parse().map_err(|_| {
+            format!(
+                "{}: the sequence state is not a count ({t:?}); delete it to start over",
+                state.display()
+            )
+        })?,
+    };
+    let write = |f: &mut File| -> std::io::Result<()> {
+        f.set_len(0)?;
+        f.seek(SeekFrom::Start(0))?;
+        writeln!(f, "{}", n + 1)
+    };
+    write(&mut f)
+        .map_err(|e| format!("{}: cannot write the sequence state: {e}", state.display()))?;
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conf_files() {
+        let s = parse_conf(
+            Path::new("/opt/bin/fake-pi.conf"),
+            "# cassettes for the app\nFAKE_PI_CASSETTE = turns.sequence\nFAKE_PI_SPEED=0\n",
+        )
+        .unwrap();
+        assert_eq!(s.cassette, Some(PathBuf::from("/opt/bin/turns.sequence")));
+        assert_eq!(s.speed.as_deref(), Some("0"));
+        let e = parse_conf(Path::new("/x/fake-pi.conf"), "\nBOGUS=1\n").unwrap_err();
+        assert!(
+            e.starts_with("/x/fake-pi.conf:2: unknown key \"BOGUS\""),
+            "{e}"
+        );
+        let e = parse_conf(Path::new("/x/fake-pi.conf"), "just words").unwrap_err();
+        assert!(e.contains(":1: expected KEY=VALUE"), "{e}");
+    }
+
+    #[test]
+    fn sequences_count_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        for n in ["b.cassette.jsonl", "a.cassette.jsonl", "notes.txt"] {
+            std::fs::write(dir.path().join(n), "").unwrap();
+        }
+        let list = sequence(dir.path()).unwrap().unwrap();
+        let names: Vec<_> = list
+            .iter()
+            .map(|p| p.file_name().unwrap().to_owned())
+            .collect();
+        assert_eq!(names, ["a.cassette.jsonl", "b.cassette.jsonl"]);
+        let state = default_state(dir.path());
+        assert_eq!(next_start(&state).unwrap(), 0);
+        assert_eq!(next_start(&state).unwrap(), 1);
+        let seq = dir.path().join("turns.sequence");
+        std::fs::write(&seq, "# first\na.cassette.jsonl\n\nb.cassette.jsonl\n").unwrap();
+        assert_eq!(sequence(&seq).unwrap().unwrap().len(), 2);
+        assert!(sequence(&dir.path().join("a.cassette.jsonl"))
+            .unwrap()
+            .is_none());
+    }
+}

@@ -1,0 +1,682 @@
+//! The matching contract: does a call of pi mean what the recording meant?
+//!
+//! **Semantics strict, syntax lenient, on effective values.** A cassette stands for "what
+//! real pi did for this command line, this prompt and this environment". A call matches
+//! when pi would behave the same: the same mode, provider and model, thinking level,
+//! active tools, system prompts, extensions, skills, prompt templates, context files and
+//! MCP switch, the same prompts (stdin joined with the argv messages the way pi joins
+//! them), the same session use (a fresh session, or continuing one), and the environment
+//! rules. Effective values come from the flags, then the agent dir's settings, then pi's
+//! defaults (`pi_grammar::Grammar::effective`). Flag order, `--x v` vs aliases, and
+//! whether the prompt is on stdin or in argv do not matter, unless the cassette opts in
+//! with `expect.syntax: true`, which also checks `expect.flags` and
+//! `expect.argv_messages` literally. Fields listed in `expect.irrelevant` are not compared.
+//! Session flags (`--session-dir`, `--session-id`, `--no-session`, ...) are disk effects
+//! that fake-pi imitates, not matches.
+//!
+//! A cassette without `expect.effective` (format v1 as first written) has its effective
+//! values derived from `expect.flags`, as the recorder's clean agent dir would have made
+//! them: `flags` then stand for what the recording ran with, not for a required syntax.
+//!
+//! One rule, used by fake-pi (to accept or refuse a call), `cassette lint` (to check the
+//! expectations can hold) and `cassette show` (to print what a caller must send).
+
+use std::fmt;
+
+use pi_grammar::{AgentSettings, AppMode, Effective, FlagKind, FlagSpec, Grammar, ParsedArgs};
+
+use crate::{EffectiveExpect, Expect, FlagRule, Secret, SessionUse};
+
+/// The effective fields, by the names `expect.effective` and `expect.irrelevant` use.
+pub const FIELDS: &[&str] = &[
+    "mode",
+    "provider",
+    "model",
+    "thinking",
+    "tools",
+    "system_prompt",
+    "append_system_prompt",
+    "extensions",
+    "no_extensions",
+    "skills",
+    "no_skills",
+    "prompt_templates",
+    "no_prompt_templates",
+    "no_context_files",
+    "no_mcp",
+    "prompt",
+    "follow_ups",
+    "session",
+];
+
+/// How fake-pi was actually called.
+pub struct Call<'a> {
+    /// argv without the program name.
+    pub argv: &'a [String],
+    pub parsed: &'a ParsedArgs,
+    pub mode: AppMode,
+    /// What pi keeps of piped stdin (`pi_grammar::stdin_content`).
+    pub stdin: Option<&'a str>,
+    /// What the agent dir says (settings.json, models.json).
+    pub settings: &'a AgentSettings,
+    /// Where the agent dir is, for messages.
+    pub agent_dir: &'a str,
+    /// How this call uses its session.
+    pub session: SessionUse,
+    /// The environment.
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+}
+
+/// One difference between the recording and the call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    /// `expect.effective.model`, `expect.prompt`, `expect.env.KEY`, ...
+    pub field: String,
+    pub expected: String,
+    pub actual: String,
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: expected {}, got {}",
+            self.field, self.expected, self.actual
+        )
+    }
+}
+
+fn quote(s: &str) -> String {
+    serde_json::to_string(s).expect("a string serializes")
+}
+
+fn quote_list(items: &[impl AsRef<str>]) -> String {
+    let items: Vec<String> = items.iter().map(|s| quote(s.as_ref())).collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// The flag an `expect.flags` key names: the long name without dashes (`model`).
+fn lookup(grammar: &Grammar, key: &str) -> Option<&'static FlagSpec> {
+    if key.starts_with('-') {
+        return None;
+    }
+    grammar.flag(&format!("--{key}"))
+}
+
+/// Problems in the expectations themselves (the cassette is wrong, not the caller), as
+/// `header field ...: what`.
+pub fn validate(expect: &Expect, grammar: &Grammar) -> Result<(), String> {
+    for (key, rule) in &expect.flags {
+        if key.starts_with('-') {
+            return Err(format!(
+                "header field `expect.flags.{key}`: keys are long flag names without dashes (`{}`)",
+                key.trim_start_matches('-')
+            ));
+        }
+        let Some(spec) = lookup(grammar, key) else {
+            return Err(format!(
+                "header field `expect.flags.{key}`: pi {} has no flag --{key}",
+                grammar.version()
+            ));
+        };
+        if spec.kind == FlagKind::Switch && matches!(rule, FlagRule::Value(_)) {
+            return Err(format!(
+                "header field `expect.flags.{key}`: {} takes no value; use true (present) or false (absent)",
+                spec.long
+            ));
+        }
+    }
+    for field in &expect.irrelevant {
+        if !FIELDS.contains(&field.as_str()) {
+            return Err(format!(
+                "header field `expect.irrelevant`: {field:?} is not an effective field (known: {})",
+                FIELDS.join(", ")
+            ));
+        }
+    }
+    if let Some(e) = &expect.effective {
+        if let Some(level) = &e.thinking {
+            if !grammar.thinking_levels().contains(&level.as_str()) {
+                return Err(format!(
+                    "header field `expect.effective.thinking`: pi {} has no thinking level {level:?}",
+                    grammar.version()
+                ));
+            }
+        }
+        if let Some(mode) = &e.mode {
+            if !["json", "rpc", "print", "interactive"].contains(&mode.as_str()) {
+                return Err(format!(
+                    "header field `expect.effective.mode`: {mode:?} is not one of json, rpc, print, interactive"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The effective values a cassette was recorded with: `expect.effective` when present,
+/// else derived from `expect.flags` as the recorder's clean agent dir (no settings.json)
+/// would have made them. Fields neither says are `None` (not compared); a cassette with
+/// neither (hand-made, no expectations) accepts any call.
+pub fn expected(expect: &Expect, grammar: &Grammar) -> EffectiveExpect {
+    if let Some(e) = &expect.effective {
+        return e.clone();
+    }
+    if expect.flags.is_empty() {
+        // Nothing says what the recording ran with (a hand-made cassette): no check.
+        return EffectiveExpect::default();
+    }
+    let mut argv = Vec::new();
+    for (key, rule) in &expect.flags {
+        match rule {
+            FlagRule::Present(true) => argv.push(format!("--{key}")),
+            FlagRule::Present(false) => {}
+            FlagRule::Value(v) => {
+                argv.push(format!("--{key}"));
+                argv.push(v.clone());
+            }
+        }
+    }
+    let Ok(parsed) = grammar.parse(&argv) else {
+        return EffectiveExpect::default();
+    };
+    // The recorder and imports ran pi headless with stdin not a terminal.
+    let mode = parsed.app_mode(false, false, grammar);
+    let e = grammar.effective(&parsed, mode, None, &AgentSettings::default());
+    let mut out = EffectiveExpect::from_effective(&e);
+    if !expect.flags.contains_key("mode") && !expect.flags.contains_key("print") {
+        // Partial expectations that do not say how pi ran.
+        out.mode = None;
+    }
+    if e.model.is_none() {
+        // Nothing in the flags says which model: the recording's agent dir did.
+        out.provider = None;
+        out.model = None;
+    }
+    out
+}
+
+/// Every way the call differs from the cassette's expectations.
+pub fn check(expect: &Expect, grammar: &Grammar, call: &Call) -> Vec<Mismatch> {
+    let mut out = Vec::new();
+    let mut push = |field: String, expected: String, actual: String| {
+        out.push(Mismatch {
+            field,
+            expected,
+            actual,
+        })
+    };
+    let relevant = |field: &str| !expect.irrelevant.iter().any(|f| f == field);
+    let want = expected(expect, grammar);
+    let got = grammar.effective(call.parsed, call.mode, call.stdin, call.settings);
+    compare_effective(&want, &got, call, &relevant, &mut push);
+
+    // Prompts (always by meaning: the joined prompt, then follow-ups).
+    if relevant("prompt") {
+        if let Some(want) = &expect.prompt {
+            let first = got.prompts.first();
+            if first != Some(want) {
+                push(
+                    "expect.prompt".into(),
+                    quote(want),
+                    first.map_or("no prompt (no piped stdin and no message)".into(), |p| {
+                        quote(p)
+                    }),
+                );
+            }
+        }
+    }
+    if relevant("follow_ups") {
+        let want_follow = match (&expect.follow_ups, &expect.argv_messages) {
+            (Some(f), _) => Some(f.clone()),
+            // v1: the argv messages after the first are follow-up prompts.
+            (None, Some(m)) if !expect.syntax => Some(m.iter().skip(1).cloned().collect()),
+            _ => None,
+        };
+        if let Some(want) = want_follow {
+            let got_follow: Vec<String> = got.prompts.iter().skip(1).cloned().collect();
+            if got_follow != want {
+                push(
+                    "expect.follow_ups".into(),
+                    quote_list(&want),
+                    quote_list(&got_follow),
+                );
+            }
+        }
+    }
+    if relevant("session") {
+        if let Some(want) = expect.session {
+            if want != call.session {
+                push(
+                    "expect.session".into(),
+                    want.describe().into(),
+                    call.session.describe().into(),
+                );
+            }
+        }
+    }
+    if expect.syntax {
+        check_syntax(expect, grammar, call, &mut push);
+    }
+    for var in &expect.env {
+        match (call.env)(var) {
+            Some(v) if !v.is_empty() => {}
+            Some(_) => push(
+                format!("expect.env.{var}"),
+                "set and non-empty".into(),
+                "empty".into(),
+            ),
+            None => push(
+                format!("expect.env.{var}"),
+                "set and non-empty".into(),
+                "unset".into(),
+            ),
+        }
+    }
+    for (i, secret) in expect.never_in_argv.iter().enumerate() {
+        let (value, what) = match secret {
+            Secret::Env(var) => (
+                (call.env)(var).unwrap_or_default(),
+                format!("the value of ${var}"),
+            ),
+            Secret::Literal(s) => (s.clone(), format!("the literal {}", quote(s))),
+        };
+        if value.is_empty() {
+            continue; // nothing that could leak
+        }
+        if let Some(pos) = call.argv.iter().position(|a| a.contains(&value)) {
+            // Never print a secret's value.
+            push(
+                format!("expect.never_in_argv[{i}]"),
+                format!("{what} nowhere in argv"),
+                format!("it in argv[{}]", pos + 1),
+            );
+        }
+    }
+    out.sort_by(|a, b| a.field.cmp(&b.field));
+    out
+}
+
+fn compare_effective(
+    want: &EffectiveExpect,
+    got: &Effective,
+    call: &Call,
+    relevant: &dyn Fn(&str) -> bool,
+    push: &mut dyn FnMut(String, String, String),
+) {
+    let field = |name: &str| format!("expect.effective.{name}");
+    let mut scalar = |name: &str, want: &Option<String>, got: Option<&str>, why: &str| {
+        if let Some(w) = want {
+            if relevant(name) && got != Some(w.as_str()) {
+                let actual = match got {
+                    Some(g) => format!("{}{why}", quote(g)),
+                    None => format!("none{why}"),
+                };
+                push(field(name), quote(w), actual);
+            }
+        }
+    };
+    scalar("mode", &want.mode, Some(&got.mode), "");
+    let source = format!(" (from {}; agent dir {})", got.model_source, call.agent_dir);
+    scalar("provider", &want.provider, got.provider.as_deref(), &source);
+    scalar("model", &want.model, got.model.as_deref(), &source);
+    scalar("thinking", &want.thinking, Some(&got.thinking), "");
+    scalar(
+        "system_prompt",
+        &want.system_prompt,
+        got.system_prompt.as_deref(),
+        "",
+    );
+    let mut list = |name: &str, want: &Option<Vec<String>>, got: &[String]| {
+        if let Some(w) = want {
+            if relevant(name) && w.as_slice() != got {
+                push(field(name), quote_list(w), quote_list(got));
+            }
+        }
+    };
+    let mut tools_want = want.tools.clone();
+    if let Some(t) = tools_want.as_mut() {
+        t.sort();
+    }
+    list("tools", &tools_want, &got.tools);
+    list(
+        "append_system_prompt",
+        &want.append_system_prompt,
+        &got.append_system_prompt,
+    );
+    list("extensions", &want.extensions, &got.extensions);
+    list("skills", &want.skills, &got.skills);
+    list(
+        "prompt_templates",
+        &want.prompt_templates,
+        &got.prompt_templates,
+    );
+    let mut switch = |name: &str, want: Option<bool>, got: bool| {
+        if let Some(w) = want {
+            if relevant(name) && w != got {
+                let word = |b: bool| if b { "on" } else { "off" }.to_string();
+                push(field(name), word(w), word(got));
+            }
+        }
+    };
+    switch("no_extensions", want.no_extensions, got.no_extensions);
+    switch("no_skills", want.no_skills, got.no_skills);
+    switch(
+        "no_prompt_templates",
+        want.no_prompt_templates,
+        got.no_prompt_templates,
+    );
+    switch(
+        "no_context_files",
+        want.no_context_files,
+        got.no_context_files,
+    );
+    switch("no_mcp", want.no_mcp, got.no_mcp);
+}
+
+/// `expect.syntax: true`: the flags and argv messages, literally.
+fn check_syntax(
+    expect: &Expect,
+    grammar: &Grammar,
+    call: &Call,
+    push: &mut dyn FnMut(String, String, String),
+) {
+    for (key, rule) in &expect.flags {
+        let Some(spec) = lookup(grammar, key) else {
+            continue; // rejected by `validate`
+        };
+        let given = call.parsed.flags.get(spec.long);
+        let got = match given {
+            None => "absent".to_string(),
+            Some(_) if spec.kind == FlagKind::Switch => "present".to_string(),
+            Some(_) if spec.kind == FlagKind::Repeated => {
+                quote_list(&call.parsed.values(spec.long))
+            }
+            Some(_) => call
+                .parsed
+                .value(spec.long)
+                .map_or("present without a value".to_string(), quote),
+        };
+        let (ok, expected) = match rule {
+            FlagRule::Present(true) => (given.is_some(), "present".to_string()),
+            FlagRule::Present(false) => (given.is_none(), "absent".to_string()),
+            FlagRule::Value(v) if spec.kind == FlagKind::Repeated => (
+                call.parsed.values(spec.long) == [v.as_str()],
+                quote_list(&[v]),
+            ),
+            FlagRule::Value(v) => (call.parsed.value(spec.long) == Some(v.as_str()), quote(v)),
+        };
+        if !ok {
+            push(format!("expect.flags.{key}"), expected, got);
+        }
+    }
+    if let Some(want) = &expect.argv_messages {
+        if &call.parsed.messages != want {
+            push(
+                "expect.argv_messages".into(),
+                quote_list(want),
+                quote_list(&call.parsed.messages),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn g(v: &str) -> Grammar {
+        Grammar::for_version(v).unwrap()
+    }
+
+    struct Env(BTreeMap<String, String>);
+
+    fn run(
+        version: &str,
+        expect: &Expect,
+        argv: &[&str],
+        stdin: Option<&str>,
+        settings: &AgentSettings,
+        env: &[(&str, &str)],
+    ) -> Vec<String> {
+        let grammar = g(version);
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        let parsed = grammar.parse(&argv).unwrap();
+        let env = Env(env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect());
+        let lookup = |k: &str| env.0.get(k).cloned();
+        let call = Call {
+            argv: &argv,
+            parsed: &parsed,
+            mode: parsed.app_mode(false, false, &grammar),
+            stdin,
+            settings,
+            agent_dir: "/agent",
+            session: SessionUse::New,
+            env: &lookup,
+        };
+        check(expect, &grammar, &call)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    fn legacy() -> Expect {
+        let mut flags = BTreeMap::new();
+        flags.insert("mode".into(), FlagRule::Value("json".into()));
+        flags.insert("provider".into(), FlagRule::Value("fake".into()));
+        flags.insert("model".into(), FlagRule::Value("fake-model".into()));
+        flags.insert("no-session".into(), FlagRule::Present(true));
+        Expect {
+            flags,
+            prompt: Some("List the files.".into()),
+            argv_messages: Some(vec!["List the files.".into()]),
+            ..Expect::default()
+        }
+    }
+
+    fn with_defaults() -> AgentSettings {
+        AgentSettings {
+            default_provider: Some("fake".into()),
+            default_model: Some("fake-model".into()),
+            ..AgentSettings::default()
+        }
+    }
+
+    #[test]
+    fn syntax_does_not_matter() {
+        let e = legacy();
+        let none = AgentSettings::default();
+        // As recorded.
+        let rec = [
+            "--mode",
+            "json",
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+            "--no-session",
+            "List the files.",
+        ];
+        assert!(run("0.87.1", &e, &rec, None, &none, &[]).is_empty());
+        // Reordered, prompt on stdin, sessions on, model from settings.json.
+        let client = ["--session-dir", "/tmp/s", "--mode", "json"];
+        assert_eq!(
+            run(
+                "0.87.1",
+                &e,
+                &client,
+                Some("List the files."),
+                &with_defaults(),
+                &[]
+            ),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn meaning_does() {
+        let e = legacy();
+        let none = AgentSettings::default();
+        let base = [
+            "--mode",
+            "json",
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+            "List the files.",
+        ];
+        let with = |extra: &[&str]| -> Vec<String> {
+            let mut argv: Vec<&str> = extra.to_vec();
+            argv.extend_from_slice(&base);
+            run("0.87.1", &e, &argv, None, &none, &[])
+        };
+        assert_eq!(
+            with(&["--tools", "read"]),
+            vec!["expect.effective.tools: expected [\"bash\", \"edit\", \"read\", \"write\"], got [\"read\"]"]
+        );
+        assert_eq!(
+            with(&["--no-builtin-tools"]),
+            vec!["expect.effective.tools: expected [\"bash\", \"edit\", \"read\", \"write\"], got []"]
+        );
+        assert_eq!(
+            with(&["--thinking", "high"]),
+            vec!["expect.effective.thinking: expected \"medium\", got \"high\""]
+        );
+        assert_eq!(
+            with(&["--append-system-prompt", "be brief"]),
+            vec!["expect.effective.append_system_prompt: expected [], got [\"be brief\"]"]
+        );
+        // No model flags and nothing in the agent dir: pi would not pick fake/fake-model.
+        let got = run(
+            "0.87.1",
+            &e,
+            &["--mode", "json", "List the files."],
+            None,
+            &none,
+            &[],
+        );
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(
+            got[0].starts_with(
+                "expect.effective.model: expected \"fake-model\", got none (from no --model"
+            ),
+            "{got:?}"
+        );
+        // A different prompt, and a follow-up that was not recorded.
+        let got = with(&["again"]);
+        assert_eq!(
+            got,
+            vec![
+                "expect.follow_ups: expected [], got [\"List the files.\"]",
+                "expect.prompt: expected \"List the files.\", got \"again\""
+            ]
+        );
+    }
+
+    #[test]
+    fn irrelevant_fields_and_syntax_opt_in() {
+        let mut e = legacy();
+        e.irrelevant = vec!["tools".into()];
+        let none = AgentSettings::default();
+        let argv = [
+            "--tools",
+            "read",
+            "--mode",
+            "json",
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+            "List the files.",
+        ];
+        assert!(run("0.87.1", &e, &argv, None, &none, &[]).is_empty());
+        e.syntax = true;
+        assert_eq!(
+            run("0.87.1", &e, &argv, None, &none, &[]),
+            vec!["expect.flags.no-session: expected present, got absent"]
+        );
+        let got = run(
+            "0.87.1",
+            &e,
+            &[
+                "--mode",
+                "json",
+                "--provider",
+                "fake",
+                "--model",
+                "fake-model",
+                "--no-session",
+            ],
+            Some("List the files."),
+            &none,
+            &[],
+        );
+        assert_eq!(
+            got,
+            vec!["expect.argv_messages: expected [\"List the files.\"], got []"]
+        );
+    }
+
+    #[test]
+    fn env_and_secrets() {
+        let e = Expect {
+            env: vec!["KEY".into(), "EMPTY".into(), "MISSING".into()],
+            never_in_argv: vec![Secret::Env("KEY".into()), Secret::Literal("sk-lit".into())],
+            ..Expect::default()
+        };
+        let got = run(
+            "0.87.1",
+            &e,
+            &["--api-key", "xx-secret-xx", "--model", "sk-lit"],
+            None,
+            &AgentSettings::default(),
+            &[("KEY", "secret"), ("EMPTY", "")],
+        );
+        assert_eq!(
+            got,
+            vec![
+                "expect.env.EMPTY: expected set and non-empty, got empty",
+                "expect.env.MISSING: expected set and non-empty, got unset",
+                "expect.never_in_argv[0]: expected the value of $KEY nowhere in argv, got it in argv[2]",
+                "expect.never_in_argv[1]: expected the literal \"sk-lit\" nowhere in argv, got it in argv[4]",
+            ]
+        );
+    }
+
+    #[test]
+    fn invalid_expectations() {
+        let mut flags = BTreeMap::new();
+        flags.insert("exclude-tools".to_string(), FlagRule::Value("bash".into()));
+        let e = Expect {
+            flags,
+            ..Expect::default()
+        };
+        assert_eq!(
+            validate(&e, &g("0.73.1")).unwrap_err(),
+            "header field `expect.flags.exclude-tools`: pi 0.73.1 has no flag --exclude-tools"
+        );
+        assert!(validate(&e, &g("0.87.1")).is_ok());
+        let e = Expect {
+            irrelevant: vec!["colour".into()],
+            ..Expect::default()
+        };
+        assert!(validate(&e, &g("0.87.1"))
+            .unwrap_err()
+            .contains("\"colour\" is not an effective field"));
+        let e = Expect {
+            effective: Some(EffectiveExpect {
+                thinking: Some("max".into()),
+                ..EffectiveExpect::default()
+            }),
+            ..Expect::default()
+        };
+        assert!(validate(&e, &g("0.73.1"))
+            .unwrap_err()
+            .contains("no thinking level \"max\""));
+    }
+}
