@@ -157,9 +157,11 @@ impl<'a> Scanner<'a> {
                     message_seen = true;
                     self.value(1)?;
                 }
+                // Keys the serde path reads (`EventField`), where it may judge a value
+                // otherwise than a skip does (a number out of range): left to it.
                 b"id" | b"toolCallId" | b"toolName" | b"args" | b"partialResult" | b"result"
                 | b"isError" | b"willRetry" | b"attempt" | b"maxAttempts" | b"delayMs"
-                | b"errorMessage" => return Err(Fallback),
+                | b"errorMessage" | b"parentToolCallId" => return Err(Fallback),
                 _ => self.memo_value(memo)?,
             }
             self.ws();
