@@ -220,6 +220,8 @@ struct State {
     usage: Usage,
     end_seen: bool,
     settled: bool,
+    /// The last `agent_settled` said `aborted: true` (pi 1.1.0+), and no `agent_start` since.
+    aborted: bool,
     /// A text or thinking delta was seen in this run: snapshots are ignored from then on.
     sends_deltas: bool,
     /// `auto_retry_start` seen and no `agent_start` since.
@@ -294,6 +296,7 @@ impl State {
             usage: Usage::default(),
             end_seen: false,
             settled: false,
+            aborted: false,
             sends_deltas: false,
             retry_pending: false,
             invalid: Vec::new(),
@@ -399,12 +402,15 @@ impl State {
             "agent_start" => {
                 self.end_seen = false;
                 self.settled = false;
+                self.aborted = false;
                 self.retry_pending = false;
             }
             "agent_end" => self.on_agent_end(&ev),
             "agent_settled" => {
                 self.end_seen = true;
                 self.settled = true;
+                // pi 1.1.0+: `aborted: true` when the run ended because it was aborted.
+                self.aborted = ev.aborted.as_bool() == Some(true);
             }
             "auto_retry_start" => {
                 self.end_seen = false;
@@ -895,17 +901,26 @@ impl State {
             }
             EndCause::Failed { reason, message } => (reason, message),
             EndCause::Eof if self.end_seen => match self.last_stop.as_deref() {
-                Some("error") => (
-                    FailureReason::ModelError,
-                    self.last_error
-                        .clone()
-                        .unwrap_or_else(|| "the model call failed (no errorMessage)".into()),
-                ),
                 Some("aborted") => (
                     FailureReason::Aborted,
                     self.last_error
                         .clone()
                         .unwrap_or_else(|| "the run was aborted".into()),
+                ),
+                // pi 1.1.0+ says so in agent_settled, whatever the last message says (an
+                // abort during a tool or a retry's wait leaves `toolUse` or `error` there).
+                _ if self.aborted => (
+                    FailureReason::Aborted,
+                    match &self.last_error {
+                        Some(e) => format!("the run was aborted (agent_settled.aborted): {e}"),
+                        None => "the run was aborted (agent_settled.aborted)".into(),
+                    },
+                ),
+                Some("error") => (
+                    FailureReason::ModelError,
+                    self.last_error
+                        .clone()
+                        .unwrap_or_else(|| "the model call failed (no errorMessage)".into()),
                 ),
                 stop => {
                     out.push(Message::TerminalCompleted {
@@ -1168,6 +1183,7 @@ struct Event<'a> {
     delay_ms: Lv<'a>,
     error_message: Lv<'a>,
     parent_tool_call_id: Lv<'a>,
+    aborted: Lv<'a>,
 }
 
 /// `assistantMessageEvent`.
@@ -1248,6 +1264,7 @@ field_enum!(EventField {
     b"delayMs" => DelayMs,
     b"errorMessage" => ErrorMessage,
     b"parentToolCallId" => ParentToolCallId,
+    b"aborted" => Aborted,
 });
 
 field_enum!(AmeField {
@@ -1322,6 +1339,7 @@ impl<'de> Visitor<'de> for EventSeed<'_, 'de> {
                 EventField::DelayMs => ev.delay_ms = map.next_value()?,
                 EventField::ErrorMessage => ev.error_message = map.next_value()?,
                 EventField::ParentToolCallId => ev.parent_tool_call_id = map.next_value()?,
+                EventField::Aborted => ev.aborted = map.next_value()?,
                 EventField::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }

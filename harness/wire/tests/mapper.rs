@@ -1079,7 +1079,7 @@ fn p1_recorded_pairs_of_both_versions_give_the_same_stream() {
 }
 
 // ---------------------------------------------------------------------------
-// 9. pi 1.x: nested tool calls; real 1.5.2 captures.
+// 9. pi 1.x: nested tool calls, agent_settled.aborted; real 1.5.2 captures.
 
 /// A tool event of pi 1.5.2, `tool_execution_{kind}`: an id `p/n` is a nested call made
 /// by `p` (pi's ids for them), so it carries `parentToolCallId: "p"`.
@@ -1326,6 +1326,110 @@ fn pi1_nested_events_never_announce_a_tool_and_bad_parents_are_reported() {
             "`tool_execution_start` whose `parentToolCallId` is not a string"
         )]
     );
+}
+
+#[test]
+fn pi1_agent_settled_aborted_makes_the_run_aborted() {
+    let run = |stop: &str, error: Option<&str>, settled: Value, end: StreamEnd| {
+        let mut last = json!({"type":"message_end","message":{"role":"assistant",
+            "content":[tool_block("t", json!({}))],"stopReason":stop,"timestamp":1,"usage":usage_json(1,1)}});
+        if let Some(e) = error {
+            last["message"]["errorMessage"] = json!(e);
+        }
+        let events = [
+            session("s"),
+            json!({"type":"agent_start"}),
+            assistant_start(1),
+            last,
+            tool_start("t", json!({})),
+            tool_end("t", "cancelled", true),
+            agent_end(Some(false)),
+            settled,
+        ];
+        map_all(jsonl(&events).as_bytes(), end, MapperOptions::default())
+    };
+    let aborted = json!({"type":"agent_settled","aborted":true});
+    let exit = |code| {
+        StreamEnd::eof(Some(ExitInfo {
+            code: Some(code),
+            signal: None,
+        }))
+    };
+    // Aborted during a tool: the last message says toolUse, agent_settled says aborted.
+    let out = run("toolUse", None, aborted.clone(), exit(0));
+    check_structure(&out).unwrap();
+    let f = failure(&out);
+    assert_eq!(
+        (f.reason, f.message.as_str()),
+        (
+            FailureReason::Aborted,
+            "the run was aborted (agent_settled.aborted)"
+        )
+    );
+    assert_eq!(
+        f.exit,
+        Some(ExitInfo {
+            code: Some(0),
+            signal: None
+        })
+    );
+    // Aborted while waiting to retry an error: aborted, with pi's error.
+    let out = run("error", Some("500 boom"), aborted.clone(), exit(143));
+    let f = failure(&out);
+    assert_eq!(
+        (f.reason, f.message.as_str()),
+        (
+            FailureReason::Aborted,
+            "the run was aborted (agent_settled.aborted): 500 boom"
+        )
+    );
+    // stopReason "aborted" keeps its message.
+    let out = run(
+        "aborted",
+        Some("Request was aborted"),
+        aborted.clone(),
+        exit(0),
+    );
+    assert_eq!(failure(&out).message, "Request was aborted");
+    // The caller cancelled: cancelled, whatever pi says.
+    let cancelled = StreamEnd {
+        exit: Some(ExitInfo {
+            code: Some(143),
+            signal: None,
+        }),
+        stderr_tail: None,
+        cause: EndCause::Cancelled,
+    };
+    let out = run("toolUse", None, aborted.clone(), cancelled);
+    assert!(matches!(
+        out.last(),
+        Some(Message::TerminalCancelled { .. })
+    ));
+    // aborted:false (and 0.87.1's agent_settled without it) change nothing.
+    for settled in [
+        json!({"type":"agent_settled","aborted":false}),
+        json!({"type":"agent_settled"}),
+        json!({"type":"agent_settled","aborted":"yes"}),
+    ] {
+        assert_eq!(
+            stop_reason(&run("toolUse", None, settled, exit(0))),
+            "toolUse"
+        );
+    }
+    // A new run after an aborted one (RPC-like): only the last agent_settled counts.
+    let events = [
+        json!({"type":"agent_start"}),
+        assistant_start(1),
+        assistant_end(1, json!([text("a")]), "stop"),
+        agent_end(Some(false)),
+        aborted,
+        json!({"type":"agent_start"}),
+        assistant_start(2),
+        assistant_end(2, json!([text("b")]), "stop"),
+        agent_end(Some(false)),
+        json!({"type":"agent_settled","aborted":false}),
+    ];
+    assert_eq!(stop_reason(&map(&jsonl(&events))), "stop");
 }
 
 /// The 1.5.2 captures in `tests/data/pi152/` (all exited 0), with the terminal each ends in.

@@ -161,7 +161,7 @@ impl<'a> Scanner<'a> {
                 // otherwise than a skip does (a number out of range): left to it.
                 b"id" | b"toolCallId" | b"toolName" | b"args" | b"partialResult" | b"result"
                 | b"isError" | b"willRetry" | b"attempt" | b"maxAttempts" | b"delayMs"
-                | b"errorMessage" | b"parentToolCallId" => return Err(Fallback),
+                | b"errorMessage" | b"parentToolCallId" | b"aborted" => return Err(Fallback),
                 _ => self.memo_value(memo)?,
             }
             self.ws();
