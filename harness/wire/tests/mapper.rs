@@ -1079,7 +1079,8 @@ fn p1_recorded_pairs_of_both_versions_give_the_same_stream() {
 }
 
 // ---------------------------------------------------------------------------
-// 9. pi 1.x: nested tool calls, agent_settled.aborted; real 1.5.2 captures.
+// 9. pi 1.x: nested tool calls, structuredContent, agent_settled.aborted, the first
+// chunk in message_start, stopReason "deferred"; and real 1.5.2 captures.
 
 /// A tool event of pi 1.5.2, `tool_execution_{kind}`: an id `p/n` is a nested call made
 /// by `p` (pi's ids for them), so it carries `parentToolCallId: "p"`.
@@ -1329,6 +1330,48 @@ fn pi1_nested_events_never_announce_a_tool_and_bad_parents_are_reported() {
 }
 
 #[test]
+fn pi1_structured_content_and_other_result_fields_pass_through() {
+    // pi 1.5.2's bash and read results (`structuredContent`, `isError` inside the result,
+    // no `details`), and fields nobody knows yet: the result is pi's object, whole.
+    let bash_fail = json!({"content":[{"type":"text","text":"oops\n\n\nCommand exited with code 3"}],
+        "structuredContent":{"output":"oops\n","truncated":false,"exit_code":3,"wall_time_seconds":0},
+        "isError":true,"futureField":[1,{"a":null}]});
+    let read_ok =
+        json!({"content":[{"type":"text","text":"# demo\n"}],"structuredContent":"# demo\n"});
+    let partial =
+        json!({"content":[{"type":"text","text":"oo"}],"structuredContent":{"partial":true}});
+    let events = [
+        assistant_start(1),
+        assistant_end(
+            1,
+            json!([tool_block("a", json!({})), tool_block("b", json!({}))]),
+            "toolUse",
+        ),
+        tool_start("a", json!({})),
+        json!({"type":"tool_execution_update","toolCallId":"a","toolName":"bash","args":{},
+            "partialResult":partial}),
+        json!({"type":"tool_execution_end","toolCallId":"a","toolName":"bash","result":bash_fail,
+            "isError":true,"durationMs":27}),
+        json!({"type":"tool_execution_end","toolCallId":"b","toolName":"read","result":read_ok,
+            "isError":false,"durationMs":3}),
+        agent_end(Some(false)),
+    ];
+    let out = map(&jsonl(&events));
+    assert!(out.contains(&Message::ToolUpdate {
+        id: "a".into(),
+        partial
+    }));
+    assert!(out.contains(&Message::ToolFailed {
+        id: "a".into(),
+        error: bash_fail
+    }));
+    assert!(out.contains(&Message::ToolCompleted {
+        id: "b".into(),
+        result: read_ok
+    }));
+}
+
+#[test]
 fn pi1_agent_settled_aborted_makes_the_run_aborted() {
     let run = |stop: &str, error: Option<&str>, settled: Value, end: StreamEnd| {
         let mut last = json!({"type":"message_end","message":{"role":"assistant",
@@ -1430,6 +1473,80 @@ fn pi1_agent_settled_aborted_makes_the_run_aborted() {
         json!({"type":"agent_settled","aborted":false}),
     ];
     assert_eq!(stop_reason(&map(&jsonl(&events))), "stop");
+}
+
+#[test]
+fn pi1_a_first_chunk_in_message_start_is_never_doubled() {
+    // message_start already holds the first chunk and the first delta repeats it.
+    let start = |content: Value| {
+        json!({"type":"message_start","message":{"role":"assistant","content":content,
+            "stopReason":"pending","timestamp":1,"thinkingLevel":"medium"}})
+    };
+    let events = [
+        session("s"),
+        start(json!([thinking("Let"), text("Hel")])),
+        thinking_delta(0, "Let"),
+        thinking_delta(0, " me"),
+        text_delta(1, "Hel"),
+        text_delta(1, "lo"),
+        assistant_end(1, json!([thinking("Let me"), text("Hello")]), "stop"),
+        agent_end(Some(false)),
+    ];
+    let out = map(&jsonl(&events));
+    assert_eq!(texts(&out), ["Hel", "lo"]);
+    assert!(out.contains(&Message::AssistantThought {
+        text: "Let me".into()
+    }));
+    check_structure(&out).unwrap();
+    check_text_invariant(jsonl(&events).as_bytes(), &out).unwrap();
+    // message_start holds text but no delta ever comes: the text comes whole from
+    // message_end, once; a later message with deltas in the same run is unaffected.
+    let events = [
+        session("s"),
+        start(json!([text("Hello")])),
+        assistant_end(1, json!([text("Hello")]), "stop"),
+        json!({"type":"message_start","message":{"role":"assistant","content":[text("Again")],"timestamp":2}}),
+        text_delta(0, "Again"),
+        text_delta(0, "!"),
+        assistant_end(2, json!([text("Again!")]), "stop"),
+        agent_end(Some(false)),
+    ];
+    let out = map(&jsonl(&events));
+    assert_eq!(texts(&out), ["Hello", "Again", "!"]);
+    check_text_invariant(jsonl(&events).as_bytes(), &out).unwrap();
+    // Cut before message_end: only what the deltas said (message_start's copy is not
+    // taken for text the deltas did not confirm).
+    let events = [
+        session("s"),
+        start(json!([text("Hel")])),
+        text_delta(0, "Hel"),
+    ];
+    let out = map(&jsonl(&events));
+    assert_eq!(texts(&out), ["Hel"]);
+    let events = [session("s"), start(json!([text("Hel")]))];
+    assert_eq!(texts(&map(&jsonl(&events))), Vec::<&str>::new());
+}
+
+#[test]
+fn pi1_deferred_stop_completes_with_stop_reason_deferred() {
+    // A deferred response (pi 1.x): no content, a handle to fetch it later, zero usage.
+    let events = [
+        session("s"),
+        json!({"type":"agent_start"}),
+        assistant_start(1),
+        json!({"type":"message_end","message":{"role":"assistant","content":[],"stopReason":"deferred",
+            "deferred":{"provider":"p","modelId":"m","api":"a","id":"deferred:1:x","pollAfterMs":500},
+            "usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,
+                "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"timestamp":1}}),
+        agent_end(Some(false)),
+        json!({"type":"agent_settled","aborted":false}),
+    ];
+    let out = map(&jsonl(&events));
+    assert_eq!(
+        kinds(&out),
+        ["session.started", "usage", "terminal.completed"]
+    );
+    assert_eq!(stop_reason(&out), "deferred");
 }
 
 /// The 1.5.2 captures in `tests/data/pi152/` (all exited 0), with the terminal each ends in.
