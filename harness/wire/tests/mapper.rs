@@ -1687,6 +1687,39 @@ fn pi152_captures_map_with_every_invariant() {
 }
 
 #[test]
+fn pi152_fast_and_serde_paths_agree() {
+    // Every `message_update` line of the captures takes the fast path; a leading `"id"`
+    // key (which an update does not use) sends it down the serde path instead. Same
+    // stream, no bad line either way.
+    let mut updates = 0;
+    for &(name, _) in PI152 {
+        let stdout = pi152(name);
+        let mut via_serde = Vec::new();
+        for line in stdout.split_inclusive(|&b| b == b'\n') {
+            match line.strip_prefix(br#"{"type":"message_update""#) {
+                Some(rest) => {
+                    updates += 1;
+                    via_serde.extend_from_slice(br#"{"id":0,"type":"message_update""#);
+                    via_serde.extend_from_slice(rest);
+                }
+                None => via_serde.extend_from_slice(line),
+            }
+        }
+        let run = |data: &[u8]| {
+            let mut m = Mapper::new(MapperOptions::default());
+            let mut out = Vec::new();
+            m.push(data, &mut out);
+            m.finish(exit0(), &mut out);
+            (out, m.stats().invalid_lines)
+        };
+        let (fast, bad) = run(&stdout);
+        assert_eq!(bad, 0, "{name}");
+        assert_eq!(run(&via_serde), (fast, 0), "{name}");
+    }
+    assert_eq!(updates, 97);
+}
+
+#[test]
 fn pi152_codemode_results_carry_nested_calls_and_bash_structured_content() {
     let out = map(std::str::from_utf8(&pi152("codemode_nested")).unwrap());
     let result = out
