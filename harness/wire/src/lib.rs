@@ -2,10 +2,10 @@
 //! clock.
 //!
 //! pi's stdout is a private JSONL stream whose shape changes between releases (pi 0.73.1
-//! streams quadratically large snapshots beside its deltas, 0.87.1 deltas only, 1.x repeats
-//! the first chunk in `message_start`). This crate owns the rules that turn it, in any
-//! chunking, into a small stable stream of [`message::Message`]s ending in exactly one
-//! terminal message:
+//! streams quadratically large snapshots beside its deltas, 0.87.1 deltas only, 1.x adds
+//! nested tool calls, structured tool results and aborted runs). This crate owns the rules
+//! that turn it, in any chunking, into a small stable stream of [`message::Message`]s
+//! ending in exactly one terminal message:
 //!
 //! - [`framing`]: bytes to lines (`\n` only, a line cap that never buffers past itself);
 //! - [`mapper`]: lines to messages ([`mapper::Mapper`], fed with `push` and ended with

@@ -2,9 +2,10 @@
 //!
 //! A pure, synchronous state machine: bytes in (any chunking), [`Message`]s out. No
 //! I/O, no clock. It owns the rules of `docs/normalized-stream.md`: dialect handling
-//! (0.73.1 delta + lying snapshots, 0.87.1 delta-only, snapshot-only producers),
+//! (0.73.1 delta + lying snapshots, 0.87.1 and 1.x delta-only, snapshot-only producers),
 //! snapshot-to-delta conversion, `message_end` reconciliation, thought buffering, tool
-//! deduplication, terminal truth and the collection of bad lines.
+//! deduplication (nested calls of pi 1.x reported through their parent), terminal truth
+//! and the collection of bad lines.
 //!
 //! Each line is deserialized into borrowed structs; the big snapshot copies pi 0.73.1
 //! writes on every token are skipped with [`IgnoredAny`] unless the event has no delta,
@@ -211,11 +212,16 @@ struct State {
     /// Thoughts waiting for a non-`toolUse` end, in order.
     pending_thoughts: Vec<String>,
     tools: HashMap<String, ToolState>,
+    /// Ends of tools that made nested calls, waiting for their toolResult message (which
+    /// carries `nestedCalls`), in the order they ended.
+    held: Vec<Held>,
     last_stop: Option<String>,
     last_error: Option<String>,
     usage: Usage,
     end_seen: bool,
     settled: bool,
+    /// The last `agent_settled` said `aborted: true` (pi 1.1.0+), and no `agent_start` since.
+    aborted: bool,
     /// A text or thinking delta was seen in this run: snapshots are ignored from then on.
     sends_deltas: bool,
     /// `auto_retry_start` seen and no `agent_start` since.
@@ -244,6 +250,16 @@ struct ToolState {
     announced: bool,
     last_partial: Option<String>,
     done: bool,
+    /// Events of nested calls (`parentToolCallId` = this id) were seen.
+    nested: bool,
+}
+
+/// A tool's end held back until its toolResult message.
+#[derive(Debug)]
+struct Held {
+    id: String,
+    failed: bool,
+    result: Value,
 }
 
 /// Event types that are understood and deliberately produce nothing.
@@ -274,11 +290,13 @@ impl State {
             kept: String::new(),
             pending_thoughts: Vec::new(),
             tools: HashMap::new(),
+            held: Vec::new(),
             last_stop: None,
             last_error: None,
             usage: Usage::default(),
             end_seen: false,
             settled: false,
+            aborted: false,
             sends_deltas: false,
             retry_pending: false,
             invalid: Vec::new(),
@@ -384,12 +402,15 @@ impl State {
             "agent_start" => {
                 self.end_seen = false;
                 self.settled = false;
+                self.aborted = false;
                 self.retry_pending = false;
             }
             "agent_end" => self.on_agent_end(&ev),
             "agent_settled" => {
                 self.end_seen = true;
                 self.settled = true;
+                // pi 1.1.0+: `aborted: true` when the run ended because it was aborted.
+                self.aborted = ev.aborted.as_bool() == Some(true);
             }
             "auto_retry_start" => {
                 self.end_seen = false;
@@ -407,7 +428,7 @@ impl State {
                 });
             }
             "compaction_start" => self.settled = false,
-            "message_start" => self.on_message_start(n, raw, &mut ev),
+            "message_start" => self.on_message_start(n, raw, &mut ev, out),
             "message_update" => self.on_message_update(n, raw, &mut ev, out),
             "message_end" => self.on_message_end(n, raw, &mut ev, out),
             "tool_execution_start" | "tool_execution_update" | "tool_execution_end" => {
@@ -491,14 +512,15 @@ impl State {
         parsed
     }
 
-    fn on_message_start(&mut self, n: u64, raw: &[u8], ev: &mut Event<'_>) {
+    fn on_message_start(&mut self, n: u64, raw: &[u8], ev: &mut Event<'_>, out: &mut Vec<Message>) {
         let message = std::mem::take(&mut ev.message);
         let Some(m) = self.take_message(n, raw, message, "`message`") else {
             return;
         };
         match m.role.as_str() {
-            Some("assistant") => {}
-            Some(_) => return, // user, system, toolResult, custom: nothing to say
+            Some("assistant") => self.release_all(out),
+            Some("toolResult") => return self.release(&m, out),
+            Some(_) => return, // user, system, custom: nothing to say
             None => return self.bad(n, raw, "`message_start` without `message.role`".into()),
         }
         let ts = m.timestamp.map(|t| t.get().to_string());
@@ -509,7 +531,9 @@ impl State {
             self.close_unfinished();
         }
         // The content of message_start is a snapshot that may already lead the deltas
-        // (pi 0.87.1 puts the first thinking chunk there): never used.
+        // (pi 0.87.1 puts the first thinking chunk there; 1.x may put the first chunk there
+        // and repeat it in the first delta): never used. Text comes from the deltas, and
+        // what they miss from message_end.
         self.open = Some(OpenMessage {
             timestamp: ts,
             ..OpenMessage::default()
@@ -649,7 +673,8 @@ impl State {
             return;
         };
         match m.role.as_str() {
-            Some("assistant") => {}
+            Some("assistant") => self.release_all(out),
+            Some("toolResult") => return self.release(&m, out),
             Some(_) => return,
             None => return self.bad(n, raw, "`message_end` without `message.role`".into()),
         }
@@ -765,10 +790,63 @@ impl State {
         });
     }
 
+    /// The toolResult message of a tool whose end is held: that end, with the message's
+    /// `nestedCalls` added to the result.
+    fn release(&mut self, m: &MessageBody<'_>, out: &mut Vec<Message>) {
+        if self.held.is_empty() {
+            return;
+        }
+        let Some(id) = m.tool_call_id.as_str() else {
+            return;
+        };
+        if let Some(i) = self.held.iter().position(|h| h.id == id) {
+            let mut held = self.held.remove(i);
+            if let (Some(nested), Value::Object(result)) = (m.nested_calls, &mut held.result) {
+                // pi's own result wins if it ever carries the field itself.
+                result
+                    .entry("nestedCalls")
+                    .or_insert_with(|| to_value(nested));
+            }
+            out.push(held.into_message());
+        }
+    }
+
+    /// Held ends whose toolResult message did not come (a damaged or cut stream): as
+    /// they are, in the order the tools ended.
+    fn release_all(&mut self, out: &mut Vec<Message>) {
+        out.extend(self.held.drain(..).map(Held::into_message));
+    }
+
     fn on_tool(&mut self, n: u64, raw: &[u8], kind: &str, ev: &Event<'_>, out: &mut Vec<Message>) {
         let Some(id) = ev.tool_call_id.as_str() else {
             return self.bad(n, raw, format!("`{kind}` without a string `toolCallId`"));
         };
+        match &ev.parent_tool_call_id {
+            Lv::Absent => {}
+            // A nested call (pi 0.99+: codemode, `ctx.executeTool`): not a call of the
+            // model, reported by its parent (its updates, its result, and `nestedCalls` on
+            // its toolResult message). Nothing of its own; the parent's end waits for
+            // that message.
+            Lv::Str(parent) => {
+                if let Some(p) = self.tools.get_mut(parent.as_ref()) {
+                    p.nested = true;
+                } else {
+                    let p = ToolState {
+                        nested: true,
+                        ..ToolState::default()
+                    };
+                    self.tools.insert(parent.to_string(), p);
+                }
+                return;
+            }
+            _ => {
+                return self.bad(
+                    n,
+                    raw,
+                    format!("`{kind}` whose `parentToolCallId` is not a string"),
+                )
+            }
+        }
         // A damaged stream may have lost the call: announce it from what this event says.
         self.announce(id, ev.tool_name.as_str(), ev.args, out);
         let tool = self.tools.get_mut(id).expect("announced above");
@@ -790,18 +868,17 @@ impl State {
             "tool_execution_end" => {
                 tool.done = true;
                 tool.last_partial = None;
-                let result = ev.result.map(to_value).unwrap_or(Value::Null);
-                out.push(if ev.is_error.as_bool() == Some(true) {
-                    Message::ToolFailed {
-                        id: id.to_string(),
-                        error: result,
-                    }
+                let end = Held {
+                    id: id.to_string(),
+                    failed: ev.is_error.as_bool() == Some(true),
+                    result: ev.result.map(to_value).unwrap_or(Value::Null),
+                };
+                if tool.nested {
+                    // Its toolResult message, next, carries `nestedCalls`.
+                    self.held.push(end);
                 } else {
-                    Message::ToolCompleted {
-                        id: id.to_string(),
-                        result,
-                    }
-                });
+                    out.push(end.into_message());
+                }
             }
             _ => {}
         }
@@ -810,6 +887,7 @@ impl State {
     fn finish(&mut self, end: StreamEnd, out: &mut Vec<Message>) {
         self.finished = true;
         self.close_unfinished();
+        self.release_all(out);
         self.drain_thoughts(out);
         let StreamEnd {
             exit,
@@ -823,17 +901,26 @@ impl State {
             }
             EndCause::Failed { reason, message } => (reason, message),
             EndCause::Eof if self.end_seen => match self.last_stop.as_deref() {
-                Some("error") => (
-                    FailureReason::ModelError,
-                    self.last_error
-                        .clone()
-                        .unwrap_or_else(|| "the model call failed (no errorMessage)".into()),
-                ),
                 Some("aborted") => (
                     FailureReason::Aborted,
                     self.last_error
                         .clone()
                         .unwrap_or_else(|| "the run was aborted".into()),
+                ),
+                // pi 1.1.0+ says so in agent_settled, whatever the last message says (an
+                // abort during a tool or a retry's wait leaves `toolUse` or `error` there).
+                _ if self.aborted => (
+                    FailureReason::Aborted,
+                    match &self.last_error {
+                        Some(e) => format!("the run was aborted (agent_settled.aborted): {e}"),
+                        None => "the run was aborted (agent_settled.aborted)".into(),
+                    },
+                ),
+                Some("error") => (
+                    FailureReason::ModelError,
+                    self.last_error
+                        .clone()
+                        .unwrap_or_else(|| "the model call failed (no errorMessage)".into()),
                 ),
                 stop => {
                     out.push(Message::TerminalCompleted {
@@ -877,6 +964,17 @@ impl State {
             invalid_lines: std::mem::take(&mut self.invalid),
             invalid_lines_dropped: self.invalid_dropped,
         }));
+    }
+}
+
+impl Held {
+    fn into_message(self) -> Message {
+        let Held { id, failed, result } = self;
+        if failed {
+            Message::ToolFailed { id, error: result }
+        } else {
+            Message::ToolCompleted { id, result }
+        }
     }
 }
 
@@ -1084,6 +1182,8 @@ struct Event<'a> {
     max_attempts: Lv<'a>,
     delay_ms: Lv<'a>,
     error_message: Lv<'a>,
+    parent_tool_call_id: Lv<'a>,
+    aborted: Lv<'a>,
 }
 
 /// `assistantMessageEvent`.
@@ -1163,6 +1263,8 @@ field_enum!(EventField {
     b"maxAttempts" => MaxAttempts,
     b"delayMs" => DelayMs,
     b"errorMessage" => ErrorMessage,
+    b"parentToolCallId" => ParentToolCallId,
+    b"aborted" => Aborted,
 });
 
 field_enum!(AmeField {
@@ -1236,6 +1338,8 @@ impl<'de> Visitor<'de> for EventSeed<'_, 'de> {
                 EventField::MaxAttempts => ev.max_attempts = map.next_value()?,
                 EventField::DelayMs => ev.delay_ms = map.next_value()?,
                 EventField::ErrorMessage => ev.error_message = map.next_value()?,
+                EventField::ParentToolCallId => ev.parent_tool_call_id = map.next_value()?,
+                EventField::Aborted => ev.aborted = map.next_value()?,
                 EventField::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -1299,6 +1403,12 @@ struct MessageBody<'a> {
     usage: Obj<PiUsage<'a>>,
     #[serde(borrow, default)]
     timestamp: Option<&'a RawValue>,
+    /// toolResult messages: the tool call they answer.
+    #[serde(rename = "toolCallId", borrow, default)]
+    tool_call_id: Lv<'a>,
+    /// toolResult messages (pi 0.99+): pi's bounded record of the nested calls the tool made.
+    #[serde(rename = "nestedCalls", borrow, default)]
+    nested_calls: Option<&'a RawValue>,
 }
 
 /// `content`: an array of blocks, or (user/system messages) a string.

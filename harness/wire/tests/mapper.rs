@@ -1077,3 +1077,713 @@ fn p1_recorded_pairs_of_both_versions_give_the_same_stream() {
         assert_eq!(a, b, "{name}");
     }
 }
+
+// ---------------------------------------------------------------------------
+// 9. pi 1.x: nested tool calls, structuredContent, agent_settled.aborted, the first
+// chunk in message_start, stopReason "deferred"; and real 1.5.2 captures.
+
+/// A tool event of pi 1.5.2, `tool_execution_{kind}`: an id `p/n` is a nested call made
+/// by `p` (pi's ids for them), so it carries `parentToolCallId: "p"`.
+fn tool_ev(kind: &str, id: &str, extra: Value) -> Value {
+    let name = match id {
+        "cm" => "codemode",
+        i if i.ends_with("/2") => "read",
+        _ => "bash",
+    };
+    let mut e = json!({"type":format!("tool_execution_{kind}"),"toolCallId":id,"toolName":name,
+        "args":{"x":id}});
+    if let Some((parent, _)) = id.split_once('/') {
+        e["parentToolCallId"] = json!(parent);
+    }
+    for (k, v) in extra.as_object().unwrap() {
+        e[k] = v.clone();
+    }
+    e
+}
+
+fn tool_result_message(kind: &str, id: &str, nested: Option<Value>) -> Value {
+    let mut m = json!({"role":"toolResult","toolCallId":id,"toolName":"codemode",
+        "content":[{"type":"text","text":"Script completed"}],"isError":false,"durationMs":5,
+        "timestamp":7});
+    if let Some(n) = nested {
+        m["nestedCalls"] = n;
+    }
+    json!({"type":kind,"message":m})
+}
+
+/// A codemode call `cm` that runs `cm/1` (bash, ok) and `cm/2` (read, fails) in parallel
+/// beside a plain top-level bash call `b`, ending in `parent_error`.
+fn codemode_run(parent_error: bool, with_result_messages: bool) -> Vec<Value> {
+    let nested = json!({"calls":[
+        {"id":"cm/1","name":"bash","status":"ok","arguments":{"command":"echo hi"},"durationMs":3},
+        {"id":"cm/2","name":"read","status":"error","arguments":{"path":"nope"},"error":"ENOENT"}],
+        "complete":true});
+    let cm_result = json!({"content":[{"type":"text","text":"Script completed"}],
+        "details":{"calls":[{"id":"cm/1","status":"ok"},{"id":"cm/2","status":"error"}]}});
+    let mut events = vec![
+        session("s1"),
+        json!({"type":"agent_start"}),
+        assistant_start(1),
+        assistant_end(
+            1,
+            json!([
+                {"type":"toolCall","id":"cm","name":"codemode","arguments":{"code":"..."}},
+                tool_block("b", json!({"command":"true"}))
+            ]),
+            "toolUse",
+        ),
+        tool_ev("start", "cm", json!({})),
+        tool_ev("start", "b", json!({})),
+        tool_ev(
+            "update",
+            "cm",
+            json!({"partialResult":{"content":[],"details":{"calls":[]}}}),
+        ),
+        tool_ev("start", "cm/1", json!({})),
+        tool_ev("start", "cm/2", json!({})),
+        tool_ev(
+            "update",
+            "cm/1",
+            json!({"partialResult":{"content":[{"type":"text","text":"hi\n"}]}}),
+        ),
+        tool_ev(
+            "end",
+            "cm/1",
+            json!({"result":{"content":[{"type":"text","text":"hi\n"}],
+                "structuredContent":{"output":"hi\n","exit_code":0}},"isError":false,"durationMs":3}),
+        ),
+        tool_ev(
+            "end",
+            "cm/2",
+            json!({"result":{"content":[{"type":"text","text":"ENOENT"}],"details":{}},"isError":true}),
+        ),
+        tool_ev(
+            "update",
+            "cm",
+            json!({"partialResult":{"content":[],"details":{"calls":[{"id":"cm/1","status":"ok"}]}}}),
+        ),
+        tool_ev(
+            "end",
+            "cm",
+            json!({"result":cm_result,"isError":parent_error,"durationMs":9}),
+        ),
+        tool_ev(
+            "end",
+            "b",
+            json!({"result":{"content":[{"type":"text","text":""}],
+                "structuredContent":{"output":"","exit_code":0}},"isError":false,"durationMs":1}),
+        ),
+    ];
+    if with_result_messages {
+        events.extend([
+            tool_result_message("message_start", "cm", Some(nested.clone())),
+            tool_result_message("message_end", "cm", Some(nested)),
+            tool_result_message("message_start", "b", None),
+            tool_result_message("message_end", "b", None),
+            assistant_start(2),
+            text_delta(0, "done"),
+            assistant_end(2, json!([text("done")]), "stop"),
+            agent_end(Some(false)),
+            json!({"type":"agent_settled","aborted":false}),
+        ]);
+    }
+    events
+}
+
+fn tool_messages(out: &[Message]) -> Vec<Message> {
+    out.iter()
+        .filter(|m| m.kind().starts_with("tool."))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn pi1_nested_calls_surface_only_through_their_parent() {
+    let out = map(&jsonl(&codemode_run(false, true)));
+    check_structure(&out).unwrap();
+    let mut cm_result = json!({"content":[{"type":"text","text":"Script completed"}],
+        "details":{"calls":[{"id":"cm/1","status":"ok"},{"id":"cm/2","status":"error"}]}});
+    cm_result["nestedCalls"] = json!({"calls":[
+        {"id":"cm/1","name":"bash","status":"ok","arguments":{"command":"echo hi"},"durationMs":3},
+        {"id":"cm/2","name":"read","status":"error","arguments":{"path":"nope"},"error":"ENOENT"}],
+        "complete":true});
+    assert_eq!(
+        tool_messages(&out),
+        [
+            Message::ToolCall {
+                id: "cm".into(),
+                name: "codemode".into(),
+                arguments: json!({"code":"..."})
+            },
+            Message::ToolCall {
+                id: "b".into(),
+                name: "bash".into(),
+                arguments: json!({"command":"true"})
+            },
+            Message::ToolUpdate {
+                id: "cm".into(),
+                partial: json!({"content":[],"details":{"calls":[]}})
+            },
+            Message::ToolUpdate {
+                id: "cm".into(),
+                partial: json!({"content":[],"details":{"calls":[{"id":"cm/1","status":"ok"}]}})
+            },
+            // The plain tool ends when pi says so; the parent's end waits for its
+            // toolResult message, which carries nestedCalls.
+            Message::ToolCompleted {
+                id: "b".into(),
+                result: json!({"content":[{"type":"text","text":""}],
+                    "structuredContent":{"output":"","exit_code":0}})
+            },
+            Message::ToolCompleted {
+                id: "cm".into(),
+                result: cm_result.clone()
+            },
+        ]
+    );
+    assert_eq!(texts(&out), ["done"]);
+    assert_eq!(stop_reason(&out), "stop");
+    // A parent that fails: the same, as tool.failed.
+    let out = map(&jsonl(&codemode_run(true, true)));
+    check_structure(&out).unwrap();
+    assert!(out.contains(&Message::ToolFailed {
+        id: "cm".into(),
+        error: cm_result
+    }));
+    // Nothing of the nested calls is reported as a bad line either.
+    assert!(matches!(
+        out.last(),
+        Some(Message::TerminalCompleted { .. })
+    ));
+}
+
+#[test]
+fn pi1_a_held_parent_end_is_not_lost_without_its_tool_result_message() {
+    let cm_result = json!({"content":[{"type":"text","text":"Script completed"}],
+        "details":{"calls":[{"id":"cm/1","status":"ok"},{"id":"cm/2","status":"error"}]}});
+    let parent_end = Message::ToolCompleted {
+        id: "cm".into(),
+        result: cm_result,
+    };
+    // The stream stops after the tool ends (pi killed): the end comes out at finish,
+    // before the terminal, without nestedCalls.
+    let stdout = jsonl(&codemode_run(false, false));
+    let killed = StreamEnd::eof(Some(ExitInfo {
+        code: None,
+        signal: Some("SIGKILL".into()),
+    }));
+    let out = map_all(stdout.as_bytes(), killed, MapperOptions::default());
+    check_structure(&out).unwrap();
+    assert_eq!(out[out.len() - 2], parent_end);
+    assert_eq!(failure(&out).reason, FailureReason::ProcessSignal);
+    // The toolResult messages were lost but the run goes on: the end comes out before the
+    // next assistant message.
+    let mut events = codemode_run(false, false);
+    events.extend([
+        assistant_start(2),
+        text_delta(0, "done"),
+        assistant_end(2, json!([text("done")]), "stop"),
+        agent_end(Some(false)),
+    ]);
+    let out = map(&jsonl(&events));
+    check_structure(&out).unwrap();
+    let at = out.iter().position(|m| *m == parent_end).unwrap();
+    assert_eq!(
+        out[at + 1],
+        Message::Assistant {
+            text: "done".into()
+        }
+    );
+    // A toolResult message without nestedCalls releases the end with the result as it is.
+    let mut events = codemode_run(false, false);
+    events.push(tool_result_message("message_end", "cm", None));
+    let out = map(&jsonl(&events));
+    assert!(out.contains(&parent_end));
+}
+
+#[test]
+fn pi1_nested_events_never_announce_a_tool_and_bad_parents_are_reported() {
+    // Only nested events: no tool message at all (the parent's own events were lost).
+    let events = [
+        assistant_start(1),
+        tool_ev("start", "p/1", json!({})),
+        tool_ev(
+            "end",
+            "p/1",
+            json!({"result":{"content":[]},"isError":false}),
+        ),
+        tool_ev("start", "q", json!({"parentToolCallId":7})),
+    ];
+    let out = map(&jsonl(&events));
+    assert_eq!(tool_messages(&out), []);
+    let f = failure(&out);
+    assert_eq!(
+        f.invalid_lines
+            .iter()
+            .map(|l| (l.line, l.problem.as_str()))
+            .collect::<Vec<_>>(),
+        [(
+            4,
+            "`tool_execution_start` whose `parentToolCallId` is not a string"
+        )]
+    );
+}
+
+#[test]
+fn pi1_structured_content_and_other_result_fields_pass_through() {
+    // pi 1.5.2's bash and read results (`structuredContent`, `isError` inside the result,
+    // no `details`), and fields nobody knows yet: the result is pi's object, whole.
+    let bash_fail = json!({"content":[{"type":"text","text":"oops\n\n\nCommand exited with code 3"}],
+        "structuredContent":{"output":"oops\n","truncated":false,"exit_code":3,"wall_time_seconds":0},
+        "isError":true,"futureField":[1,{"a":null}]});
+    let read_ok =
+        json!({"content":[{"type":"text","text":"# demo\n"}],"structuredContent":"# demo\n"});
+    let partial =
+        json!({"content":[{"type":"text","text":"oo"}],"structuredContent":{"partial":true}});
+    let events = [
+        assistant_start(1),
+        assistant_end(
+            1,
+            json!([tool_block("a", json!({})), tool_block("b", json!({}))]),
+            "toolUse",
+        ),
+        tool_start("a", json!({})),
+        json!({"type":"tool_execution_update","toolCallId":"a","toolName":"bash","args":{},
+            "partialResult":partial}),
+        json!({"type":"tool_execution_end","toolCallId":"a","toolName":"bash","result":bash_fail,
+            "isError":true,"durationMs":27}),
+        json!({"type":"tool_execution_end","toolCallId":"b","toolName":"read","result":read_ok,
+            "isError":false,"durationMs":3}),
+        agent_end(Some(false)),
+    ];
+    let out = map(&jsonl(&events));
+    assert!(out.contains(&Message::ToolUpdate {
+        id: "a".into(),
+        partial
+    }));
+    assert!(out.contains(&Message::ToolFailed {
+        id: "a".into(),
+        error: bash_fail
+    }));
+    assert!(out.contains(&Message::ToolCompleted {
+        id: "b".into(),
+        result: read_ok
+    }));
+}
+
+#[test]
+fn pi1_agent_settled_aborted_makes_the_run_aborted() {
+    let run = |stop: &str, error: Option<&str>, settled: Value, end: StreamEnd| {
+        let mut last = json!({"type":"message_end","message":{"role":"assistant",
+            "content":[tool_block("t", json!({}))],"stopReason":stop,"timestamp":1,"usage":usage_json(1,1)}});
+        if let Some(e) = error {
+            last["message"]["errorMessage"] = json!(e);
+        }
+        let events = [
+            session("s"),
+            json!({"type":"agent_start"}),
+            assistant_start(1),
+            last,
+            tool_start("t", json!({})),
+            tool_end("t", "cancelled", true),
+            agent_end(Some(false)),
+            settled,
+        ];
+        map_all(jsonl(&events).as_bytes(), end, MapperOptions::default())
+    };
+    let aborted = json!({"type":"agent_settled","aborted":true});
+    let exit = |code| {
+        StreamEnd::eof(Some(ExitInfo {
+            code: Some(code),
+            signal: None,
+        }))
+    };
+    // Aborted during a tool: the last message says toolUse, agent_settled says aborted.
+    let out = run("toolUse", None, aborted.clone(), exit(0));
+    check_structure(&out).unwrap();
+    let f = failure(&out);
+    assert_eq!(
+        (f.reason, f.message.as_str()),
+        (
+            FailureReason::Aborted,
+            "the run was aborted (agent_settled.aborted)"
+        )
+    );
+    assert_eq!(
+        f.exit,
+        Some(ExitInfo {
+            code: Some(0),
+            signal: None
+        })
+    );
+    // Aborted while waiting to retry an error: aborted, with pi's error.
+    let out = run("error", Some("500 boom"), aborted.clone(), exit(143));
+    let f = failure(&out);
+    assert_eq!(
+        (f.reason, f.message.as_str()),
+        (
+            FailureReason::Aborted,
+            "the run was aborted (agent_settled.aborted): 500 boom"
+        )
+    );
+    // stopReason "aborted" keeps its message.
+    let out = run(
+        "aborted",
+        Some("Request was aborted"),
+        aborted.clone(),
+        exit(0),
+    );
+    assert_eq!(failure(&out).message, "Request was aborted");
+    // The caller cancelled: cancelled, whatever pi says.
+    let cancelled = StreamEnd {
+        exit: Some(ExitInfo {
+            code: Some(143),
+            signal: None,
+        }),
+        stderr_tail: None,
+        cause: EndCause::Cancelled,
+    };
+    let out = run("toolUse", None, aborted.clone(), cancelled);
+    assert!(matches!(
+        out.last(),
+        Some(Message::TerminalCancelled { .. })
+    ));
+    // aborted:false (and 0.87.1's agent_settled without it) change nothing.
+    for settled in [
+        json!({"type":"agent_settled","aborted":false}),
+        json!({"type":"agent_settled"}),
+        json!({"type":"agent_settled","aborted":"yes"}),
+    ] {
+        assert_eq!(
+            stop_reason(&run("toolUse", None, settled, exit(0))),
+            "toolUse"
+        );
+    }
+    // A new run after an aborted one (RPC-like): only the last agent_settled counts.
+    let events = [
+        json!({"type":"agent_start"}),
+        assistant_start(1),
+        assistant_end(1, json!([text("a")]), "stop"),
+        agent_end(Some(false)),
+        aborted,
+        json!({"type":"agent_start"}),
+        assistant_start(2),
+        assistant_end(2, json!([text("b")]), "stop"),
+        agent_end(Some(false)),
+        json!({"type":"agent_settled","aborted":false}),
+    ];
+    assert_eq!(stop_reason(&map(&jsonl(&events))), "stop");
+}
+
+#[test]
+fn pi1_a_first_chunk_in_message_start_is_never_doubled() {
+    // message_start already holds the first chunk and the first delta repeats it.
+    let start = |content: Value| {
+        json!({"type":"message_start","message":{"role":"assistant","content":content,
+            "stopReason":"pending","timestamp":1,"thinkingLevel":"medium"}})
+    };
+    let events = [
+        session("s"),
+        start(json!([thinking("Let"), text("Hel")])),
+        thinking_delta(0, "Let"),
+        thinking_delta(0, " me"),
+        text_delta(1, "Hel"),
+        text_delta(1, "lo"),
+        assistant_end(1, json!([thinking("Let me"), text("Hello")]), "stop"),
+        agent_end(Some(false)),
+    ];
+    let out = map(&jsonl(&events));
+    assert_eq!(texts(&out), ["Hel", "lo"]);
+    assert!(out.contains(&Message::AssistantThought {
+        text: "Let me".into()
+    }));
+    check_structure(&out).unwrap();
+    check_text_invariant(jsonl(&events).as_bytes(), &out).unwrap();
+    // message_start holds text but no delta ever comes: the text comes whole from
+    // message_end, once; a later message with deltas in the same run is unaffected.
+    let events = [
+        session("s"),
+        start(json!([text("Hello")])),
+        assistant_end(1, json!([text("Hello")]), "stop"),
+        json!({"type":"message_start","message":{"role":"assistant","content":[text("Again")],"timestamp":2}}),
+        text_delta(0, "Again"),
+        text_delta(0, "!"),
+        assistant_end(2, json!([text("Again!")]), "stop"),
+        agent_end(Some(false)),
+    ];
+    let out = map(&jsonl(&events));
+    assert_eq!(texts(&out), ["Hello", "Again", "!"]);
+    check_text_invariant(jsonl(&events).as_bytes(), &out).unwrap();
+    // Cut before message_end: only what the deltas said (message_start's copy is not
+    // taken for text the deltas did not confirm).
+    let events = [
+        session("s"),
+        start(json!([text("Hel")])),
+        text_delta(0, "Hel"),
+    ];
+    let out = map(&jsonl(&events));
+    assert_eq!(texts(&out), ["Hel"]);
+    let events = [session("s"), start(json!([text("Hel")]))];
+    assert_eq!(texts(&map(&jsonl(&events))), Vec::<&str>::new());
+}
+
+#[test]
+fn pi1_deferred_stop_completes_with_stop_reason_deferred() {
+    // A deferred response (pi 1.x): no content, a handle to fetch it later, zero usage.
+    let events = [
+        session("s"),
+        json!({"type":"agent_start"}),
+        assistant_start(1),
+        json!({"type":"message_end","message":{"role":"assistant","content":[],"stopReason":"deferred",
+            "deferred":{"provider":"p","modelId":"m","api":"a","id":"deferred:1:x","pollAfterMs":500},
+            "usage":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"totalTokens":0,
+                "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"timestamp":1}}),
+        agent_end(Some(false)),
+        json!({"type":"agent_settled","aborted":false}),
+    ];
+    let out = map(&jsonl(&events));
+    assert_eq!(
+        kinds(&out),
+        ["session.started", "usage", "terminal.completed"]
+    );
+    assert_eq!(stop_reason(&out), "deferred");
+}
+
+/// The 1.5.2 captures in `tests/data/pi152/` (all exited 0), with the terminal each ends in.
+const PI152: &[(&str, &str)] = &[
+    ("auth_401", "terminal.failed"),
+    ("codemode_error", "terminal.completed"),
+    ("codemode_nested", "terminal.completed"),
+    ("http500_then_success", "terminal.completed"),
+    ("stream_cut", "terminal.completed"),
+    ("tool_bash", "terminal.completed"),
+    ("tools_parallel_one_fails", "terminal.completed"),
+];
+
+fn pi152(name: &str) -> Vec<u8> {
+    let path = format!(
+        "{}/tests/data/pi152/{name}.stdout.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The pi events of a stdout, as JSON values.
+fn events_of(stdout: &[u8]) -> Vec<Value> {
+    stdout
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn pi152_captures_map_with_every_invariant() {
+    for &(name, terminal) in PI152 {
+        let stdout = pi152(name);
+        let mut m = Mapper::new(MapperOptions::default());
+        let mut out = Vec::new();
+        m.push(&stdout, &mut out);
+        m.finish(exit0(), &mut out);
+        let stats = m.stats();
+        assert_eq!(
+            (
+                stats.invalid_lines,
+                stats.unknown_events,
+                stats.text_divergences
+            ),
+            (0, 0, 0),
+            "{name}"
+        );
+        check_structure(&out).unwrap_or_else(|e| panic!("{name}: {e}"));
+        check_text_invariant(&stdout, &out).unwrap_or_else(|e| panic!("{name}: {e}"));
+        check_thoughts(&stdout, &out).unwrap_or_else(|e| panic!("{name}: {e}"));
+        check_usage(&stdout, &out).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(out.last().unwrap().kind(), terminal, "{name}");
+        if let Message::TerminalFailed(f) = out.last().unwrap() {
+            assert!(f.invalid_lines.is_empty(), "{name}: {f:?}");
+        }
+        // Any chunking gives the same stream (the fast path's memo included).
+        let cuts: Vec<usize> = (0..stdout.len()).step_by(97).collect();
+        assert_eq!(
+            map_chunked(&stdout, &cuts, exit0(), MapperOptions::default()),
+            out,
+            "{name}"
+        );
+
+        // Tools: a tool.call exactly for the model's calls (the toolCall blocks of the
+        // assistant messages), each with one end; nothing for nested ids.
+        let events = events_of(&stdout);
+        let mut model_calls: Vec<String> = Vec::new();
+        let mut nested: Vec<String> = Vec::new();
+        for e in &events {
+            if e["type"] == "message_end" && e["message"]["role"] == "assistant" {
+                for b in e["message"]["content"].as_array().unwrap() {
+                    if b["type"] == "toolCall" {
+                        model_calls.push(b["id"].as_str().unwrap().to_string());
+                    }
+                }
+            }
+            if e.get("parentToolCallId").is_some() {
+                nested.push(e["toolCallId"].as_str().unwrap().to_string());
+            }
+        }
+        let called: Vec<String> = out
+            .iter()
+            .filter_map(|m| match m {
+                Message::ToolCall { id, .. } => Some(id.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(called, model_calls, "{name}");
+        for id in &called {
+            let ends = out
+                .iter()
+                .filter(|m| {
+                    matches!(m, Message::ToolCompleted { id: i, .. } | Message::ToolFailed { id: i, .. } if i == id)
+                })
+                .count();
+            assert_eq!(ends, 1, "{name}: {id}");
+        }
+        for m in &out {
+            let id = match m {
+                Message::ToolCall { id, .. }
+                | Message::ToolUpdate { id, .. }
+                | Message::ToolCompleted { id, .. }
+                | Message::ToolFailed { id, .. } => id,
+                _ => continue,
+            };
+            assert!(!nested.contains(id), "{name}: nested {id} surfaced");
+        }
+        // Every tool end carries pi's whole tool_execution_end.result, plus the
+        // toolResult message's nestedCalls where the tool made nested calls.
+        for e in events
+            .iter()
+            .filter(|e| e["type"] == "tool_execution_end" && e.get("parentToolCallId").is_none())
+        {
+            let id = e["toolCallId"].as_str().unwrap();
+            let mut expected = e["result"].clone();
+            let nested_calls = events.iter().find_map(|r| {
+                (r["type"] == "message_end"
+                    && r["message"]["role"] == "toolResult"
+                    && r["message"]["toolCallId"] == id)
+                    .then(|| r["message"].get("nestedCalls").cloned())
+                    .flatten()
+            });
+            if let Some(n) = nested_calls {
+                expected["nestedCalls"] = n;
+            }
+            let got = out
+                .iter()
+                .find_map(|m| match m {
+                    Message::ToolCompleted { id: i, result } if i == id => Some(result),
+                    Message::ToolFailed { id: i, error } if i == id => Some(error),
+                    _ => None,
+                })
+                .unwrap();
+            assert_eq!(*got, expected, "{name}: {id}");
+        }
+    }
+}
+
+#[test]
+fn pi152_fast_and_serde_paths_agree() {
+    // Every `message_update` line of the captures takes the fast path; a leading `"id"`
+    // key (which an update does not use) sends it down the serde path instead. Same
+    // stream, no bad line either way.
+    let mut updates = 0;
+    for &(name, _) in PI152 {
+        let stdout = pi152(name);
+        let mut via_serde = Vec::new();
+        for line in stdout.split_inclusive(|&b| b == b'\n') {
+            match line.strip_prefix(br#"{"type":"message_update""#) {
+                Some(rest) => {
+                    updates += 1;
+                    via_serde.extend_from_slice(br#"{"id":0,"type":"message_update""#);
+                    via_serde.extend_from_slice(rest);
+                }
+                None => via_serde.extend_from_slice(line),
+            }
+        }
+        let run = |data: &[u8]| {
+            let mut m = Mapper::new(MapperOptions::default());
+            let mut out = Vec::new();
+            m.push(data, &mut out);
+            m.finish(exit0(), &mut out);
+            (out, m.stats().invalid_lines)
+        };
+        let (fast, bad) = run(&stdout);
+        assert_eq!(bad, 0, "{name}");
+        assert_eq!(run(&via_serde), (fast, 0), "{name}");
+    }
+    assert_eq!(updates, 97);
+}
+
+#[test]
+fn pi152_codemode_results_carry_nested_calls_and_bash_structured_content() {
+    let out = map(std::str::from_utf8(&pi152("codemode_nested")).unwrap());
+    let result = out
+        .iter()
+        .find_map(|m| match m {
+            Message::ToolCompleted { id, result } if id == "call_cm" => Some(result),
+            _ => None,
+        })
+        .unwrap();
+    let calls: Vec<(&str, &str)> = result["nestedCalls"]["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["id"].as_str().unwrap(), c["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("call_cm/1", "ok"),
+            ("call_cm/2", "ok"),
+            ("call_cm/3", "error")
+        ]
+    );
+    assert_eq!(result["nestedCalls"]["complete"], true);
+    assert_eq!(
+        result["nestedCalls"]["calls"][0]["arguments"],
+        json!({"command":"echo nested-hi"})
+    );
+    let out = map(std::str::from_utf8(&pi152("codemode_error")).unwrap());
+    let error = out
+        .iter()
+        .find_map(|m| match m {
+            Message::ToolFailed { id, error } if id == "call_cx" => Some(error),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(error["nestedCalls"]["calls"][0]["id"], "call_cx/1");
+    let out = map(std::str::from_utf8(&pi152("tools_parallel_one_fails")).unwrap());
+    assert!(out.contains(&Message::ToolFailed {
+        id: "call_c".into(),
+        error: json!({"content":[{"type":"text","text":"oops\n\n\nCommand exited with code 3"}],
+            "structuredContent":{"output":"oops\n","truncated":false,"exit_code":3,"wall_time_seconds":0},
+            "isError":true})
+    }));
+}
+
+#[test]
+fn pi152_repeated_lines_other_than_deltas_change_nothing() {
+    // As `repeated_lines_other_than_deltas_change_nothing`, on 1.5.2 with nested calls:
+    // a repeated nested event or toolResult message neither surfaces nor releases twice.
+    for &(name, _) in PI152 {
+        let stdout = pi152(name);
+        let expected = map_all(&stdout, exit0(), MapperOptions::default());
+        let mut doubled = Vec::new();
+        for line in stdout.split_inclusive(|&b| b == b'\n') {
+            doubled.extend_from_slice(line);
+            if !line.starts_with(br#"{"type":"message_update""#) {
+                doubled.extend_from_slice(line);
+            }
+        }
+        assert_eq!(
+            map_all(&doubled, exit0(), MapperOptions::default()),
+            expected,
+            "{name}"
+        );
+    }
+}

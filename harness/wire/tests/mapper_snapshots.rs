@@ -1,11 +1,13 @@
 //! The mapper over every committed cassette, with its output kept as an insta snapshot
-//! (`harness/wire/tests/snapshots/`), plus the invariants on each (`pi_testkit::invariants::map_and_check`).
+//! (`harness/wire/tests/snapshots/`), plus the invariants on each (`pi_testkit::invariants::map_and_check`);
+//! and over the real pi 1.5.2 captures of `tests/data/pi152/` (raw stdout, all exited 0).
 //! The stream end comes from the cassette's final record: exit code or signal after EOF;
 //! a hang is cancelled. Strings over 400 bytes are shortened in the snapshot (a fault
 //! cassette carries a 4 MiB tool output); the invariants are checked on the full output.
 
 use pi_cassette::Cassette;
-use pi_wire::message::Message;
+use pi_wire::mapper::{map_all, MapperOptions, StreamEnd};
+use pi_wire::message::{ExitInfo, Message};
 use serde_json::Value;
 
 use pi_testkit::invariants::*;
@@ -57,6 +59,35 @@ fn mapper_output_for_every_cassette() {
         shown.iter_mut().for_each(shorten_message);
         insta::with_settings!({
             description => format!("{} (pi {}, {})", c.header.scenario.description, c.header.pi.version, c.header.pi.dialect),
+            omit_expression => true,
+        }, {
+            insta::assert_yaml_snapshot!(shown);
+        });
+    });
+}
+
+#[test]
+fn mapper_output_for_pi152_captures() {
+    insta::glob!("data/pi152", "*.stdout.jsonl", |path| {
+        let stdout = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let exit = ExitInfo {
+            code: Some(0),
+            signal: None,
+        };
+        let out = map_all(
+            &stdout,
+            StreamEnd::eof(Some(exit)),
+            MapperOptions::default(),
+        );
+        let check = check_structure(&out)
+            .and_then(|()| check_text_invariant(&stdout, &out))
+            .and_then(|()| check_thoughts(&stdout, &out))
+            .and_then(|()| check_usage(&stdout, &out));
+        check.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut shown = out;
+        shown.iter_mut().for_each(shorten_message);
+        insta::with_settings!({
+            description => "real pi 1.5.2 stdout, exit 0".to_string(),
             omit_expression => true,
         }, {
             insta::assert_yaml_snapshot!(shown);

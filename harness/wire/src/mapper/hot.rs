@@ -157,9 +157,11 @@ impl<'a> Scanner<'a> {
                     message_seen = true;
                     self.value(1)?;
                 }
+                // Keys the serde path reads (`EventField`), where it may judge a value
+                // otherwise than a skip does (a number out of range): left to it.
                 b"id" | b"toolCallId" | b"toolName" | b"args" | b"partialResult" | b"result"
                 | b"isError" | b"willRetry" | b"attempt" | b"maxAttempts" | b"delayMs"
-                | b"errorMessage" => return Err(Fallback),
+                | b"errorMessage" | b"parentToolCallId" | b"aborted" => return Err(Fallback),
                 _ => self.memo_value(memo)?,
             }
             self.ws();
@@ -595,6 +597,54 @@ mod tests {
                 content_index: Some(0),
             })
         );
+    }
+
+    #[test]
+    fn pi152_updates_take_the_fast_path() {
+        // Real pi 1.5.2 lines: `usage.reasoning`, `cost.totalFromProvider`, anthropic's
+        // `cacheWrite1h`, `toolcall_start` with `id` and `toolName` inside the update.
+        let mut memo = Vec::new();
+        let usage = r#"{"input":100,"output":7,"cacheRead":0,"cacheWrite":0,"reasoning":0,"totalTokens":107,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0,"totalFromProvider":false}}"#;
+        let line = |ame: &str| {
+            format!(r#"{{"type":"message_update","usage":{usage},"assistantMessageEvent":{ame}}}"#)
+        };
+        assert_eq!(
+            scan(
+                line(r#"{"type":"thinking_delta","contentIndex":0,"delta":"Let me "}"#).as_bytes(),
+                &mut memo
+            ),
+            Some(Hot::Delta {
+                thinking: true,
+                delta: Cow::Borrowed("Let me "),
+                content_index: Some(0),
+            })
+        );
+        assert_eq!(memo, usage.as_bytes());
+        assert_eq!(
+            scan(
+                line(
+                    r#"{"type":"toolcall_start","contentIndex":2,"id":"call_1","toolName":"bash"}"#
+                )
+                .as_bytes(),
+                &mut memo
+            ),
+            Some(Hot::Nothing)
+        );
+        let anthropic = r#"{"type":"message_update","usage":{"input":100,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":101,"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0,"totalFromProvider":false},"cacheWrite1h":0},"assistantMessageEvent":{"type":"text_delta","contentIndex":1,"delta":"hi"}}"#;
+        assert!(matches!(
+            scan(anthropic.as_bytes(), &mut memo),
+            Some(Hot::Delta {
+                thinking: false,
+                ..
+            })
+        ));
+        // The keys the serde path reads for pi 1.x leave the line to it.
+        for key in ["parentToolCallId", "aborted"] {
+            let l = format!(
+                r#"{{"type":"message_update","{key}":1,"assistantMessageEvent":{{"type":"text_delta","delta":"a"}}}}"#
+            );
+            assert_eq!(scan(l.as_bytes(), &mut Vec::new()), None, "{key}");
+        }
     }
 
     #[test]
