@@ -73,3 +73,10 @@ imp sigint_mid_tool.pi73 0.73.1 pi73 sigint_mid_tool \
   --prompt "go" --hang \
   --spawn-at-tool --spawn-grandchild \
   --notes "Captured run: SIGINT was sent to pi while the bash tool ran 'sleep 300' (after the tool_execution_update line); pi died by signal 2 within 60 ms with no further output, and bash -c 'sleep 300; echo done' and sleep 300 survived, reparented to PID 1. Replay: the spawn stands for that tool command (own session, grandchild in the same group); the cassette hangs so the caller's SIGINT gets pi's default answer (die at once, children left running)."
+
+imp sigterm_mid_tool.pi152 1.5.2 pi152 sigterm_mid_tool \
+  --description "pi 1.5.2: text, then a bash tool call running 'sleep 300'; the stream stops after the first tool_execution_update and pi waits for the tool. Sending SIGTERM now makes pi kill the tool and exit 143 with no agent_end." \
+  --tag signal --tag sigterm --tag tool --tag bash --tag child-process --tag no-agent-end \
+  --prompt "go" --hang \
+  --spawn-at-tool --spawn-grandchild \
+  --notes "Captured run (pi 1.5.2, script: running + bash tool): SIGTERM while the bash tool ran 'sleep 300'; pi killed the tool's process group and exited 143; nothing survived. Imported without --dialect: 1.5.2's dialect (delta-only) comes from pi's grammar data."

@@ -43,6 +43,7 @@ pub const CAPABILITIES: &[&str] = &[
     "dialect.snapshot-only",
     "pi-0.73",
     "pi-0.87",
+    "pi-1.5",
 ];
 
 /// The request document, version 1: what an implementation is asked to run.
@@ -164,7 +165,19 @@ pub fn case_of(root: &Path, path: &Path, c: &Cassette) -> Case {
         Some(FlagRule::Value(v)) => Some(v.clone()),
         _ => None,
     };
-    let list = |k: &str| string(k).map(|v| v.split(',').map(str::to_string).collect::<Vec<_>>());
+    // What the recording ran with, by meaning: an implementation passes these as flags.
+    let effective = pi_grammar::Grammar::for_version(&h.pi.version)
+        .map(|g| pi_cassette::matching::expected(&h.expect, &g))
+        .unwrap_or_default();
+    let thinking = effective
+        .thinking
+        .clone()
+        .filter(|t| t != pi_grammar::DEFAULT_THINKING);
+    let tools = effective.tools.clone().filter(|t| {
+        let mut d: Vec<&str> = pi_grammar::DEFAULT_TOOLS.to_vec();
+        d.sort_unstable();
+        t.iter().map(String::as_str).ne(d)
+    });
     let session = match (string("session-id"), flag("session")) {
         (Some(id), _) => Some(SessionDoc {
             id,
@@ -187,6 +200,8 @@ pub fn case_of(root: &Path, path: &Path, c: &Cassette) -> Case {
     // The expected streams hold the recorder's placeholders (`<SESSION_ID>`): replay them
     // as recorded rather than as realistic values.
     env.insert("FAKE_PI_VALUES".into(), "recorded".into());
+    // pi's settings and sessions stay in the case's dir.
+    env.insert("PI_CODING_AGENT_DIR".into(), "<DIR>/agent".into());
     let request = RequestDoc {
         version: REQUEST_VERSION,
         case: name.clone(),
@@ -194,13 +209,13 @@ pub fn case_of(root: &Path, path: &Path, c: &Cassette) -> Case {
         pi: PiDoc {
             version: h.pi.version.clone(),
         },
-        provider: string("provider"),
-        model: string("model"),
+        provider: effective.provider.clone(),
+        model: effective.model.clone(),
         no_session: matches!(flag("no-session"), Some(FlagRule::Present(true))),
         session,
-        thinking: string("thinking"),
-        tools: list("tools"),
-        exclude_tools: list("exclude-tools").unwrap_or_default(),
+        thinking,
+        tools,
+        exclude_tools: Vec::new(),
         env,
         cwd: Some("<DIR>".into()),
         cancel_after_idle_ms: matches!(c.ending(), Action::Hang).then_some(CANCEL_IDLE_MS),
@@ -496,7 +511,41 @@ pub fn prepare(case: &Case, dir: &Path, fake_pi: &Path) -> Result<RequestDoc, St
     std::os::unix::fs::symlink(fake_pi, bin.join("pi"))
         .map_err(|e| format!("{}: {e}", bin.join("pi").display()))?;
     std::fs::create_dir_all(dir.join("sessions")).map_err(|e| e.to_string())?;
-    Ok(instantiate(&case.request, &copy, dir))
+    let request = instantiate(&case.request, &copy, dir);
+    if c.header.expect.session == Some(pi_cassette::SessionUse::Resumed) {
+        seed_session(&c.header.pi.version, dir, &request)?;
+    }
+    Ok(request)
+}
+
+/// A recording that continued a session needs one to continue: write a minimal session
+/// file where the case's pi will look for it (`--session-id` in the agent dir's sessions of
+/// the case dir; 0.73.1's `--session DIR/ID.jsonl`).
+fn seed_session(version: &str, dir: &Path, request: &RequestDoc) -> Result<(), String> {
+    let Some(s) = &request.session else {
+        return Ok(());
+    };
+    let cwd = request
+        .cwd
+        .clone()
+        .unwrap_or_else(|| dir.display().to_string());
+    let timestamp = "2026-01-01T00:00:00.000Z";
+    let has_session_id = pi_grammar::Grammar::nearest(version).has_flag("--session-id");
+    let path = match (&s.dir, has_session_id) {
+        (Some(d), false) => PathBuf::from(d).join(format!("{}.jsonl", s.id)),
+        _ => dir
+            .join("agent/sessions")
+            .join(pi_grammar::cwd_slug(&cwd))
+            .join(pi_grammar::session_file_name(timestamp, &s.id)),
+    };
+    let header = format!(
+        "{{\"type\":\"session\",\"version\":3,\"id\":{},\"timestamp\":\"{timestamp}\",\"cwd\":{}}}",
+        serde_json::json!(s.id),
+        serde_json::json!(cwd)
+    );
+    let parent = path.parent().unwrap_or(dir);
+    std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    std::fs::write(&path, format!("{header}\n")).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Run `sh -c CMD` (in the caller's working directory) with the request on stdin, `DIR/bin`
@@ -1166,7 +1215,7 @@ mod tests {
         let text = concat!(
             r#"{"format":"pi-cassette","version":1,"pi":{"version":"0.73.1","dialect":"snapshot+delta"},"#,
             r#""scenario":{"name":"s_x","description":"d"},"expect":{"flags":{"mode":"json","model":"m","#,
-            r#""provider":"p","session":true,"thinking":"high","exclude-tools":"bash,edit"},"prompt":"go","#,
+            r#""provider":"p","session":true,"thinking":"high","tools":"read,write"},"prompt":"go","#,
             r#""argv_messages":["go"],"env":["OPENAI_API_KEY"]},"origin":{"kind":"hand-made","timing":"synthetic"}}"#,
             "\n",
             r#"{"dt_ms":0,"hang":true}"#,
@@ -1183,10 +1232,9 @@ mod tests {
             (Some("p"), Some("m"))
         );
         assert_eq!(r.thinking.as_deref(), Some("high"));
-        assert_eq!(
-            r.exclude_tools,
-            vec!["bash".to_string(), "edit".to_string()]
-        );
+        // Tools by meaning: the effective set, when it is not pi's default.
+        assert_eq!(r.tools, Some(vec!["read".to_string(), "write".to_string()]));
+        assert!(r.exclude_tools.is_empty());
         let s = r.session.as_ref().expect("a session");
         assert_eq!(
             (s.id.as_str(), s.dir.as_deref(), s.resume),

@@ -1,5 +1,5 @@
-//! The documented differences between pi 0.73.1 and 0.87.1 in the normalized stream of the
-//! same scenario (see `conformance/README.md`, "Cross-version"). [`normalize`] removes
+//! The documented differences between pi 0.73.1, 0.87.1 and 1.5.2 in the normalized stream
+//! of the same scenario (see `conformance/README.md`, "Cross-version"). [`normalize`] removes
 //! exactly these and nothing else; [`DIFFERENCES`] names them for the report.
 
 use serde_json::Value;
@@ -20,6 +20,12 @@ pub const DIFFERENCES: &[(&str, &str)] = &[
         "tool-update-pieces",
         "0.87.1 streams a tool's output in more partial updates; the last update of each tool \
          is the same (intermediate tool.update messages)",
+    ),
+    (
+        "tool-result-fields",
+        "pi 1.x adds `structuredContent` to tool results (bash: output, exit_code, truncated, \
+         wall_time_seconds) and `isError` inside a failed one, and drops `details` from a failing \
+         bash result (tool.completed.result, tool.failed.error)",
     ),
     (
         "parallel-tool-order",
@@ -44,6 +50,20 @@ pub fn normalize(msgs: &[Value]) -> Vec<Value> {
                 }
                 "session.resumed" => {
                     o.remove("session_id");
+                }
+                "tool.completed" | "tool.failed" => {
+                    let key = if ty == "tool.completed" {
+                        "result"
+                    } else {
+                        "error"
+                    };
+                    if let Some(r) = o.get_mut(key).and_then(Value::as_object_mut) {
+                        r.remove("structuredContent");
+                        r.remove("isError");
+                        if r.get("details") == Some(&Value::Object(Default::default())) {
+                            r.remove("details");
+                        }
+                    }
                 }
                 _ => {}
             }

@@ -1,8 +1,12 @@
 //! Child processes for `spawn` records: real processes, like the ones pi's bash tool starts.
 //!
-//! fake-pi re-executes its own binary (`/proc/self/exe`, argv `fake-pi-child <id>`) with
-//! the spawn record as JSON in `FAKE_PI_CHILD_SPEC`; `main` sees that variable and runs
-//! [`child_main`] instead of replaying. The child inherits fake-pi's environment (so a
+//! fake-pi re-executes its own binary (`/proc/self/exe`) with the spawn record as JSON in
+//! `FAKE_PI_CHILD_SPEC`; `main` sees that variable and runs [`child_main`] instead of
+//! replaying. The child's argv is the recorded command line (`spawn.argv`, what pi's tool
+//! ran: `/bin/bash -c sleep 300`), so `ps` and a survivor check by command line see what
+//! they would see with real pi; its process name (`comm`) is that command's name. Without a
+//! recorded command line the argv is `fake-pi-child <id>`. A grandchild with its own
+//! recorded command line is started the same way; one without is a plain fork. The child inherits fake-pi's environment (so a
 //! test's marker variable follows it), starts in its own session when `own_session`,
 //! ignores SIGTERM when `ignore_sigterm`, keeps fake-pi's stdout when `hold_stdout`
 //! (else /dev/null), may fork a grandchild, and lives `lifetime_ms` or until killed.
@@ -24,9 +28,15 @@ pub fn spawn(spec: &Spawn) -> std::io::Result<Child> {
     let own_session = spec.own_session;
     let ignore_sigterm = spec.ignore_sigterm;
     let mut cmd = Command::new("/proc/self/exe");
-    cmd.arg0("fake-pi-child")
-        .arg(&spec.id)
-        .env(SPEC_ENV, json)
+    match spec.argv.as_deref() {
+        Some([first, rest @ ..]) => {
+            cmd.arg0(first).args(rest);
+        }
+        _ => {
+            cmd.arg0("fake-pi-child").arg(&spec.id);
+        }
+    }
+    cmd.env(SPEC_ENV, json)
         .stdin(Stdio::null())
         .stderr(Stdio::null())
         .stdout(if spec.hold_stdout {
@@ -64,6 +74,9 @@ pub fn child_main(json: &str) -> ! {
             std::process::exit(96);
         }
     };
+    if let Some(first) = spec.argv.as_ref().and_then(|a| a.first()) {
+        set_process_name(first);
+    }
     if let Some(g) = &spec.grandchild {
         // SAFETY: the child is single-threaded here.
         if let Ok(ForkResult::Child) = unsafe { fork() } {
@@ -83,10 +96,43 @@ pub fn child_main(json: &str) -> ! {
                     let _ = dup2(null.as_raw_fd(), 1);
                 }
             }
+            if let Some([first, rest @ ..]) = g.argv.as_deref() {
+                // Become a process with the recorded command line: a leaf that lives until
+                // killed. The SIGTERM disposition and the session carry over the exec.
+                let leaf = Spawn {
+                    id: spec.id.clone(),
+                    own_session: g.own_session,
+                    ignore_sigterm: g.ignore_sigterm,
+                    hold_stdout: g.hold_stdout,
+                    grandchild: None,
+                    lifetime_ms: None,
+                    argv: g.argv.clone(),
+                };
+                if let Ok(json) = serde_json::to_string(&leaf) {
+                    let e = Command::new("/proc/self/exe")
+                        .arg0(first)
+                        .args(rest)
+                        .env(SPEC_ENV, json)
+                        .exec();
+                    eprintln!("fake-pi-child: cannot start the grandchild: {e}");
+                }
+            }
             live(None);
         }
     }
     live(spec.lifetime_ms)
+}
+
+/// The process name (`comm`, what `ps -o comm` and `pgrep` show): the basename of the
+/// recorded command, as the kernel keeps it (15 bytes).
+fn set_process_name(command: &str) {
+    let base = command.rsplit('/').next().unwrap_or(command);
+    let mut name: Vec<u8> = base.bytes().filter(|&b| b != 0).take(15).collect();
+    name.push(0);
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, name.as_ptr() as libc::c_ulong, 0, 0, 0);
+    }
 }
 
 fn live(lifetime_ms: Option<u64>) -> ! {

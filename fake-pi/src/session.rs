@@ -71,21 +71,7 @@ pub struct Stop {
     pub code: i32,
 }
 
-/// `--<cwd without its leading '/', '/', '\' and ':' as '-'>--`.
-pub fn cwd_slug(cwd: &str) -> String {
-    let body: String = cwd
-        .trim_start_matches('/')
-        .chars()
-        .map(|c| {
-            if matches!(c, '/' | '\\' | ':') {
-                '-'
-            } else {
-                c
-            }
-        })
-        .collect();
-    format!("--{body}--")
-}
+pub use pi_grammar::cwd_slug;
 
 /// The first line of a session file, parsed.
 pub fn read_header(path: &Path) -> Option<Header> {
@@ -431,14 +417,8 @@ impl Session {
             _ => return Ok(()),
         };
         self.started = true;
-        let path = path.unwrap_or_else(|| {
-            let stamp: String = self
-                .timestamp
-                .chars()
-                .map(|c| if c == ':' || c == '.' { '-' } else { c })
-                .collect();
-            dir.join(format!("{stamp}_{}.jsonl", self.id))
-        });
+        let path = path
+            .unwrap_or_else(|| dir.join(pi_grammar::session_file_name(&self.timestamp, &self.id)));
         if let Some(d) = path.parent() {
             std::fs::create_dir_all(d)?;
         }

@@ -73,6 +73,15 @@ fn invocation(c: &Cassette) -> (Vec<String>, Vec<u8>, Vec<(String, String)>) {
             }
         }
     }
+    // A recording that took its model from settings.json: name it with flags instead
+    // (by meaning, the same call).
+    if let Some(eff) = &e.effective {
+        if !e.flags.contains_key("model") {
+            if let (Some(p), Some(m)) = (&eff.provider, &eff.model) {
+                argv.extend(["--provider".into(), p.clone(), "--model".into(), m.clone()]);
+            }
+        }
+    }
     let messages: Vec<String> = e.argv_messages.clone().unwrap_or_default();
     let stdin = match (&e.prompt, e.argv_messages.is_some()) {
         // The prompt travels on stdin, minus the first message pi appends to it.
@@ -127,7 +136,23 @@ fn ending_signal(c: &Cassette) -> (&'static str, i32) {
 fn replay(path: &Path) -> Result<(), String> {
     let c = Cassette::load(path).map_err(|e| e.to_string())?;
     let sb = World::new(module_path!());
-    let (argv, stdin, env) = invocation(&c);
+    let (mut argv, stdin, env) = invocation(&c);
+    if c.header.expect.session == Some(pi_cassette::SessionUse::Resumed) {
+        // The recording continued a session: continue one whose header is the recorded
+        // `session` line (pi prints the stored header when it resumes).
+        let line = c
+            .records
+            .iter()
+            .find_map(|r| match &r.action {
+                Action::Stdout(b) if b.data.starts_with(b"{\"type\":\"session\"") => {
+                    Some(b.data.clone())
+                }
+                _ => None,
+            })
+            .expect("a resumed recording prints its session line");
+        let seed = sb.write("seed-session.jsonl", line);
+        argv.splice(0..0, ["--session".to_string(), seed.display().to_string()]);
+    }
     let mut cmd = sb.fake_pi(path);
     // Byte for byte: the recorder's placeholders stay as recorded.
     cmd.args(&argv)
@@ -170,13 +195,45 @@ fn replay(path: &Path) -> Result<(), String> {
                 _ => None,
             })
             .sum();
-        let children = || {
-            sb.alive()
-                .into_iter()
-                .filter(|&p| cmdline(p).starts_with("fake-pi-child"))
-                .count()
-        };
+        let fake_pi = child.id() as i32;
+        let children = || sb.alive().into_iter().filter(|&p| p != fake_pi).count();
         wait_until(Duration::from_secs(5), || children() == expected_children);
+        // Stand-in processes show the command line the recording saw (pi's tool's).
+        let mut want: Vec<String> = c
+            .records
+            .iter()
+            .filter_map(|r| match &r.action {
+                Action::Spawn(s) => Some(s),
+                _ => None,
+            })
+            .flat_map(|s| {
+                let child = s
+                    .argv
+                    .as_ref()
+                    .map_or(format!("fake-pi-child {}", s.id), |a| a.join(" "));
+                let grandchild = s
+                    .grandchild
+                    .as_ref()
+                    .map(|g| g.argv.as_ref().map_or(child.clone(), |a| a.join(" ")));
+                std::iter::once(child).chain(grandchild)
+            })
+            .collect();
+        let mut shown: Vec<String> = sb
+            .alive()
+            .into_iter()
+            .filter(|&p| p != fake_pi)
+            .map(cmdline)
+            .collect();
+        want.sort();
+        shown.sort();
+        if want != shown {
+            let _ = child.kill();
+            let _ = child.wait();
+            sb.kill_and_await(&sb.alive());
+            return Err(format!(
+                "children show {shown:?}, the recording saw {want:?}"
+            ));
+        }
         if child.try_wait().unwrap().is_some() {
             return Err("a hanging cassette ended by itself".into());
         }

@@ -399,6 +399,10 @@ pub struct Spawn {
     /// How long the child lives; forever (until killed) when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifetime_ms: Option<u64>,
+    /// The command line the child shows in `ps` (what pi's tool really ran, as recorded:
+    /// `["/bin/bash","-c","sleep 300; echo done"]`); `fake-pi-child <id>` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argv: Option<Vec<String>>,
 }
 
 /// A process forked by a spawned child.
@@ -413,6 +417,10 @@ pub struct Grandchild {
     /// Keep the inherited stdout open (only meaningful with the child's `hold_stdout`).
     #[serde(default)]
     pub hold_stdout: bool,
+    /// The command line the grandchild shows in `ps` (`["sleep","300"]`); the child's when
+    /// absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argv: Option<Vec<String>>,
 }
 
 fn yes() -> bool {

@@ -187,7 +187,7 @@ pub fn import(input: &Path, raw: &[u8], opts: &ImportOptions) -> Result<Cassette
     for (idx, (line, newline)) in split_lines(raw).into_iter().enumerate() {
         records.push(Record::stdout_line(spacing, line, newline));
         if let Some(spawn) = spawn_pending {
-            if let Some(call_id) = tool_execution_start(line) {
+            if let Some((call_id, command)) = tool_execution_start(line) {
                 let id = spawn
                     .id
                     .clone()
@@ -202,6 +202,8 @@ pub fn import(input: &Path, raw: &[u8], opts: &ImportOptions) -> Result<Cassette
                         hold_stdout: spawn.hold_stdout,
                         grandchild: spawn.grandchild.clone(),
                         lifetime_ms: None,
+                        // pi's bash tool runs `/bin/bash -c COMMAND`.
+                        argv: command.map(|c| vec!["/bin/bash".into(), "-c".into(), c]),
                     }),
                 ));
                 spawn_pending = None;
@@ -262,20 +264,22 @@ pub fn import(input: &Path, raw: &[u8], opts: &ImportOptions) -> Result<Cassette
     })
 }
 
-/// `Some(toolCallId)` when the line is a `tool_execution_start` event.
-fn tool_execution_start(line: &[u8]) -> Option<Option<String>> {
+/// `Some((toolCallId, bash command))` when the line is a `tool_execution_start` event.
+fn tool_execution_start(line: &[u8]) -> Option<(Option<String>, Option<String>)> {
     memchr::memmem::find(line, b"tool_execution_start")?;
     let value: serde_json::Value = serde_json::from_slice(line).ok()?;
     if value.get("type")?.as_str()? != "tool_execution_start" {
         return None;
     }
-    Some(
-        value
-            .get("toolCallId")
-            .and_then(|v| v.as_str())
-            .filter(|s| !s.is_empty())
-            .map(str::to_string),
-    )
+    let id = value
+        .get("toolCallId")
+        .and_then(|v| v.as_str())
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+    let command = (value.get("toolName").and_then(|v| v.as_str()) == Some("bash"))
+        .then(|| value["args"]["command"].as_str().map(str::to_string))
+        .flatten();
+    Some((id, command))
 }
 
 /// Check that `cassette` replays exactly `raw` on stdout and `stderr` on stderr.
@@ -611,6 +615,7 @@ mod tests {
                 own_session: false,
                 ignore_sigterm: false,
                 hold_stdout: false,
+                argv: None,
             }),
             ..SpawnAtTool::default()
         });

@@ -169,7 +169,13 @@ pub fn expected(expect: &Expect, grammar: &Grammar) -> EffectiveExpect {
     let mut argv = Vec::new();
     for (key, rule) in &expect.flags {
         match rule {
-            FlagRule::Present(true) => argv.push(format!("--{key}")),
+            FlagRule::Present(true) => {
+                argv.push(format!("--{key}"));
+                // A value that was a temp path: present, with some value.
+                if lookup(grammar, key).is_some_and(|s| s.kind != FlagKind::Switch) {
+                    argv.push("<value>".into());
+                }
+            }
             FlagRule::Present(false) => {}
             FlagRule::Value(v) => {
                 argv.push(format!("--{key}"));

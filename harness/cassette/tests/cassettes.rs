@@ -165,11 +165,9 @@ fn imported_cassettes_carry_the_samples_facts() {
             Dialect::for_pi_version(&h.pi.version),
             "{name}"
         );
-        let suffix = if h.pi.version == "0.73.1" {
-            "pi73"
-        } else {
-            "pi87"
-        };
+        let suffix = pi_grammar::Version::parse(&h.pi.version)
+            .expect("a pinned version")
+            .tag();
         assert_eq!(
             name,
             format!("{}.{suffix}.cassette.jsonl", h.scenario.name),
@@ -205,7 +203,7 @@ fn imported_cassettes_carry_the_samples_facts() {
             assert_eq!(c.ending(), &Action::Exit(0), "{name}");
         }
     }
-    assert_eq!(imported, 7, "the seven captured real runs");
+    assert_eq!(imported, 8, "the eight captured real runs");
 }
 
 /// (name, cassette text, the line both checkers must blame, part of the parser's message)

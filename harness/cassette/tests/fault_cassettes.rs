@@ -334,6 +334,12 @@ fn hang_child_ignores_sigterm() -> Fault {
             hold_stdout: false,
             grandchild: None,
             lifetime_ms: None,
+            // What pi's bash tool runs for this call: `ps` shows it, not fake-pi.
+            argv: Some(vec![
+                "/bin/bash".into(),
+                "-c".into(),
+                "echo hi; ls /srv/demo".into(),
+            ]),
         }),
     )
     .lines(&l[28..29])

@@ -89,20 +89,17 @@ enum Command {
         #[arg(last = true, required = true)]
         pi_args: Vec<String>,
     },
-    /// Re-record the whole corpus (every scenario of the manifest, on both pi versions).
+    /// Re-record the whole corpus (every scenario of the manifest, on each pi given).
     #[command(
-        after_help = "Example:\n  pi-harness record-corpus --pi73 $(scripts/install-pi.sh --print-path 0.73.1) \\\n      --pi87 $(scripts/install-pi.sh --print-path 0.87.1) --out cassettes/recorded"
+        after_help = "Example:\n  pi-harness record-corpus --pi $(scripts/install-pi.sh --print-path 0.87.1) \\\n      --pi $(scripts/install-pi.sh --print-path 1.5.2) --out cassettes/recorded"
     )]
     RecordCorpus {
         /// The manifest listing the scenarios.
         #[arg(long, default_value = "cassettes/scripts/corpus.json")]
         manifest: PathBuf,
-        /// pi 0.73.1 executable (skip that version when absent).
-        #[arg(long)]
-        pi73: Option<PathBuf>,
-        /// pi 0.87.1 executable (skip that version when absent).
-        #[arg(long)]
-        pi87: Option<PathBuf>,
+        /// A pi executable to record on (repeatable; its version is read from its package).
+        #[arg(long = "pi", value_name = "PATH", required = true)]
+        pis: Vec<PathBuf>,
         /// Output directory.
         #[arg(long, default_value = "cassettes/recorded")]
         out: PathBuf,
@@ -277,15 +274,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::RecordCorpus {
             manifest,
-            pi73,
-            pi87,
+            pis,
             out,
             only,
         } => {
             let ok = runtime().block_on(corpus::record_corpus(&corpus::CorpusOptions {
                 manifest,
-                pi73,
-                pi87,
+                pis,
                 out,
                 only,
             }))?;

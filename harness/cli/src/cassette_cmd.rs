@@ -179,6 +179,7 @@ impl ImportArgs {
                     own_session: self.grandchild_own_session,
                     ignore_sigterm: self.grandchild_ignore_sigterm,
                     hold_stdout: false,
+                    argv: None,
                 }),
             });
         }

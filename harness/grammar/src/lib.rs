@@ -355,6 +355,32 @@ pub fn tool_list_error(spelling: &str, value: &str) -> Option<String> {
         .map(|p| texts::fill(texts::TOOLS_MODIFIER_PATTERN, &[spelling, p]))
 }
 
+/// The directory name pi gives a working directory's sessions under
+/// `<agent dir>/sessions`: `--<cwd without its leading '/', '/', '\' and ':' as '-'>--`.
+pub fn cwd_slug(cwd: &str) -> String {
+    let body: String = cwd
+        .trim_start_matches('/')
+        .chars()
+        .map(|c| {
+            if matches!(c, '/' | '\\' | ':') {
+                '-'
+            } else {
+                c
+            }
+        })
+        .collect();
+    format!("--{body}--")
+}
+
+/// The file name pi gives a session: its start time (ISO, `:` and `.` as `-`), `_`, its id.
+pub fn session_file_name(timestamp: &str, id: &str) -> String {
+    let stamp: String = timestamp
+        .chars()
+        .map(|c| if c == ':' || c == '.' { '-' } else { c })
+        .collect();
+    format!("{stamp}_{id}.jsonl")
+}
+
 /// How `--mode json` writes assistant messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WireDialect {
@@ -1252,6 +1278,19 @@ mod tests {
         assert_eq!(
             g87.help_preamble(&parse("0.87.1", &["--help", "--bogus"]).unwrap()),
             ""
+        );
+    }
+
+    #[test]
+    fn session_names_like_pi() {
+        assert_eq!(
+            cwd_slug("/tmp/pi-sess-1.5.2-6a7m02gs/work"),
+            "--tmp-pi-sess-1.5.2-6a7m02gs-work--"
+        );
+        assert_eq!(cwd_slug("/a:b\\c"), "--a-b-c--");
+        assert_eq!(
+            session_file_name("2026-11-23T14:18:01.961Z", "my-run-1"),
+            "2026-11-23T14-18-01-961Z_my-run-1.jsonl"
         );
     }
 

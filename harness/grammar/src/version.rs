@@ -42,6 +42,18 @@ impl Version {
     }
 }
 
+impl Version {
+    /// The short tag used in file names: `pi73` for 0.73.1, `pi87` for 0.87.1, `pi152` for
+    /// 1.5.2 (0.x releases by their minor, later ones by all three numbers).
+    pub fn tag(&self) -> String {
+        if self.major == 0 {
+            format!("pi{}", self.minor)
+        } else {
+            format!("pi{}{}{}", self.major, self.minor, self.patch)
+        }
+    }
+}
+
 impl fmt::Display for Version {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
@@ -204,6 +216,8 @@ mod tests {
             .map(|v| Version::parse(v).unwrap())
             .collect();
         assert!(known.windows(2).all(|w| w[0] < w[1]), "oldest first");
+        let tags: Vec<String> = known.iter().map(Version::tag).collect();
+        assert_eq!(tags, ["pi73", "pi87", "pi152"]);
     }
 
     #[test]

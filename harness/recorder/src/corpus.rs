@@ -4,7 +4,10 @@
 //! arguments, an argv message or a prompt on stdin, per-version extras such as the session
 //! flag), whether a signal is sent, and which text must reach the model in which request.
 //! [`record_corpus`] records every scenario on each pi version given, into
-//! `<out>/<scenario>.<pi73|pi87>.cassette.jsonl[.gz]`.
+//! `<out>/<scenario>.<tag>.cassette.jsonl[.gz]` (`pi73`, `pi87`, `pi152`: see
+//! `pi_grammar::Version::tag`). Every recording puts the scripted model in the agent dir's
+//! `settings.json` (so the manifest's arguments need no model flags, as clients that rely
+//! on settings call pi) and keeps its session on disk unless the scenario says otherwise.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -46,9 +49,12 @@ pub struct ScenarioSpec {
     /// Arguments added after the base ones.
     #[serde(default)]
     pub extra_args: Vec<String>,
-    /// Per version (`pi73`, `pi87`): more arguments.
+    /// Per version tag (`pi73`, `pi87`, `pi152`): more arguments.
     #[serde(default)]
     pub version_args: BTreeMap<String, Vec<String>>,
+    /// The oldest pi version this scenario exists on (`1.0.0`: only pi 1.x has it).
+    #[serde(default)]
+    pub min_version: Option<String>,
     /// An unrecorded run first, with the same arguments and this message.
     #[serde(default)]
     pub prelude_message: Option<String>,
@@ -96,16 +102,50 @@ impl Manifest {
                     s.name
                 );
             }
+            let tags = known_tags();
             for k in s.version_args.keys() {
-                if k != "pi73" && k != "pi87" {
+                if !tags.contains(k) {
                     bail!(
-                        "{}: scenarios[{i}].version_args: unknown version key {k:?} (pi73, pi87)",
+                        "{}: scenarios[{i}].version_args: unknown version key {k:?} ({})",
+                        path.display(),
+                        tags.join(", ")
+                    );
+                }
+            }
+            if let Some(v) = &s.min_version {
+                if pi_grammar::Version::parse(v).is_none() {
+                    bail!(
+                        "{}: scenarios[{i}].min_version: {v:?} is not a version like 1.0.0",
                         path.display()
                     );
                 }
             }
         }
         Ok(m)
+    }
+}
+
+/// The tags of the pinned pi versions (`pi73`, `pi87`, `pi152`).
+pub fn known_tags() -> Vec<String> {
+    pi_grammar::KNOWN_VERSIONS
+        .iter()
+        .filter_map(|v| pi_grammar::Version::parse(v))
+        .map(|v| v.tag())
+        .collect()
+}
+
+impl ScenarioSpec {
+    /// Whether this scenario is recorded on pi `version`.
+    pub fn applies_to(&self, version: &str) -> bool {
+        let (Some(v), Some(min)) = (
+            pi_grammar::Version::parse(version),
+            self.min_version
+                .as_deref()
+                .and_then(pi_grammar::Version::parse),
+        ) else {
+            return true;
+        };
+        v >= min
     }
 }
 
@@ -158,6 +198,7 @@ pub fn options_for(
     o.description = s.description.clone();
     o.tags = s.tags.clone();
     o.retry_base_delay_ms = s.retry_delay_ms;
+    o.default_model_in_settings = true;
     if let Some(api) = &s.api {
         o.api = recorder::parse_api(api).map_err(|e| anyhow!("{}: {e}", s.name))?;
     }
@@ -189,8 +230,8 @@ pub fn options_for(
 #[derive(Debug, Clone)]
 pub struct CorpusOptions {
     pub manifest: PathBuf,
-    pub pi73: Option<PathBuf>,
-    pub pi87: Option<PathBuf>,
+    /// The pi executables to record on (their versions are read from pi's package).
+    pub pis: Vec<PathBuf>,
     pub out: PathBuf,
     pub only: Vec<String>,
 }
@@ -208,13 +249,20 @@ pub async fn record_corpus(opts: &CorpusOptions) -> anyhow::Result<bool> {
             );
         }
     }
-    let versions: Vec<(&str, &PathBuf)> =
-        [("pi73", opts.pi73.as_ref()), ("pi87", opts.pi87.as_ref())]
-            .into_iter()
-            .filter_map(|(t, p)| p.map(|p| (t, p)))
-            .collect();
+    let mut versions: Vec<(String, String, &PathBuf)> = Vec::new();
+    for pi in &opts.pis {
+        let version = recorder::pi_version_of(pi).ok_or_else(|| {
+            anyhow!(
+                "--pi {}: cannot tell its version (no pi package.json above it)",
+                pi.display()
+            )
+        })?;
+        let parsed = pi_grammar::Version::parse(&version)
+            .ok_or_else(|| anyhow!("--pi {}: version {version:?}", pi.display()))?;
+        versions.push((parsed.tag(), version, pi));
+    }
     if versions.is_empty() {
-        bail!("give at least one of --pi73 and --pi87");
+        bail!("give at least one --pi");
     }
     std::fs::create_dir_all(&opts.out)
         .with_context(|| format!("creating {}", opts.out.display()))?;
@@ -224,14 +272,17 @@ pub async fn record_corpus(opts: &CorpusOptions) -> anyhow::Result<bool> {
         .scenarios
         .iter()
         .filter(|s| opts.only.is_empty() || opts.only.contains(&s.name))
-        .count()
-        * versions.len();
+        .map(|s| versions.iter().filter(|(_, v, _)| s.applies_to(v)).count())
+        .sum::<usize>();
     let mut n = 0;
     for s in &manifest.scenarios {
         if !opts.only.is_empty() && !opts.only.contains(&s.name) {
             continue;
         }
-        for (tag, pi) in &versions {
+        for (tag, version, pi) in &versions {
+            if !s.applies_to(version) {
+                continue;
+            }
             n += 1;
             let label = format!("{}.{tag}", s.name);
             let t0 = Instant::now();
@@ -315,12 +366,12 @@ mod tests {
         for s in &m.scenarios {
             let script = path.parent().unwrap().join(&s.script);
             crate::llm_script::Script::load(&script).unwrap_or_else(|e| panic!("{}: {e}", s.name));
-            for tag in ["pi73", "pi87"] {
+            for tag in known_tags() {
                 options_for(
                     &m,
                     path.parent().unwrap(),
                     s,
-                    tag,
+                    &tag,
                     Path::new("pi"),
                     Path::new("/x"),
                 )

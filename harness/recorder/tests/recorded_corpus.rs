@@ -22,13 +22,17 @@ fn find(dir: &Path, name: &str) -> Option<PathBuf> {
 }
 
 #[test]
-fn every_scenario_is_recorded_on_both_versions_and_writes_back_byte_for_byte() {
+fn every_scenario_is_recorded_on_every_pinned_version_and_writes_back_byte_for_byte() {
     let manifest = Manifest::load(&root().join("cassettes/scripts/corpus.json")).unwrap();
     let dir = root().join("cassettes/recorded");
     let mut count = 0;
     for s in &manifest.scenarios {
-        for (tag, version) in [("pi73", "0.73.1"), ("pi87", "0.87.1")] {
-            let name = cassette_name(&s.name, tag);
+        for version in pi_grammar::KNOWN_VERSIONS {
+            if !s.applies_to(version) {
+                continue;
+            }
+            let tag = pi_grammar::Version::parse(version).unwrap().tag();
+            let name = cassette_name(&s.name, &tag);
             let path = find(&dir, &name).unwrap_or_else(|| panic!("{name} is not recorded"));
             let size = std::fs::metadata(&path).unwrap().len();
             assert!(
@@ -36,7 +40,16 @@ fn every_scenario_is_recorded_on_both_versions_and_writes_back_byte_for_byte() {
                 "{name}: {size} bytes; compress or shrink it"
             );
             let c = Cassette::load(&path).unwrap();
-            assert_eq!(c.header.pi.version, version, "{name}");
+            assert_eq!(c.header.pi.version, *version, "{name}");
+            // Every recording says what pi ran with, and whether it continued a session.
+            assert!(
+                c.header.expect.effective.is_some(),
+                "{name}: no expect.effective"
+            );
+            assert!(
+                c.header.expect.session.is_some(),
+                "{name}: no expect.session"
+            );
             assert_eq!(c.header.scenario.name, s.name, "{name}");
             assert_eq!(c.header.origin.kind, OriginKind::Recorded, "{name}");
             assert_eq!(c.header.origin.timing, TimingKind::Measured, "{name}");
@@ -72,5 +85,5 @@ fn every_scenario_is_recorded_on_both_versions_and_writes_back_byte_for_byte() {
             count += 1;
         }
     }
-    assert!(count >= 32, "{count} cassettes");
+    assert!(count >= 60, "{count} cassettes");
 }
