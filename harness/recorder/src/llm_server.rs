@@ -163,7 +163,14 @@ impl LlmServer {
         opts: ServerOptions,
         limits: Limits,
     ) -> std::io::Result<LlmServer> {
-        let listener = TcpListener::bind(("127.0.0.1", opts.port)).await?;
+        let listener = TcpListener::bind(("127.0.0.1", opts.port))
+            .await
+            .map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("cannot listen on 127.0.0.1:{}: {e}", opts.port),
+                )
+            })?;
         let addr = listener.local_addr()?;
         let log_file = match &opts.log_path {
             Some(p) => Some(Mutex::new(
@@ -171,7 +178,12 @@ impl LlmServer {
                     .create(true)
                     .append(true)
                     .open(p)
-                    .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", p.display())))?,
+                    .map_err(|e| {
+                        std::io::Error::new(
+                            e.kind(),
+                            format!("cannot open the request log {}: {e}", p.display()),
+                        )
+                    })?,
             )),
             None => None,
         };
