@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use pi_recorder::{corpus, drift, llm_script, llm_server, recorder};
+use pi_recorder::{corpus, drift, recorder};
 
 /// Record/replay test harness and conformance suite for programs that drive `pi --mode json`.
 #[derive(Parser)]
@@ -26,9 +26,13 @@ enum Command {
     Map(crate::map::MapArgs),
     /// Serve a scripted LLM (OpenAI chat-completions and Anthropic messages streaming) on 127.0.0.1.
     ///
-    /// Prints its base URL on the first stdout line, then serves until SIGINT/SIGTERM.
+    /// Prints its base URL on the first stdout line, then serves until SIGINT/SIGTERM (exit 0).
     /// Use `http://127.0.0.1:PORT/v1` as an `openai-completions` baseUrl, or without `/v1`
     /// for `anthropic-messages`.
+    ///
+    /// A script that cannot be read or is invalid, a port that cannot be bound or a log that
+    /// cannot be opened is one line `error: ...` and exit 2. When stdout is closed before the
+    /// URL line is written (`| head -0`), it exits 0 at once, quietly: nobody can learn the URL.
     #[command(
         after_help = "Example:\n  pi-harness serve-llm --script cassettes/scripts/tool_bash.json --log /tmp/requests.jsonl"
     )]
@@ -209,30 +213,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Run(args) => Ok(exit_code(crate::run::run_command(*args))),
         Command::Map(args) => Ok(exit_code(crate::map::map_command(args))),
-        Command::ServeLlm { script, port, log } => {
-            let script = llm_script::Script::load(&script)?;
-            runtime().block_on(async {
-                let server = llm_server::LlmServer::start(
-                    script,
-                    llm_server::ServerOptions {
-                        port,
-                        log_path: log,
-                    },
-                )
-                .await?;
-                println!("{}", server.base_url());
-                use std::io::Write as _;
-                std::io::stdout().flush()?;
-                let mut term =
-                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-                server.shutdown().await;
-                Ok(ExitCode::SUCCESS)
-            })
-        }
+        Command::ServeLlm { script, port, log } => Ok(exit_code(
+            crate::serve_llm::serve_llm_command(&script, port, log),
+        )),
         Command::Record {
             script,
             out,

@@ -4,9 +4,9 @@
 //! command with logic of its own lives in a module here so that it can be tested without a
 //! process: [`run`] (the reference provider from a shell), [`map`] (the mapper over captured
 //! stdout or a cassette), [`render`] (the human rendering of the normalized stream),
-//! [`cassette_cmd`] (`cassette import` and `lint`). This module owns what they share: exit
-//! statuses, the one-line user error, duration and `K=V` parsing, and turning clap's errors
-//! into one line.
+//! [`cassette_cmd`] (`cassette import` and `lint`), [`serve_llm`] (the scripted LLM server).
+//! This module owns what they share: exit statuses, the one-line user error, duration and
+//! `K=V` parsing, and turning clap's errors into one line.
 //!
 //! ```
 //! use std::time::Duration;
@@ -22,6 +22,7 @@ pub mod cassette_cmd;
 pub mod map;
 pub mod render;
 pub mod run;
+pub mod serve_llm;
 
 pub use app::main;
 

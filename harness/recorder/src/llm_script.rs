@@ -193,7 +193,8 @@ impl Script {
         for (i, t) in self.turns.iter().enumerate() {
             let at = |field: &str| format!("turns[{i}].{field}");
             if let Some(s) = t.status {
-                if !(100..=599).contains(&s) || s == 200 {
+                // 1xx are not final answers (HTTP cannot end a request with one).
+                if !(201..=599).contains(&s) {
                     return Err(format!(
                         "{}: {s} is not an HTTP error status (use 4xx or 5xx; omit it for a stream)",
                         at("status")
@@ -234,7 +235,7 @@ impl Script {
                 }
             }
             for name in t.headers.keys() {
-                if name.is_empty() || name.bytes().any(|b| b <= b' ' || b == b':' || b >= 0x7f) {
+                if name.is_empty() || !name.bytes().all(is_token_byte) {
                     return Err(format!("{}: bad header name {name:?}", at("headers")));
                 }
             }
@@ -242,6 +243,12 @@ impl Script {
                 if value.contains(['\r', '\n']) {
                     return Err(format!(
                         "{}: value of {name:?} contains a line break",
+                        at("headers")
+                    ));
+                }
+                if value.chars().any(|c| c.is_ascii_control() && c != '\t') {
+                    return Err(format!(
+                        "{}: value of {name:?} contains a control character",
                         at("headers")
                     ));
                 }
@@ -278,6 +285,11 @@ impl Script {
             ),
         }
     }
+}
+
+/// A byte allowed in an HTTP header name (RFC 9110 `tchar`).
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 /// The reply when the script has no turn left for request `n` (0-based).
@@ -651,6 +663,15 @@ mod tests {
         assert!(e.contains("unknown field `txt`"), "{e}");
         let e = Script::parse(r#"{"turns":[]}"#).unwrap_err();
         assert!(e.contains("`turns` is empty"), "{e}");
+        let e = Script::parse(r#"{"turns":[{"status":100}]}"#).unwrap_err();
+        assert!(e.contains("turns[0].status: 100"), "{e}");
+        let e = Script::parse(r#"{"turns":[{"status":500,"headers":{"x(y)":"1"}}]}"#).unwrap_err();
+        assert!(e.contains(r#"bad header name "x(y)""#), "{e}");
+        let e =
+            Script::parse(r#"{"turns":[{"status":500,"headers":{"x":"a\u0000"}}]}"#).unwrap_err();
+        assert!(e.contains("control character"), "{e}");
+        assert!(Script::parse(r#"{"turns":[{"status":503,"headers":{"x-é":"1"}}]}"#).is_err());
+        Script::parse(r#"{"turns":[{"status":503,"headers":{"Retry-After":"0 \té"}}]}"#).unwrap();
     }
 
     #[test]
