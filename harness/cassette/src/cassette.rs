@@ -147,6 +147,7 @@ pub struct EffectiveExpect {
     pub thinking: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
+    /// `--system-prompt`; `""`: none given (pi's own prompt).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -178,7 +179,8 @@ impl EffectiveExpect {
             model: e.model.clone(),
             thinking: Some(e.thinking.clone()),
             tools: Some(e.tools.clone()),
-            system_prompt: e.system_prompt.clone(),
+            // "" stands for no --system-prompt (pi's own prompt).
+            system_prompt: Some(e.system_prompt.clone().unwrap_or_default()),
             append_system_prompt: Some(e.append_system_prompt.clone()),
             extensions: Some(e.extensions.clone()),
             no_extensions: Some(e.no_extensions),

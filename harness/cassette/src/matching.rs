@@ -330,7 +330,7 @@ fn compare_effective(
     scalar(
         "system_prompt",
         &want.system_prompt,
-        got.system_prompt.as_deref(),
+        Some(got.system_prompt.as_deref().unwrap_or("")),
         "",
     );
     let mut list = |name: &str, want: &Option<Vec<String>>, got: &[String]| {

@@ -147,6 +147,12 @@ impl World {
         });
     }
 
+    /// SIGKILL every marked process, including ones forked while this runs (it polls until
+    /// none is left, up to two seconds): for processes a test meant to leave running.
+    pub fn kill_all(&self) {
+        procs::kill_marked(MARKER_VAR, &self.marker);
+    }
+
     /// The proof that no marked process is left, now: fails (after killing them) with
     /// each survivor's pid and command line if any is.
     pub fn assert_none_left(&self) {
