@@ -124,6 +124,18 @@ enum Command {
         #[arg(long)]
         capabilities: bool,
     },
+    /// Write the report of what changed between the pinned pi versions (from the recordings).
+    #[command(
+        after_help = "Example:\n  pi-harness pi-versions --recorded cassettes/recorded --out docs/pi-versions.md"
+    )]
+    PiVersions {
+        /// The recorded corpus.
+        #[arg(long, default_value = "cassettes/recorded")]
+        recorded: PathBuf,
+        /// Where to write the report (Markdown); stdout when absent.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Compare fresh recordings with committed ones; non-zero exit and a diff when they differ.
     #[command(
         after_help = "Example:\n  pi-harness drift --committed cassettes/recorded --fresh /tmp/fresh"
@@ -298,6 +310,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 conformance::conform::provider_run_main(file.as_deref())
                     .map_err(anyhow::Error::msg)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::PiVersions { recorded, out } => {
+            let text = pi_recorder::versions::report(&recorded)?;
+            match out {
+                Some(path) => std::fs::write(&path, text)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+                None => print!("{text}"),
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -9,7 +9,8 @@
 //! - [`recorder`]: one run of real pi against the server, redacted and written as a
 //!   cassette, with its children accounted for;
 //! - [`corpus`]: the manifest of scenarios and re-recording them on every pinned version;
-//! - [`drift`]: fresh recordings compared with committed ones, wire and normalized stream.
+//! - [`drift`]: fresh recordings compared with committed ones, wire and normalized stream;
+//! - [`versions`]: the report of what changed between pinned pi versions, from the corpus.
 //!
 //! ```
 //! use std::io::{Read, Write};
@@ -44,3 +45,4 @@ pub mod drift;
 pub mod llm_script;
 pub mod llm_server;
 pub mod recorder;
+pub mod versions;

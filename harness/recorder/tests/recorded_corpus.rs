@@ -87,3 +87,17 @@ fn every_scenario_is_recorded_on_every_pinned_version_and_writes_back_byte_for_b
     }
     assert!(count >= 60, "{count} cassettes");
 }
+
+#[test]
+fn the_version_report_is_generated_from_the_committed_corpus() {
+    let want = pi_recorder::versions::report(&root().join("cassettes/recorded")).unwrap();
+    let have = std::fs::read_to_string(root().join("docs/pi-versions.md")).unwrap_or_default();
+    assert!(
+        want == have,
+        "docs/pi-versions.md is stale: run scripts/pi-versions.sh --committed"
+    );
+    // It says what matters for an integrator.
+    for must in ["`--no-mcp`", "agent_settled", "structuredContent", "exit 143", "SIGINT: dies"] {
+        assert!(want.contains(must), "the report lacks {must}");
+    }
+}
