@@ -759,3 +759,37 @@ fn ctrl_c_works_while_stdout_is_not_read() {
     );
     w.assert_none_left();
 }
+
+/// A CI job's timeout SIGKILLs the job's whole process group: `pi-harness run` and
+/// everything in its group die at once. The supervisor runs in its own group, sees the
+/// control socket close and stops pi and its tool tree in order: nothing is left. Before
+/// the fix fake-pi and its tool processes survived (3 of 3).
+#[test]
+fn sigkill_of_the_whole_process_group_leaves_nothing() {
+    use std::os::unix::process::CommandExt;
+    let w = World::new("cli-groupkill");
+    let c = hanging_tool(&w);
+    let mut proc = std::process::Command::new(bin())
+        .args(["run", "--json", "--pi-version", "0.87.1", "--pi"])
+        .arg(fake_pi())
+        .arg("hi")
+        .env(MARKER_VAR, w.marker())
+        .env("FAKE_PI_CASSETTE", &c)
+        .env("FAKE_PI_SPEED", "0")
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // pi-harness + supervisor + fake-pi + child + grandchild
+    assert_eq!(
+        w.wait_alive(5, Duration::from_secs(10)).len(),
+        5,
+        "the tool tree did not start"
+    );
+    let group = nix::unistd::Pid::from_raw(-(proc.id() as i32));
+    nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL).unwrap();
+    let _ = proc.wait();
+    // The supervisor's orderly stop: SIGTERM, at most the 2 s grace, then SIGKILL.
+    w.assert_none_left_within(Duration::from_secs(8));
+}

@@ -631,6 +631,7 @@ impl Run {
         let mut spawn_failed: Option<String> = None;
         let mut pi_pid: Option<i32> = None;
         let mut stop: Option<Stop> = None;
+        let mut supervisor_lost = false;
         let mut total: u64 = 0;
         let timeout = req.timeout.map(|t| tokio::time::Instant::now() + t);
         // Once a stop is requested, the supervisor has grace + kill wait to report; then we act alone.
@@ -684,7 +685,23 @@ impl Run {
                         }
                         Err(_) => {}
                     },
-                    _ => ctl_open = false,
+                    _ => {
+                        ctl_open = false;
+                        if exited.is_none() && spawn_failed.is_none() {
+                            // The supervisor is gone without reporting: it was killed. pi got
+                            // SIGTERM from the kernel (its parent-death signal) and cleans up
+                            // its tools; we make sure of pi's own group and end now, whatever
+                            // still holds stdout.
+                            supervisor_lost = true;
+                            if let Some(pid) = pi_pid {
+                                let _ = nix::sys::signal::kill(
+                                    nix::unistd::Pid::from_raw(-pid),
+                                    nix::sys::signal::Signal::SIGTERM,
+                                );
+                            }
+                            hard_deadline = Some(tokio::time::Instant::now() + self.opts.grace);
+                        }
+                    }
                 },
                 _ = cancel.cancelled(), if stop.is_none() => stop = Some(Stop::Cancelled),
                 _ = self.tx.closed(), if stop.is_none() && !self.consumer_gone => {
@@ -703,6 +720,9 @@ impl Run {
             }
             if self.consumer_gone && stop.is_none() {
                 stop = Some(Stop::ConsumerGone);
+            }
+            if supervisor_lost && !stdout_open && !stderr_open {
+                break;
             }
             if stop.is_some() && hard_deadline.is_none() {
                 // Ask the supervisor to stop pi: SIGTERM first, SIGKILL after the grace period.
@@ -737,7 +757,14 @@ impl Run {
             }),
             _ => None,
         };
-        let cause = if let Some(e) = spawn_failed {
+        let cause = if supervisor_lost {
+            EndCause::Failed {
+                reason: FailureReason::ProcessSignal,
+                message: format!(
+                    "the supervisor died ({status:?}) before pi ended; pi's process group was stopped (SIGTERM, then SIGKILL)"
+                ),
+            }
+        } else if let Some(e) = spawn_failed {
             EndCause::Failed {
                 reason: FailureReason::SpawnFailed,
                 message: e,

@@ -211,11 +211,29 @@ pub fn run(cfg: Config) -> i32 {
     let mut cmd = Command::new(&cfg.program);
     cmd.args(&cfg.args).process_group(0);
     let restore = old;
+    let supervisor_pid = std::process::id() as libc::pid_t;
     unsafe {
         cmd.pre_exec(move || {
             // The child starts with the signal mask the supervisor had before blocking.
             nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&restore), None)
                 .map_err(std::io::Error::from)?;
+            // If the supervisor itself is killed (SIGKILL), pi gets SIGTERM: it kills its
+            // tool processes and exits, as on any SIGTERM. (The supervisor is one thread, so
+            // the parent-death signal is tied to its life, not to a thread's.)
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGTERM as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The supervisor may already be gone: then nobody would send that signal.
+            if libc::getppid() != supervisor_pid {
+                libc::raise(libc::SIGTERM);
+            }
             Ok(())
         });
     }

@@ -823,3 +823,61 @@ async fn sigint_to_the_supervisor_is_a_cancel_not_a_failure() {
     cancelled(&msgs);
     w.assert_none_left();
 }
+
+/// The supervisor itself killed with SIGKILL mid-tool (what an OOM killer or a careless
+/// `kill -9` does): the run ends at once as failed, and neither pi nor its tool processes
+/// (a child in its own session with a grandchild, as pi's bash tool makes them) survive.
+/// Before the fix the run hung and pi and its tools were reparented to init.
+#[tokio::test]
+async fn a_killed_supervisor_ends_the_run_and_leaves_nothing() {
+    let w = World::new("supkill");
+    let recs = mid_tool(r#"{"id":"bash","own_session":true,"grandchild":{"own_session":false}}"#);
+    let c = w
+        .cassette("k")
+        .version("0.87.1")
+        .expect("{}")
+        .process(PI_DEFAULTS)
+        .records(&recs)
+        .write();
+    let mut stream = std::pin::pin!(
+        Provider::new(opts()).execute(w.request(&c, "0.87.1", "0"), CancellationToken::new())
+    );
+    let mut msgs = vec![stream.next().await.expect("a first message")];
+    // supervisor + fake-pi + child + grandchild
+    assert!(
+        w.wait_alive(4, Duration::from_secs(10)).len() >= 4,
+        "the tool processes never started"
+    );
+    let supervisor = w
+        .alive()
+        .into_iter()
+        .find(|&pid| {
+            pi_procs::read_proc(pid).is_some_and(|p| p.command().contains("pi-supervisor"))
+        })
+        .expect("the supervisor carries the marker");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(supervisor),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    while let Some(m) = stream.next().await {
+        msgs.push(m);
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the run did not end after the supervisor died"
+    );
+    match terminal(&msgs) {
+        Message::TerminalFailed(f) => {
+            assert!(f.message.contains("the supervisor died"), "{f:?}")
+        }
+        other => panic!("expected terminal.failed, got {other:?}"),
+    }
+    eprintln!(
+        "ended {:?} after the supervisor was killed",
+        started.elapsed()
+    );
+    // pi's parent-death SIGTERM made it kill its tools; nothing is left.
+    w.assert_none_left_within(Duration::from_secs(3));
+}
