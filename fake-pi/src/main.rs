@@ -21,6 +21,7 @@ mod values;
 
 use std::ffi::OsString;
 use std::io::{BufRead, IsTerminal, Read, Write};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 use pi_cassette::matching::{self, Call};
@@ -99,9 +100,8 @@ fn choose(settings: &source::Settings) -> Result<PathBuf, (i32, String)> {
 }
 
 fn run() -> i32 {
-    if let Err(e) = signals::block() {
-        return fail(EXIT_MISUSE, format!("cannot block signals: {e}"));
-    }
+    // Signals keep their default dispositions until the cassette is loaded (SIGTERM ends a
+    // load that takes long); then the cassette's `process` section decides.
     let mut args = std::env::args_os();
     let argv0 = args
         .next()
@@ -118,6 +118,28 @@ fn run() -> i32 {
         Ok(p) => p,
         Err((code, e)) => return fail(code, e),
     };
+    match std::fs::metadata(&path) {
+        Ok(m) if m.is_file() => {}
+        Ok(m) => {
+            let kind = if m.is_dir() {
+                "a directory"
+            } else if m.file_type().is_fifo() {
+                "a FIFO"
+            } else if m.file_type().is_char_device() || m.file_type().is_block_device() {
+                "a device"
+            } else {
+                "not a regular file"
+            };
+            return fail(
+                EXIT_NO_CASSETTE,
+                format!(
+                    "{}: cannot read cassette: {kind}, not a cassette file",
+                    path.display()
+                ),
+            );
+        }
+        Err(_) => {} // the loader names the error
+    }
     let cassette = match Cassette::load(&path) {
         Ok(c) => c,
         Err(e @ CassetteError::Io { .. }) => return fail(EXIT_NO_CASSETTE, e.to_string()),
@@ -146,6 +168,9 @@ fn run() -> i32 {
         Ok(s) => s,
         Err(e) => return fail(EXIT_MISUSE, e),
     };
+    if let Err(e) = signals::block() {
+        return fail(EXIT_MISUSE, format!("cannot block signals: {e}"));
+    }
     if let Some(cmd) = grammar.command(&argv) {
         return fail(
             EXIT_MISUSE,

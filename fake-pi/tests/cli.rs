@@ -5,6 +5,7 @@
 mod common;
 
 use std::io::Write;
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -555,5 +556,35 @@ fn a_terminal_on_stdin() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(out.stdout, b"{\"type\":\"session\"}\n");
+    sb.assert_none_left();
+}
+
+/// A cassette path that is a FIFO with no writer, or a device, used to block fake-pi (with
+/// SIGTERM pending and ignored) or read /dev/zero until memory ran out. Now: refused at once.
+#[test]
+fn a_fifo_or_a_device_is_not_a_cassette() {
+    let sb = World::new(module_path!());
+    let fifo = sb.path().join("pipe.cassette.jsonl");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    for (path, kind) in [
+        (fifo.as_path(), "a FIFO"),
+        (Path::new("/dev/zero"), "a device"),
+    ] {
+        let start = std::time::Instant::now();
+        let out = sb
+            .fake_pi(path)
+            .args(["--mode", "json", "hi"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(97), "{path:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "fake-pi: {}: cannot read cassette: {kind}, not a cassette file\n",
+                path.display()
+            )
+        );
+        assert!(start.elapsed() < Duration::from_secs(5), "{path:?} blocked");
+    }
     sb.assert_none_left();
 }

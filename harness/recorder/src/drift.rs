@@ -95,7 +95,41 @@ pub fn compare_dirs(committed: &Path, fresh: &Path) -> anyhow::Result<Report> {
 
 /// Show long strings by their start, length and a hash, so a diff line stays readable but
 /// any change anywhere in the string still shows.
+/// Values pi writes that change from run to run of the same scenario (pi 1.x): a tool's
+/// wall time in its result text and `structuredContent`, and `durationMs`.
+fn scrub_volatile(s: &str) -> String {
+    let mut out = s.to_string();
+    for (before, after) in [
+        ("Wall time ", " seconds"),
+        ("\"wall_time_seconds\":", ""),
+        ("\\\"wall_time_seconds\\\":", ""),
+        ("\"durationMs\":", ""),
+        ("\\\"durationMs\\\":", ""),
+    ] {
+        let mut result = String::with_capacity(out.len());
+        let mut rest = out.as_str();
+        while let Some(at) = rest.find(before) {
+            let start = at + before.len();
+            result.push_str(&rest[..start]);
+            let tail = &rest[start..];
+            let n = tail
+                .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == '-'))
+                .unwrap_or(tail.len());
+            if n > 0 && tail[n..].starts_with(after) {
+                result.push('N');
+            } else {
+                result.push_str(&tail[..n]);
+            }
+            rest = &tail[n..];
+        }
+        result.push_str(rest);
+        out = result;
+    }
+    out
+}
+
 fn short(s: &str) -> String {
+    let s = &scrub_volatile(s);
     const MAX: usize = 160;
     if s.chars().count() <= MAX {
         return format!("{s:?}");
@@ -483,6 +517,18 @@ mod tests {
         let b: Vec<String> = ["a", "b", "X", "d"].map(String::from).to_vec();
         assert_eq!(diff(&a, &b, 1), "    ...\n    b\n  - c\n  + X\n    d\n");
         assert_eq!(diff(&a, &a, 3), "");
+    }
+
+    #[test]
+    fn run_to_run_timings_are_not_drift() {
+        let a = r#"Script completed\nWall time 0.3 seconds {"durationMs":211,"wall_time_seconds":0.25}"#;
+        let b =
+            r#"Script completed\nWall time 0.2 seconds {"durationMs":98.5,"wall_time_seconds":0}"#;
+        assert_eq!(short(a), short(b));
+        assert_ne!(
+            short("Wall time 0.3 minutes"),
+            short("Wall time 0.2 minutes")
+        );
     }
 
     #[test]
