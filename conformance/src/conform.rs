@@ -980,15 +980,15 @@ pub fn write_expected(dir: &Path, e: &Expected) -> Result<PathBuf, String> {
         (plain, gz)
     };
     let _ = std::fs::remove_file(&other);
-    if path.extension().is_some_and(|x| x == "gz") {
-        let file = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut enc = flate2::write::GzEncoder::new(file, flate2::Compression::best());
+    let bytes = if path.extension().is_some_and(|x| x == "gz") {
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
         enc.write_all(text.as_bytes())
-            .and_then(|_| enc.finish().map(|_| ()))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+            .and_then(|_| enc.finish())
+            .map_err(|e| format!("{}: {e}", path.display()))?
     } else {
-        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-    }
+        text.into_bytes()
+    };
+    pi_cassette::output::write(&path, &bytes, &[]).map_err(|e| e.to_string())?;
     Ok(path)
 }
 

@@ -448,7 +448,7 @@ fn error_classes() {
         .records(OK)
         .write();
     cmd(&sb, &unknown).assert().code(98).stderr(format!(
-        "fake-pi: invalid cassette: {}:1: header field `pi.version`: fake-pi knows the command line of pi 0.73.1, 0.87.1, 1.5.2, not \"0.80.0\"\n",
+        "fake-pi: invalid cassette: {}:1: header field `pi.version`: pi-harness knows pi 0.73.1, 0.87.1, 1.5.2, not \"0.80.0\"\n",
         unknown.display()
     ));
     let flag = sb

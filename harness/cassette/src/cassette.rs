@@ -7,7 +7,9 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
+
+use crate::Limits;
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
@@ -492,8 +494,8 @@ struct RawRecord<'a> {
     signal: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     hang: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    spawn: Option<Spawn>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    spawn: Option<&'a RawValue>,
 }
 
 /// A present field, whatever its JSON value (`null` included).
@@ -502,101 +504,37 @@ fn present_raw<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de Raw
 }
 
 /// Signals a cassette may name for `signal` records.
+/// The longest wait a record may ask for: 10^9 ms, about 11.6 days.
+pub const MAX_DT_MS: f64 = 1e9;
+
 pub const SIGNAL_NAMES: &[&str] = &[
     "SIGHUP", "SIGINT", "SIGQUIT", "SIGABRT", "SIGKILL", "SIGSEGV", "SIGPIPE", "SIGALRM",
     "SIGTERM", "SIGUSR1", "SIGUSR2", "SIGBUS",
 ];
 
 impl Cassette {
-    /// Read a cassette from a file; `.gz` files are decompressed.
+    /// Read a cassette from a file (gzip is recognised by its magic bytes, whatever the
+    /// name), through the one reader every tool uses ([`CassetteReader`]).
     pub fn load(path: &Path) -> Result<Cassette, CassetteError> {
-        let io = |source| CassetteError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let file = std::fs::File::open(path).map_err(io)?;
-        let mut data = Vec::new();
-        if path.extension().is_some_and(|e| e == "gz") {
-            flate2::read::GzDecoder::new(file)
-                .read_to_end(&mut data)
-                .map_err(io)?;
-        } else {
-            BufReader::new(file).read_to_end(&mut data).map_err(io)?;
-        }
-        Cassette::parse(path, &data)
+        let reader = CassetteReader::open(path)?;
+        Cassette::collect(reader)
     }
 
-    /// Parse cassette bytes; `path` only names the source in errors.
+    /// Parse cassette bytes (plain or gzip); `path` only names the source in errors.
     pub fn parse(path: &Path, data: &[u8]) -> Result<Cassette, CassetteError> {
-        let mut lines = data.split(|&b| b == b'\n').enumerate().peekable();
-        let mut header = None;
+        let input = crate::input::decompress(path, Box::new(data), &Limits::from_env())?;
+        Cassette::collect(CassetteReader::new(path, input)?)
+    }
+
+    fn collect<R: BufRead>(mut reader: CassetteReader<R>) -> Result<Cassette, CassetteError> {
         let mut records = Vec::new();
-        while let Some((idx, raw)) = lines.next() {
-            let lineno = idx + 1;
-            if raw.is_empty() {
-                if lines.peek().is_none() {
-                    break; // the final newline
-                }
-                return Err(CassetteError::invalid(
-                    path,
-                    lineno,
-                    "empty line (every line is one JSON object)",
-                ));
-            }
-            let text = std::str::from_utf8(raw).map_err(|e| {
-                CassetteError::invalid(
-                    path,
-                    lineno,
-                    format!(
-                        "not UTF-8 at byte {} (binary data belongs in a *_b64 field)",
-                        e.valid_up_to()
-                    ),
-                )
-            })?;
-            if header.is_none() {
-                header = Some(parse_header(path, lineno, text)?);
-                continue;
-            }
-            let record = parse_record(path, lineno, text)?;
-            if let Some(prev) = records.last() {
-                let prev: &Record = prev;
-                if prev.action.is_final() {
-                    return Err(CassetteError::invalid(
-                        path,
-                        lineno,
-                        format!(
-                            "record after the final `{}` record on line {} (exit, signal and hang end a cassette)",
-                            prev.action.key(),
-                            prev.line
-                        ),
-                    ));
-                }
-            }
-            records.push(record);
+        for r in reader.by_ref() {
+            records.push(r?);
         }
-        let Some(header) = header else {
-            return Err(CassetteError::invalid(
-                path,
-                1,
-                "empty file: a cassette starts with a header line",
-            ));
-        };
-        match records.last() {
-            Some(r) if r.action.is_final() => {}
-            Some(r) => {
-                return Err(CassetteError::invalid(
-                    path,
-                    r.line,
-                    "the last record must be `exit`, `signal` or `hang` (how the process ends)",
-                ))
-            }
-            None => return Err(CassetteError::invalid(
-                path,
-                1,
-                "no records after the header: a cassette must at least say how the process ends",
-            )),
-        }
-        Ok(Cassette { header, records })
+        Ok(Cassette {
+            header: reader.header,
+            records,
+        })
     }
 
     /// Write the cassette as JSONL: header line, then one line per record.
@@ -613,18 +551,20 @@ impl Cassette {
     /// Write the cassette to a file, gzip-compressed when the name ends in `.gz`
     /// (the form [`Cassette::load`] reads back).
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        let file = std::io::BufWriter::new(std::fs::File::create(path)?);
-        if path.extension().is_some_and(|e| e == "gz") {
-            let mut gz = flate2::write::GzEncoder::new(file, flate2::Compression::best());
+        let bytes = self.encoded(path.extension().is_some_and(|e| e == "gz"))?;
+        crate::output::write(path, &bytes, &[]).map_err(std::io::Error::other)
+    }
+
+    /// The cassette's file bytes: JSONL, gzipped when `gzip`.
+    pub fn encoded(&self, gzip: bool) -> std::io::Result<Vec<u8>> {
+        if gzip {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
             self.write_to(&mut gz)?;
-            gz.finish()?
-                .into_inner()
-                .map_err(|e| e.into_error())?
-                .sync_all()
+            gz.finish()
         } else {
-            let mut file = file;
-            self.write_to(&mut file)?;
-            file.into_inner().map_err(|e| e.into_error())?.sync_all()
+            let mut out = Vec::new();
+            self.write_to(&mut out)?;
+            Ok(out)
         }
     }
 
@@ -755,6 +695,7 @@ impl Record {
         };
         let b64 = base64::engine::general_purpose::STANDARD;
         let json_line;
+        let spawn_json;
         match &self.action {
             Action::Stdout(b) => match b.form {
                 Form::Json { newline } => {
@@ -787,7 +728,10 @@ impl Record {
             Action::Exit(code) => raw.exit = Some(*code),
             Action::Signal(name) => raw.signal = Some(name.clone()),
             Action::Hang => raw.hang = Some(true),
-            Action::Spawn(s) => raw.spawn = Some(s.clone()),
+            Action::Spawn(s) => {
+                spawn_json = serde_json::value::to_raw_value(s).map_err(std::io::Error::other)?;
+                raw.spawn = Some(&spawn_json);
+            }
         }
         serde_json::to_writer(out, &raw).map_err(std::io::Error::other)
     }
@@ -845,7 +789,7 @@ pub(crate) fn parse_header(
         }
     }
     match probe.get("version").and_then(|v| v.as_u64()) {
-        Some(v) if v == u64::from(FORMAT_VERSION) => {}
+        Some(v) if v == u64::from(FORMAT_VERSION) && probe["version"].is_u64() => {}
         Some(v) => {
             return Err(CassetteError::invalid(
                 path,
@@ -854,9 +798,18 @@ pub(crate) fn parse_header(
             ))
         }
         None => {
-            return Err(CassetteError::invalid(path, lineno, "header field `version` missing or not a number"))
+            let found = probe
+                .get("version")
+                .map_or("nothing".to_string(), |v| v.to_string());
+            return Err(CassetteError::invalid(
+                path,
+                lineno,
+                format!("header field `version`: expected the integer {FORMAT_VERSION}, found {found}"),
+            ));
         }
     }
+    crate::shape::check_header(&probe, text)
+        .map_err(|what| CassetteError::invalid(path, lineno, format!("header {what}")))?;
     let header: Header = serde_json::from_str(text)
         .map_err(|e| CassetteError::invalid(path, lineno, format!("header: {e}")))?;
     if header.scenario.name.is_empty() {
@@ -866,12 +819,31 @@ pub(crate) fn parse_header(
             "header field `scenario.name` is empty",
         ));
     }
-    if header.pi.version.is_empty() {
+    if pi_grammar::Grammar::for_version(&header.pi.version).is_none() {
         return Err(CassetteError::invalid(
             path,
             lineno,
-            "header field `pi.version` is empty",
+            format!(
+                "header field `pi.version`: pi-harness knows pi {}, not {:?}",
+                pi_grammar::KNOWN_VERSIONS.join(", "),
+                header.pi.version
+            ),
         ));
+    }
+    for (signal, action) in [
+        ("on_sigterm", &header.process.on_sigterm),
+        ("on_sigint", &header.process.on_sigint),
+        ("on_sighup", &header.process.on_sighup),
+    ] {
+        if let SignalAction::Exit { code } | SignalAction::CleanupExit { code } = action {
+            if !(0..=255).contains(code) {
+                return Err(CassetteError::invalid(
+                    path,
+                    lineno,
+                    format!("header field `process.{signal}.code`: exit codes are 0..=255, found {code}"),
+                ));
+            }
+        }
     }
     Ok(header)
 }
@@ -889,6 +861,11 @@ pub(crate) fn parse_record(
     if !dt_ms.is_finite() || dt_ms < 0.0 {
         return Err(bad(format!(
             "record field `dt_ms`: must be a non-negative number, found {dt_ms}"
+        )));
+    }
+    if dt_ms > MAX_DT_MS {
+        return Err(bad(format!(
+            "record field `dt_ms`: at most {MAX_DT_MS} ms (a wait of days is a `hang`), found {dt_ms:e}"
         )));
     }
     let mut present: Vec<&str> = Vec::new();
@@ -998,10 +975,7 @@ pub(crate) fn parse_record(
             Action::Hang
         }
         "spawn" => {
-            let spawn = raw.spawn.unwrap();
-            if spawn.id.is_empty() {
-                return Err(bad("record field `spawn.id` is empty".into()));
-            }
+            let spawn = crate::shape::spawn(raw.spawn.unwrap().get()).map_err(bad)?;
             Action::Spawn(spawn)
         }
         _ => unreachable!("every key is matched above"),
@@ -1169,20 +1143,14 @@ pub struct CassetteReader<R> {
     /// Key and line of the previous record, and whether it was final.
     last: Option<(&'static str, usize, bool)>,
     done: bool,
+    max_line: usize,
 }
 
 impl CassetteReader<Box<dyn BufRead + Send>> {
-    /// Open a cassette file; `.gz` files are decompressed.
+    /// Open a cassette file (gzip recognised by its magic bytes), within the size limits
+    /// ([`Limits::from_env`]). `-` is stdin.
     pub fn open(path: &Path) -> Result<Self, CassetteError> {
-        let file = std::fs::File::open(path).map_err(|source| CassetteError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let input: Box<dyn BufRead + Send> = if path.extension().is_some_and(|e| e == "gz") {
-            Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(file)))
-        } else {
-            Box::new(BufReader::new(file))
-        };
+        let input = crate::input::open(path, &Limits::from_env())?;
         CassetteReader::new(path, input)
     }
 }
@@ -1191,7 +1159,8 @@ impl<R: BufRead> CassetteReader<R> {
     /// Read and check the header line; `path` only names the source in errors.
     pub fn new(path: &Path, mut input: R) -> Result<Self, CassetteError> {
         let mut buf = Vec::new();
-        if !read_line(&mut input, &mut buf, path)? {
+        let max_line = Limits::from_env().max_line_bytes;
+        if !read_line(&mut input, &mut buf, path, 1, max_line)? {
             return Err(CassetteError::invalid(
                 path,
                 1,
@@ -1207,6 +1176,7 @@ impl<R: BufRead> CassetteReader<R> {
             buf,
             last: None,
             done: false,
+            max_line,
         })
     }
 
@@ -1215,7 +1185,13 @@ impl<R: BufRead> CassetteReader<R> {
     }
 
     fn read_record(&mut self) -> Result<Option<Record>, CassetteError> {
-        if !read_line(&mut self.input, &mut self.buf, &self.path)? {
+        if !read_line(
+            &mut self.input,
+            &mut self.buf,
+            &self.path,
+            self.lineno + 1,
+            self.max_line,
+        )? {
             return match self.last {
                 Some((_, _, true)) => Ok(None),
                 Some((_, line, false)) => Err(CassetteError::invalid(
@@ -1266,26 +1242,68 @@ impl<R: BufRead> Iterator for CassetteReader<R> {
     }
 }
 
-/// Read one line into `buf` without its `\n`; false at the end of the input.
+/// Read one line into `buf` without its `\n`; false at the end of the input. A line longer
+/// than `max` bytes is an error naming the line (nothing past the cap is kept).
 fn read_line(
     input: &mut impl BufRead,
     buf: &mut Vec<u8>,
     path: &Path,
+    lineno: usize,
+    max: usize,
 ) -> Result<bool, CassetteError> {
     buf.clear();
-    let n = input
-        .read_until(b'\n', buf)
-        .map_err(|source| CassetteError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    if buf.last() == Some(&b'\n') {
-        buf.pop();
+    let io = |source| CassetteError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut any = false;
+    loop {
+        let chunk = match input.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io(e)),
+        };
+        if chunk.is_empty() {
+            return Ok(any);
+        }
+        any = true;
+        let (take, done) = match memchr::memchr(b'\n', chunk) {
+            Some(i) => (i, true),
+            None => (chunk.len(), false),
+        };
+        if buf.len() + take > max {
+            return Err(CassetteError::invalid(
+                path,
+                lineno,
+                format!(
+                    "line longer than {max} bytes (the limit; raise it with {}=BYTES)",
+                    crate::input::MAX_LINE_ENV
+                ),
+            ));
+        }
+        buf.extend_from_slice(&chunk[..take]);
+        input.consume(take + usize::from(done));
+        if done {
+            return Ok(true);
+        }
     }
-    Ok(n > 0)
 }
 
 fn line_text<'a>(path: &Path, lineno: usize, line: &'a [u8]) -> Result<&'a str, CassetteError> {
+    if lineno == 1 && line.starts_with(b"\xEF\xBB\xBF") {
+        return Err(CassetteError::invalid(
+            path,
+            lineno,
+            "starts with a byte order mark (a cassette is plain UTF-8 JSON lines)",
+        ));
+    }
+    if line.ends_with(b"\r") {
+        return Err(CassetteError::invalid(
+            path,
+            lineno,
+            "line ends with \\r (CRLF line endings): a cassette ends lines with \\n only",
+        ));
+    }
     if line.is_empty() {
         return Err(CassetteError::invalid(
             path,

@@ -67,6 +67,8 @@ pub struct ImportOptions {
     pub spacing_ms: f64,
     /// What the process wrote to stderr (one chunk, written before the ending).
     pub stderr: Option<Vec<u8>>,
+    /// The file `stderr` was read from, if any (an input the output must not overwrite).
+    pub stderr_path: Option<PathBuf>,
     pub ending: Ending,
     pub spawn_at_tool: Option<SpawnAtTool>,
     /// Where the raw data came from (stored as `origin.source`).
@@ -88,6 +90,7 @@ impl ImportOptions {
             redactions: BTreeMap::new(),
             spacing_ms: DEFAULT_SPACING_MS,
             stderr: None,
+            stderr_path: None,
             ending,
             spawn_at_tool: None,
             source: None,
@@ -318,44 +321,68 @@ pub fn import_file(
     out: &Path,
     opts: &ImportOptions,
 ) -> Result<Cassette, ImportError> {
-    let raw = std::fs::read(raw_path).map_err(|e| ImportError::Input {
+    let input = |message: String| ImportError::Input {
         file: raw_path.to_path_buf(),
         line: 0,
-        message: format!("cannot read: {e}"),
-    })?;
+        message,
+    };
+    if pi_grammar::Grammar::for_version(&opts.pi_version).is_none() {
+        return Err(ImportError::Usage(format!(
+            "--pi-version {}: not a pinned pi version ({}); fake-pi replays only those. A capture of another producer in pi's format (snapshot-only, for example) is imported with the nearest pinned version and --dialect",
+            opts.pi_version,
+            pi_grammar::KNOWN_VERSIONS.join(", ")
+        )));
+    }
+    // `-` is stdin; gzip is recognised by its magic bytes (as `map` does).
+    let mut reader = crate::input::open(raw_path, &crate::Limits::from_env())
+        .map_err(|e| input(format!("cannot read: {e}")))?;
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(&mut reader, &mut raw)
+        .map_err(|e| input(format!("cannot read: {e}")))?;
+    if raw.is_empty() {
+        return Err(input(
+            "is empty: a captured `pi --mode json` stdout has at least the session line".into(),
+        ));
+    }
+    let first = raw.split(|&b| b == b'\n').next().unwrap_or(&raw);
+    if crate::is_header_line(first) || first.starts_with(b"{\"format\"") {
+        return Err(input(
+            "is already a cassette (its first line is a cassette header); import takes pi's raw stdout".into(),
+        ));
+    }
     let cassette = import(raw_path, &raw, opts)?;
     let out_err = |message: String| ImportError::Output {
         file: out.to_path_buf(),
         message,
     };
-    // Write next to the target, verify, then rename: a failed import leaves no file.
-    let name = out
-        .file_name()
-        .ok_or_else(|| out_err("output path has no file name".into()))?
-        .to_string_lossy()
-        .into_owned();
-    // Keep a `.gz` suffix last so `save` and `load` pick the same encoding.
-    let gz = if name.ends_with(".gz") { ".gz" } else { "" };
-    let tmp = out.with_file_name(format!(".{name}.tmp{}{gz}", std::process::id()));
-    let result = (|| {
-        cassette
-            .save(&tmp)
-            .map_err(|e| out_err(format!("cannot write: {e}")))?;
-        let back = Cassette::load(&tmp)
-            .map_err(|e| out_err(format!("written cassette does not read back: {e}")))?;
-        if back != cassette_with_lines(&cassette, &back) {
-            return Err(out_err(
-                "written cassette reads back different from what was written".into(),
-            ));
-        }
-        verify_round_trip(&back, &raw, opts.stderr.as_deref())
-            .map_err(|e| out_err(format!("refused: {e}")))?;
-        std::fs::rename(&tmp, out).map_err(|e| out_err(format!("cannot move into place: {e}")))
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    // Encode, read the bytes back and verify them before anything is written: a failed
+    // import leaves no file.
+    let gz = out.to_string_lossy().ends_with(".gz");
+    let bytes = cassette
+        .encoded(gz)
+        .map_err(|e| out_err(format!("cannot encode: {e}")))?;
+    let back = Cassette::parse(out, &bytes)
+        .map_err(|e| out_err(format!("written cassette does not read back: {e}")))?;
+    if back != cassette_with_lines(&cassette, &back) {
+        return Err(out_err(
+            "written cassette reads back different from what was written".into(),
+        ));
     }
-    result.map(|()| cassette)
+    verify_round_trip(&back, &raw, opts.stderr.as_deref())
+        .map_err(|e| out_err(format!("refused: {e}")))?;
+    let mut inputs: Vec<&Path> = vec![raw_path];
+    if let Some(p) = opts.stderr_path.as_deref() {
+        inputs.push(p);
+    }
+    crate::output::write(out, &bytes, &inputs).map_err(|e| {
+        let prefix = format!("{}: ", out.display());
+        let message = e.0.strip_prefix(&prefix).unwrap_or(&e.0).to_string();
+        ImportError::Output {
+            file: out.to_path_buf(),
+            message,
+        }
+    })?;
+    Ok(cassette)
 }
 
 /// `c` with the line numbers `read` got from the file (records built in memory have 0).

@@ -39,8 +39,12 @@
 
 mod cassette;
 pub mod import;
+pub mod input;
 pub mod lint;
 pub mod matching;
+pub mod output;
 pub mod redact;
+mod shape;
 
 pub use cassette::*;
+pub use input::Limits;

@@ -63,25 +63,30 @@ impl Report<'_> {
     }
 }
 
-/// Read and lint one file (gzip-compressed when its name ends in `.gz`).
-pub fn lint_file(path: &Path) -> Vec<Problem> {
-    let read = || -> std::io::Result<Vec<u8>> {
-        let raw = std::fs::read(path)?;
-        if path.extension().is_some_and(|e| e == "gz") {
-            let mut out = Vec::new();
-            flate2::read::GzDecoder::new(&raw[..]).read_to_end(&mut out)?;
-            Ok(out)
-        } else {
-            Ok(raw)
+/// Read and lint one file (gzip recognised by its magic bytes, `-` for stdin, within the
+/// input limits). `Err` when the file cannot be read at all: that is the caller's input
+/// error, not a problem of the cassette.
+pub fn lint_file(path: &Path) -> Result<Vec<Problem>, CassetteError> {
+    let mut input = crate::input::open(path, &crate::Limits::from_env())?;
+    let mut data = Vec::new();
+    match input.read_to_end(&mut data) {
+        Ok(_) => Ok(lint_bytes(path, &data)),
+        // Past a size limit, or a broken gzip stream: a problem of this file.
+        Err(e)
+            if e.kind() == std::io::ErrorKind::Other
+                || e.kind() == std::io::ErrorKind::InvalidInput
+                || e.kind() == std::io::ErrorKind::InvalidData =>
+        {
+            Ok(vec![Problem {
+                file: path.to_path_buf(),
+                line: 0,
+                message: format!("cannot be read as a cassette: {e}"),
+            }])
         }
-    };
-    match read() {
-        Ok(data) => lint_bytes(path, &data),
-        Err(e) => vec![Problem {
-            file: path.to_path_buf(),
-            line: 0,
-            message: format!("cannot read: {e}"),
-        }],
+        Err(source) => Err(CassetteError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
     }
 }
 
@@ -546,7 +551,7 @@ mod tests {
     #[test]
     fn timing_and_stream_sanity() {
         let text = format!(
-            "{HEADER}\n{{\"dt_ms\":5,\"stdout\":{{\"type\":\"agent_start\"}}}}\n{{\"dt_ms\":1795302188705,\"exit\":0}}\n"
+            "{HEADER}\n{{\"dt_ms\":5,\"stdout\":{{\"type\":\"agent_start\"}}}}\n{{\"dt_ms\":3700000,\"exit\":0}}\n"
         );
         let p = lint(&text);
         assert!(
@@ -556,12 +561,21 @@ mod tests {
         );
         assert!(
             p.iter()
-                .any(|m| m.starts_with("c.jsonl:3: `dt_ms` 1795302188705 is over 10 minutes")),
+                .any(|m| m.starts_with("c.jsonl:3: `dt_ms` 3700000 is over 10 minutes")),
             "{p:#?}"
         );
         assert!(
             p.iter()
                 .any(|m| m.starts_with("c.jsonl: the delays add up to")),
+            "{p:#?}"
+        );
+        // A wall-clock timestamp pasted as a delay is not a cassette at all.
+        let p = lint(&format!(
+            "{HEADER}\n{SESSION}\n{{\"dt_ms\":1795302188705,\"exit\":0}}\n"
+        ));
+        assert!(
+            p.iter()
+                .any(|m| m.starts_with("c.jsonl:3: record field `dt_ms`: at most 1000000000 ms")),
             "{p:#?}"
         );
         let wrong_dialect = HEADER.replace("delta-only", "snapshot+delta");

@@ -209,7 +209,7 @@ pub fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("pi-harness: {e:#}");
+            eprintln!("error: {}", crate::one_line(&format!("{e:#}")));
             ExitCode::from(2)
         }
     }
@@ -316,8 +316,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::PiVersions { recorded, out } => {
             let text = pi_recorder::versions::report(&recorded)?;
             match out {
-                Some(path) => std::fs::write(&path, text)
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+                Some(path) => {
+                    let inputs: Vec<&std::path::Path> = vec![recorded.as_path()];
+                    pi_cassette::output::write(&path, text.as_bytes(), &inputs)
+                        .map_err(anyhow::Error::msg)?
+                }
                 None => print!("{text}"),
             }
             Ok(ExitCode::SUCCESS)

@@ -168,6 +168,7 @@ impl ImportArgs {
                 line: 0,
                 message: format!("cannot read --stderr file: {e}"),
             })?);
+            o.stderr_path = Some(path.clone());
         }
         if self.spawn_at_tool {
             o.spawn_at_tool = Some(SpawnAtTool {
@@ -212,7 +213,7 @@ pub fn run_import(args: ImportArgs) -> i32 {
             0
         }
         Err(e) => {
-            eprintln!("pi-harness cassette import: {e}");
+            eprintln!("error: {e}");
             e.exit_code()
         }
     }
@@ -223,8 +224,16 @@ pub fn run_import(args: ImportArgs) -> i32 {
 pub fn run_lint(files: &[PathBuf]) -> i32 {
     let mut count = 0;
     let mut bad_files = 0;
+    let mut unreadable = 0;
     for f in files {
-        let problems = lint_file(f);
+        let problems = match lint_file(f) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("error: {e}");
+                unreadable += 1;
+                continue;
+            }
+        };
         if !problems.is_empty() {
             bad_files += 1;
         }
@@ -232,6 +241,10 @@ pub fn run_lint(files: &[PathBuf]) -> i32 {
             println!("{p}");
         }
         count += problems.len();
+    }
+    if unreadable > 0 {
+        // An input error: like every command, exit 2.
+        return 2;
     }
     if count == 0 {
         eprintln!("{} cassette(s) ok", files.len());

@@ -74,7 +74,7 @@ impl std::fmt::Display for CliError {
     }
 }
 
-fn one_line(s: &str) -> String {
+pub(crate) fn one_line(s: &str) -> String {
     s.split('\n')
         .map(str::trim)
         .filter(|l| !l.is_empty())

@@ -6,7 +6,7 @@
 //! goes to stdout (human text or JSONL with `--json`); a one-line summary (lines, bytes,
 //! invalid lines, time, MB/s, peak memory) goes to stderr.
 
-use std::io::{BufRead, BufReader, BufWriter, Cursor, IsTerminal, Read, Write};
+use std::io::{BufRead, BufWriter, Cursor, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -118,6 +118,18 @@ impl<W: Write> Sink<W> {
     }
 }
 
+/// A cassette is told from raw pi output by its first bytes: raw pi output never starts
+/// with a `format` key, and a cassette header says `"format":"pi-cassette"` (possibly after
+/// a byte order mark, or further into a hand-written header). What looks like a cassette is
+/// read as one, and refused with `file:line` when it is broken.
+pub fn looks_like_cassette(first: &[u8]) -> bool {
+    let line = first.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(first);
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.starts_with(b"{\"format\"")
+        || memchr::memmem::find(line, b"\"format\":\"pi-cassette\"").is_some()
+        || is_header_line(line)
+}
+
 /// Why a map pass stopped early.
 #[derive(Debug)]
 pub enum MapError {
@@ -130,30 +142,24 @@ pub enum MapError {
 /// Map everything `input` holds (named `name` in messages) into `sink`.
 pub fn map_stream<W: Write>(
     name: &Path,
-    input: impl Read,
+    input: impl Read + Send,
     resumed: bool,
     sink: &mut Sink<W>,
 ) -> Result<Summary, MapError> {
     let started = Instant::now();
     let read_err =
         |e: std::io::Error| MapError::Input(format!("{}: cannot read: {e}", name.display()));
-    let mut input = BufReader::with_capacity(CHUNK, input);
-    // gzip by its magic bytes, so a compressed stdin works too.
-    let head = input.fill_buf().map_err(read_err)?;
-    let mut input: Box<dyn BufRead> = if head.starts_with(&[0x1f, 0x8b]) {
-        Box::new(BufReader::with_capacity(
-            CHUNK,
-            flate2::read::MultiGzDecoder::new(input),
-        ))
-    } else {
-        Box::new(input)
-    };
+    // gzip by its magic bytes (so a compressed stdin works too), within the input limits:
+    // the same opening every cassette tool uses.
+    let limits = pi_cassette::Limits::from_env();
+    let mut input = pi_cassette::input::decompress(name, Box::new(input), &limits)
+        .map_err(|e| MapError::Input(e.to_string()))?;
     let mut first = Vec::new();
     (&mut input)
         .take(HEADER_PROBE as u64)
         .read_until(b'\n', &mut first)
         .map_err(read_err)?;
-    let is_cassette = first.ends_with(b"\n") && is_header_line(&first[..first.len() - 1]);
+    let is_cassette = looks_like_cassette(&first);
     let mut mapper = Mapper::new(MapperOptions {
         resumed_session: resumed,
         ..MapperOptions::default()
@@ -238,7 +244,7 @@ pub fn peak_rss_kib() -> Option<u64> {
 /// `pi-harness map`: returns the exit status.
 pub fn map_command(args: MapArgs) -> i32 {
     let stdin_name = PathBuf::from("<stdin>");
-    let (name, input): (PathBuf, Box<dyn Read>) = match &args.input {
+    let (name, input): (PathBuf, Box<dyn Read + Send>) = match &args.input {
         Some(p) if p.as_os_str() != "-" => match std::fs::File::open(p) {
             Ok(f) if f.metadata().is_ok_and(|m| m.is_dir()) => {
                 return CliError::usage(format!("{}: is a directory", p.display())).report()

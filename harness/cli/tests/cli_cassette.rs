@@ -151,7 +151,7 @@ fn import_with_every_option_and_gzip_output() {
         .arg(&raw)
         .arg("--out")
         .arg(&out)
-        .args(["--pi-version", "0.50.0", "--dialect", "snapshot-only"])
+        .args(["--pi-version", "0.73.1", "--dialect", "snapshot-only"])
         .args(["--scenario", "x", "--description", "all options"])
         .args([
             "--flag=--mode=json",
@@ -319,7 +319,7 @@ fn import_errors_are_one_clear_line() {
     one_line(
         &mut c,
         2,
-        &["pi version \"0.50.0\" has no known wire dialect; give --dialect"],
+        &["--pi-version 0.50.0: not a pinned pi version (0.73.1, 0.87.1, 1.5.2)"],
     );
 
     // Output directory missing: an output error (exit 1) naming the output, no temp file left.
@@ -342,7 +342,7 @@ fn import_errors_are_one_clear_line() {
     one_line(
         &mut c,
         1,
-        &[&format!("{}: cannot write", bad_out.display())],
+        &[&format!("{}: cannot create a file in", bad_out.display())],
     );
     let left: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
@@ -449,4 +449,75 @@ fn lint_reports_each_problem_as_file_line_what() {
     // No file: a usage error.
     cmd().args(["cassette", "lint"]).assert().code(2);
     assert!(processes_with_marker("lint_reports_each_problem_as_file_line_what").is_empty());
+}
+
+/// What is not pi's raw stdout is refused, gzip input is read like `map` reads it, `-` is
+/// stdin, and the output may not overwrite an input (before: a cassette was wrapped as pi
+/// stdout, an empty file imported, gzip bytes taken as text, the capture overwritten).
+#[test]
+fn import_refuses_what_is_not_a_capture_and_never_overwrites_its_input() {
+    let cmd = || pi_harness("import_refuses_what_is_not_a_capture");
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--pi-version",
+        "0.87.1",
+        "--scenario",
+        "s",
+        "--description",
+        "d",
+        "--exit",
+        "0",
+    ];
+    let import = |input: &Path, out: &Path| {
+        let mut c = cmd();
+        c.args(["cassette", "import"])
+            .arg(input)
+            .arg("--out")
+            .arg(out)
+            .args(args);
+        c
+    };
+    let out = dir.path().join("out.cassette.jsonl");
+    let cassette = cassettes_dir().join("tool_bash.pi87.cassette.jsonl");
+    fails_with(&mut import(&cassette, &out), 2, &["is already a cassette"]);
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    fails_with(&mut import(&empty, &out), 2, &["is empty"]);
+    assert!(!out.exists());
+    // The same capture, gzipped, imports to the same cassette.
+    let raw = dir.path().join("raw.jsonl");
+    std::fs::write(&raw, "{\"type\":\"session\"}\n{\"type\":\"agent_end\"}\n").unwrap();
+    import(&raw, &out).assert().success();
+    let gz = dir.path().join("raw.jsonl.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut enc, &std::fs::read(&raw).unwrap()).unwrap();
+    std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+    let out2 = dir.path().join("out2.cassette.jsonl");
+    let mut c = import(&gz, &out2);
+    c.args(["--source", &raw.display().to_string()]);
+    c.assert().success();
+    let a = Cassette::load(&out).unwrap();
+    let b = Cassette::load(&out2).unwrap();
+    assert_eq!(a.stdout_bytes(), b.stdout_bytes());
+    // `-` reads stdin.
+    let out3 = dir.path().join("out3.cassette.jsonl");
+    let mut c = import(Path::new("-"), &out3);
+    c.write_stdin(std::fs::read(&raw).unwrap())
+        .assert()
+        .success();
+    assert_eq!(
+        Cassette::load(&out3).unwrap().stdout_bytes(),
+        a.stdout_bytes()
+    );
+    // The output is the input: refused, the capture intact.
+    let before = std::fs::read(&raw).unwrap();
+    fails_with(
+        &mut import(&raw, &raw),
+        1,
+        &["is also an input of this command"],
+    );
+    assert_eq!(std::fs::read(&raw).unwrap(), before);
+    // A device is written through, never replaced by a regular file.
+    import(&raw, Path::new("/dev/null")).assert().success();
+    assert!(!std::fs::metadata("/dev/null").unwrap().is_file());
 }

@@ -265,7 +265,7 @@ async fn accept_loop(
         let stream = match accepted {
             Ok((stream, _)) => stream,
             Err(e) => {
-                eprintln!("pi-harness serve-llm: accept failed: {e}");
+                eprintln!("warning: serve-llm: accept failed: {e}");
                 tokio::time::sleep(Duration::from_millis(10)).await;
                 continue;
             }
@@ -650,7 +650,7 @@ fn log_request(shared: &Shared, entry: LoggedRequest) {
         line.push(b'\n');
         let mut f = f.lock().expect("log file lock");
         if let Err(e) = f.write_all(&line) {
-            eprintln!("pi-harness serve-llm: cannot write the request log: {e}");
+            eprintln!("warning: serve-llm: cannot write the request log: {e}");
         }
     }
     let mut log = shared.log.lock().expect("log lock");

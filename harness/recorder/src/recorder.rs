@@ -874,10 +874,6 @@ fn write_checked(c: &Cassette, out: &Path, key: &str, tmp: &Path) -> anyhow::Res
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
     }
-    let partial = path.with_extension(format!(
-        "{}.partial",
-        path.extension().and_then(|e| e.to_str()).unwrap_or("")
-    ));
     let bytes = if gz {
         let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
         enc.write_all(text.as_bytes())?;
@@ -885,22 +881,12 @@ fn write_checked(c: &Cassette, out: &Path, key: &str, tmp: &Path) -> anyhow::Res
     } else {
         text.clone().into_bytes()
     };
-    std::fs::write(&partial, &bytes).with_context(|| format!("writing {}", partial.display()))?;
-    // Scan what is on disk, and check it reads back as the same cassette.
+    // Check the exact bytes that will be written: no key, and they read back as recorded.
     let check = (|| -> anyhow::Result<()> {
-        let mut on_disk = std::fs::read(&partial)?;
-        if gz {
-            let mut plain = Vec::new();
-            std::io::Read::read_to_end(
-                &mut flate2::read::GzDecoder::new(&on_disk[..]),
-                &mut plain,
-            )?;
-            on_disk = plain;
-        }
-        if redact::contains_secret(&on_disk, key) {
+        let back = Cassette::parse(&path, &bytes)?;
+        if redact::contains_secret(back.to_jsonl().as_bytes(), key) {
             bail!("the API key is inside the written file");
         }
-        let back = Cassette::parse(&path, &on_disk)?;
         // Lines stored as base64 (not UTF-8) are not redacted: scan what they replay too.
         for r in &back.records {
             if let Action::Stdout(b) | Action::Stderr(b) = &r.action {
@@ -918,10 +904,9 @@ fn write_checked(c: &Cassette, out: &Path, key: &str, tmp: &Path) -> anyhow::Res
         Ok(())
     })();
     if let Err(e) = check {
-        let _ = std::fs::remove_file(&partial);
         bail!("refusing to keep {}: {e}", path.display());
     }
-    std::fs::rename(&partial, &path).with_context(|| format!("renaming to {}", path.display()))?;
+    pi_cassette::output::write(&path, &bytes, &[]).map_err(anyhow::Error::msg)?;
     // A stale sibling (plain vs .gz) from an earlier recording would shadow this one.
     let plain = match path.to_str().and_then(|p| p.strip_suffix(".gz")) {
         Some(p) => PathBuf::from(p),

@@ -1,0 +1,121 @@
+//! Opening a cassette (or any input a tool reads): a file or `-` for stdin, gzip recognised by
+//! its magic bytes whatever the name, and size limits so that a small `.gz` that expands to
+//! one huge line cannot take the machine's memory.
+//!
+//! The limits default to [`DEFAULT_MAX_LINE_BYTES`] per line and [`DEFAULT_MAX_BYTES`] in
+//! all, and are raised with the environment variables [`MAX_LINE_ENV`] and [`MAX_BYTES_ENV`]
+//! (every tool reads them, so every tool gives the same verdict on the same file).
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+use crate::CassetteError;
+
+/// Longest line read (bytes, without `\n`): 64 MiB.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 64 << 20;
+/// Most bytes read from one input, after decompression: 4 GiB.
+pub const DEFAULT_MAX_BYTES: u64 = 4 << 30;
+/// Raises the line limit (bytes).
+pub const MAX_LINE_ENV: &str = "PI_HARNESS_MAX_LINE_BYTES";
+/// Raises the total limit (bytes, after decompression).
+pub const MAX_BYTES_ENV: &str = "PI_HARNESS_MAX_INPUT_BYTES";
+
+/// How much a reader takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_line_bytes: usize,
+    pub max_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            max_bytes: DEFAULT_MAX_BYTES,
+        }
+    }
+}
+
+impl Limits {
+    /// The defaults, raised (or lowered) by [`MAX_LINE_ENV`] and [`MAX_BYTES_ENV`] when set
+    /// to a positive integer.
+    pub fn from_env() -> Limits {
+        let num = |k: &str| {
+            std::env::var(k)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .filter(|n| *n > 0)
+        };
+        let d = Limits::default();
+        Limits {
+            max_line_bytes: num(MAX_LINE_ENV)
+                .and_then(|n| usize::try_from(n).ok())
+                .unwrap_or(d.max_line_bytes),
+            max_bytes: num(MAX_BYTES_ENV).unwrap_or(d.max_bytes),
+        }
+    }
+}
+
+/// Open `path` (`-`: stdin) for reading, decompressing gzip.
+pub fn open(path: &Path, limits: &Limits) -> Result<Box<dyn BufRead + Send>, CassetteError> {
+    let raw: Box<dyn Read + Send> = if path.as_os_str() == "-" {
+        Box::new(std::io::stdin())
+    } else {
+        let file = std::fs::File::open(path).map_err(|source| CassetteError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Box::new(file)
+    };
+    decompress(path, raw, limits)
+}
+
+/// `raw` as lines: decompressed when it starts with gzip's magic bytes, and cut off with an
+/// error past `limits.max_bytes`.
+pub fn decompress<'a>(
+    path: &Path,
+    raw: Box<dyn Read + Send + 'a>,
+    limits: &Limits,
+) -> Result<Box<dyn BufRead + Send + 'a>, CassetteError> {
+    let mut peek = BufReader::new(raw);
+    let head = peek.fill_buf().map_err(|source| CassetteError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let inner: Box<dyn Read + Send + 'a> = if head.starts_with(&[0x1f, 0x8b]) {
+        // Every member of a multi-member stream; anything after the last that is not
+        // gzip is an error, not ignored.
+        Box::new(flate2::read::MultiGzDecoder::new(peek))
+    } else {
+        Box::new(peek)
+    };
+    Ok(Box::new(BufReader::with_capacity(
+        64 << 10,
+        Capped {
+            inner,
+            left: limits.max_bytes,
+            max: limits.max_bytes,
+        },
+    )))
+}
+
+/// A reader that fails once more than `max` bytes came through.
+struct Capped<R> {
+    inner: R,
+    left: u64,
+    max: u64,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n as u64 > self.left {
+            return Err(std::io::Error::other(format!(
+                "more than {} bytes (the limit; raise it with {MAX_BYTES_ENV}=BYTES)",
+                self.max
+            )));
+        }
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
