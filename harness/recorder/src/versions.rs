@@ -52,9 +52,17 @@ fn look(c: &Cassette) -> Seen {
         keys_into(ty, &v, &mut s.fields);
         let role = v["message"]["role"].as_str().unwrap_or("");
         if !role.is_empty() && matches!(ty, "message_start" | "message_end") {
-            keys_into(&format!("{ty}({role}).message"), &v["message"], &mut s.fields);
+            keys_into(
+                &format!("{ty}({role}).message"),
+                &v["message"],
+                &mut s.fields,
+            );
             if let Some(u) = v["message"]["usage"].get("cost") {
-                keys_into(&format!("{ty}({role}).message.usage.cost"), u, &mut s.fields);
+                keys_into(
+                    &format!("{ty}({role}).message.usage.cost"),
+                    u,
+                    &mut s.fields,
+                );
             }
         }
         if ty == "tool_execution_end" {
@@ -145,7 +153,10 @@ pub fn report(dir: &Path) -> anyhow::Result<String> {
         .iter()
         .filter_map(|v| Grammar::for_version(v))
         .collect();
-    writeln!(out, "## Command line\n\nFlags that some pinned version lacks:\n")?;
+    writeln!(
+        out,
+        "## Command line\n\nFlags that some pinned version lacks:\n"
+    )?;
     out.push_str(&header);
     let mut all_flags: BTreeSet<&str> = BTreeSet::new();
     for g in &grammars {

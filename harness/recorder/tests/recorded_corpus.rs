@@ -97,7 +97,13 @@ fn the_version_report_is_generated_from_the_committed_corpus() {
         "docs/pi-versions.md is stale: run scripts/pi-versions.sh --committed"
     );
     // It says what matters for an integrator.
-    for must in ["`--no-mcp`", "agent_settled", "structuredContent", "exit 143", "SIGINT: dies"] {
+    for must in [
+        "`--no-mcp`",
+        "agent_settled",
+        "structuredContent",
+        "exit 143",
+        "SIGINT: dies",
+    ] {
         assert!(want.contains(must), "the report lacks {must}");
     }
 }
