@@ -22,6 +22,9 @@ enum Command {
     Cassette(CassetteCommand),
     /// Run the reference provider against pi (real or fake) and print the normalized stream.
     Run(Box<crate::run::RunArgs>),
+    /// Run a command and report (and kill) every process it left running; or find the live
+    /// processes that carry a test's marker.
+    Leftovers(crate::leftovers::LeftoversArgs),
     /// Map a captured pi stdout or a cassette to the normalized stream.
     Map(crate::map::MapArgs),
     /// Serve a scripted LLM (OpenAI chat-completions and Anthropic messages streaming) on 127.0.0.1.
@@ -224,6 +227,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(exit_code(crate::cassette_cmd::run_lint(&files)))
         }
         Command::Run(args) => Ok(exit_code(crate::run::run_command(*args))),
+        Command::Leftovers(args) => Ok(exit_code(crate::leftovers::leftovers_command(args))),
         Command::Map(args) => Ok(exit_code(crate::map::map_command(args))),
         Command::ServeLlm { script, port, log } => Ok(exit_code(
             crate::serve_llm::serve_llm_command(&script, port, log),
