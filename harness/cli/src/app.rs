@@ -192,6 +192,9 @@ enum CassetteCommand {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<std::path::PathBuf>,
     },
+    /// Print what a cassette expects from its caller, how the run ends, the processes it
+    /// starts, and a command line that replays it with fake-pi.
+    Show(crate::show::ShowArgs),
 }
 
 fn exit_code(code: i32) -> ExitCode {
@@ -225,6 +228,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Cassette(CassetteCommand::Lint { files }) => {
             Ok(exit_code(crate::cassette_cmd::run_lint(&files)))
+        }
+        Command::Cassette(CassetteCommand::Show(args)) => {
+            Ok(exit_code(crate::show::show_command(&args)))
         }
         Command::Run(args) => Ok(exit_code(crate::run::run_command(*args))),
         Command::Leftovers(args) => Ok(exit_code(crate::leftovers::leftovers_command(args))),
