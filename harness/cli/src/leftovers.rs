@@ -30,10 +30,15 @@ pub struct LeftoversArgs {
     #[arg(long, value_name = "VALUE", conflicts_with = "command")]
     pub marker: Option<String>,
     /// Marker mode: the environment variable NAME [default: PI_HARNESS_TEST_MARKER].
-    #[arg(long, value_name = "NAME", requires = "marker")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "marker",
+        conflicts_with = "command"
+    )]
     pub var: Option<String>,
     /// Marker mode: also SIGKILL the processes found.
-    #[arg(long, requires = "marker")]
+    #[arg(long, requires = "marker", conflicts_with = "command")]
     pub kill: bool,
     /// The command to run, after `--`: its stdin, stdout and stderr are pi-harness's.
     #[arg(
