@@ -911,7 +911,8 @@ pub fn render_text(f: &Facts, color: bool) -> String {
         &mut o,
         "output",
         &format!(
-            "{stdout_lines} stdout lines ({} bytes), {} bytes of stderr",
+            "{stdout_lines} stdout line{} ({} bytes), {} bytes of stderr",
+            if stdout_lines == 1 { "" } else { "s" },
             c.stdout_bytes().len(),
             c.stderr_bytes().len()
         ),
