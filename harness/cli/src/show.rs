@@ -472,7 +472,7 @@ fn replay(
         .iter()
         .any(|r| matches!(r.action, Action::Spawn(_)))
     {
-        notes.push("it starts processes that may outlive it (see above): `pi-harness leftovers -- sh -c '...'` around the command finds and kills them".into());
+        notes.push("it starts processes that may outlive it: `pi-harness leftovers -- sh -c '...'` around the command finds and kills them".into());
     }
     Replay {
         env,
@@ -574,14 +574,15 @@ fn argv_text(argv: &[String]) -> String {
         .join(" ")
 }
 
-/// Sum of the delays up to and including each record.
+/// Sum of the delays up to and including each record, in milliseconds to a tenth (no
+/// float noise such as 835.5999999999999).
 fn times(c: &Cassette) -> Vec<f64> {
     let mut t = 0.0;
     c.records
         .iter()
         .map(|r| {
             t += r.dt_ms;
-            t
+            (t * 10.0).round() / 10.0
         })
         .collect()
 }
