@@ -22,6 +22,9 @@ enum Command {
     Cassette(CassetteCommand),
     /// Run the reference provider against pi (real or fake) and print the normalized stream.
     Run(Box<crate::run::RunArgs>),
+    /// Run a command and report (and kill) every process it left running; or find the live
+    /// processes that carry a test's marker.
+    Leftovers(crate::leftovers::LeftoversArgs),
     /// Map a captured pi stdout or a cassette to the normalized stream.
     Map(crate::map::MapArgs),
     /// Serve a scripted LLM (OpenAI chat-completions and Anthropic messages streaming) on 127.0.0.1.
@@ -189,6 +192,9 @@ enum CassetteCommand {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<std::path::PathBuf>,
     },
+    /// Print what a cassette expects from its caller, how the run ends, the processes it
+    /// starts, and a command line that replays it with fake-pi.
+    Show(crate::show::ShowArgs),
 }
 
 fn exit_code(code: i32) -> ExitCode {
@@ -223,7 +229,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Cassette(CassetteCommand::Lint { files }) => {
             Ok(exit_code(crate::cassette_cmd::run_lint(&files)))
         }
+        Command::Cassette(CassetteCommand::Show(args)) => {
+            Ok(exit_code(crate::show::show_command(&args)))
+        }
         Command::Run(args) => Ok(exit_code(crate::run::run_command(*args))),
+        Command::Leftovers(args) => Ok(exit_code(crate::leftovers::leftovers_command(args))),
         Command::Map(args) => Ok(exit_code(crate::map::map_command(args))),
         Command::ServeLlm { script, port, log } => Ok(exit_code(
             crate::serve_llm::serve_llm_command(&script, port, log),

@@ -4,7 +4,9 @@
 //! command with logic of its own lives in a module here so that it can be tested without a
 //! process: [`run`] (the reference provider from a shell), [`map`] (the mapper over captured
 //! stdout or a cassette), [`render`] (the human rendering of the normalized stream),
-//! [`cassette_cmd`] (`cassette import` and `lint`), [`serve_llm`] (the scripted LLM server).
+//! [`cassette_cmd`] (`cassette import` and `lint`), [`show`] (`cassette show`: what a
+//! cassette expects and how to replay it), [`leftovers`] (the leftover-process check),
+//! [`serve_llm`] (the scripted LLM server).
 //! This module owns what they share: exit statuses, the one-line user error, duration and
 //! `K=V` parsing, and turning clap's errors into one line.
 //!
@@ -19,10 +21,12 @@
 
 mod app;
 pub mod cassette_cmd;
+pub mod leftovers;
 pub mod map;
 pub mod render;
 pub mod run;
 pub mod serve_llm;
+pub mod show;
 
 pub use app::main;
 

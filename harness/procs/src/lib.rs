@@ -2,10 +2,12 @@
 //! `/proc`, killing and reaping what a run left behind, and the marker scan that proves no
 //! process survived.
 //!
-//! Pure helpers (stat parsing, descendant walks) are separate from the functions that read
-//! `/proc` or send signals. Used by the provider's supervisor (its subreaper and tree walk),
-//! the recorder (who survived a recorded signal), the conformance runner and the test kit
-//! (a unique `NAME=value` in every started process's environment, scanned for at the end).
+//! Pure helpers (stat parsing, descendant walks, which process groups are safe to kill) are
+//! separate from the functions that read `/proc` or send signals. Used by the provider's
+//! supervisor (its subreaper and tree walk), the recorder (who survived a recorded signal),
+//! the conformance runner, the test kit (a unique `NAME=value` in every started process's
+//! environment, scanned for at the end) and `pi-harness leftovers` ([`watch`]: run a
+//! command as a child subreaper and report what it left running).
 //!
 //! ```
 //! use std::process::Command;
@@ -36,6 +38,8 @@ use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::Pid;
 
+pub mod watch;
+
 /// One process as `/proc` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcInfo {
@@ -57,6 +61,25 @@ impl ProcInfo {
     /// The command line joined with spaces, for messages.
     pub fn command(&self) -> String {
         self.cmdline.join(" ")
+    }
+
+    /// `PID COMMAND LINE (session S, parent P)`: one process in a report.
+    ///
+    /// ```
+    /// let p = pi_procs::ProcInfo {
+    ///     pid: 4242, ppid: 1, pgid: 4242, sid: 4242, state: 'S',
+    ///     cmdline: vec!["sleep".into(), "300".into()],
+    /// };
+    /// assert_eq!(p.describe(), "4242 sleep 300 (session 4242, parent 1)");
+    /// ```
+    pub fn describe(&self) -> String {
+        format!(
+            "{} {} (session {}, parent {})",
+            self.pid,
+            self.command(),
+            self.sid,
+            self.ppid
+        )
     }
 }
 
@@ -133,6 +156,48 @@ pub fn descendants(procs: &[ProcInfo], root: i32) -> Vec<ProcInfo> {
             queue.push(child.pid);
         }
     }
+    out
+}
+
+/// The live descendants of `root` in `procs`: zombies (already dead) and the pids in
+/// `protected` (this process and its ancestors, typically) left out, parents before
+/// children.
+pub fn live_descendants(procs: &[ProcInfo], root: i32, protected: &BTreeSet<i32>) -> Vec<ProcInfo> {
+    descendants(procs, root)
+        .into_iter()
+        .filter(|p| !p.is_zombie() && !protected.contains(&p.pid))
+        .collect()
+}
+
+/// The process groups that may be killed as a whole to get rid of `targets`: each group a
+/// target belongs to whose every live member in `procs` is itself a target. A group that
+/// also holds anything else (the caller, its shell, a process it did not start) is left to
+/// per-process kills, so that `kill(-pgid)` never reaches it.
+pub fn groups_only_of(procs: &[ProcInfo], targets: &BTreeSet<i32>) -> Vec<i32> {
+    let candidates: BTreeSet<i32> = procs
+        .iter()
+        .filter(|p| targets.contains(&p.pid) && p.pgid > 1)
+        .map(|p| p.pgid)
+        .collect();
+    candidates
+        .into_iter()
+        .filter(|&g| {
+            procs
+                .iter()
+                .filter(|p| p.pgid == g && !p.is_zombie())
+                .all(|p| targets.contains(&p.pid))
+        })
+        .collect()
+}
+
+/// The live processes whose environment holds `NAME=value` ([`pids_with_env`]: never this
+/// process or one of its ancestors), sorted by pid.
+pub fn marked(name: &str, value: &str) -> Vec<ProcInfo> {
+    let mut out: Vec<ProcInfo> = pids_with_env(name, value)
+        .into_iter()
+        .filter_map(read_proc)
+        .collect();
+    out.sort_by_key(|p| p.pid);
     out
 }
 
@@ -263,6 +328,57 @@ mod tests {
             Some((4242, "we(ird) name".into(), 'S', 1, 4242, 4242))
         );
         assert_eq!(parse_stat("garbage"), None);
+    }
+
+    fn proc_(pid: i32, ppid: i32, pgid: i32, state: char) -> ProcInfo {
+        ProcInfo {
+            pid,
+            ppid,
+            pgid,
+            sid: pgid,
+            state,
+            cmdline: vec![format!("p{pid}")],
+        }
+    }
+
+    #[test]
+    fn live_descendants_leave_out_zombies_and_the_protected() {
+        let procs = vec![
+            proc_(10, 1, 10, 'S'),
+            proc_(11, 10, 10, 'S'),
+            proc_(12, 11, 12, 'Z'),
+            proc_(13, 12, 12, 'S'),
+            proc_(14, 10, 14, 'R'),
+        ];
+        let none = BTreeSet::new();
+        let pids = |v: Vec<ProcInfo>| {
+            let mut p: Vec<i32> = v.iter().map(|p| p.pid).collect();
+            p.sort();
+            p
+        };
+        assert_eq!(pids(live_descendants(&procs, 10, &none)), [11, 13, 14]);
+        let protected: BTreeSet<i32> = [14].into();
+        assert_eq!(pids(live_descendants(&procs, 10, &protected)), [11, 13]);
+        assert!(live_descendants(&procs, 13, &none).is_empty());
+    }
+
+    #[test]
+    fn only_groups_made_of_targets_are_killed_whole() {
+        // 10 is the caller (group 10, with its child 11); 20 leads its own group with 21;
+        // 30 joined group 40, which also holds 40, not a target.
+        let procs = vec![
+            proc_(10, 1, 10, 'S'),
+            proc_(11, 10, 10, 'S'),
+            proc_(20, 10, 20, 'S'),
+            proc_(21, 20, 20, 'S'),
+            proc_(22, 20, 20, 'Z'),
+            proc_(30, 10, 40, 'S'),
+            proc_(40, 1, 40, 'S'),
+            proc_(50, 10, 1, 'S'),
+        ];
+        let targets: BTreeSet<i32> = [11, 20, 21, 30, 50].into();
+        assert_eq!(groups_only_of(&procs, &targets), [20]);
+        assert!(groups_only_of(&procs, &BTreeSet::new()).is_empty());
     }
 
     #[test]
