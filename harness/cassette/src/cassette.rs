@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 
 use crate::Limits;
 use std::path::{Path, PathBuf};
@@ -524,6 +524,13 @@ impl Cassette {
     pub fn parse(path: &Path, data: &[u8]) -> Result<Cassette, CassetteError> {
         let input = crate::input::decompress(path, Box::new(data), &Limits::from_env())?;
         Cassette::collect(CassetteReader::new(path, input)?)
+    }
+
+    /// Read a cassette from a stream (plain or gzip; stdin, say); `name` only names the
+    /// source in errors.
+    pub fn read_from(name: &Path, raw: impl Read + Send) -> Result<Cassette, CassetteError> {
+        let input = crate::input::decompress(name, Box::new(raw), &Limits::from_env())?;
+        Cassette::collect(CassetteReader::new(name, input)?)
     }
 
     fn collect<R: BufRead>(mut reader: CassetteReader<R>) -> Result<Cassette, CassetteError> {

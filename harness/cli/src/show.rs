@@ -10,7 +10,7 @@
 //! and [`render_json`] print the same facts.
 
 use std::fmt::Write as _;
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use pi_cassette::matching;
@@ -113,18 +113,7 @@ pub fn show_command(args: &ShowArgs) -> i32 {
 /// Read the cassette (`-`: stdin, gzip recognised by its magic bytes); its absolute path.
 pub fn load(file: &Path) -> Result<(Cassette, Option<PathBuf>), CliError> {
     if file == Path::new("-") {
-        let mut data = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut data)
-            .map_err(|e| CliError::usage(format!("<stdin>: cannot read cassette: {e}")))?;
-        if data.starts_with(&[0x1f, 0x8b]) {
-            let mut plain = Vec::new();
-            flate2::read::GzDecoder::new(&data[..])
-                .read_to_end(&mut plain)
-                .map_err(|e| CliError::usage(format!("<stdin>: cannot read cassette: {e}")))?;
-            data = plain;
-        }
-        let c = Cassette::parse(Path::new("<stdin>"), &data)
+        let c = Cassette::read_from(Path::new("<stdin>"), std::io::stdin())
             .map_err(|e| CliError::usage(e.to_string()))?;
         return Ok((c, None));
     }

@@ -1,4 +1,4 @@
-//! One cassette reader: `cassette lint`, fake-pi, `map` and `cassette import` give the same
+//! One cassette reader: `cassette lint`, `cassette show`, fake-pi, `map` and `cassette import` give the same
 //! verdict on the same file, and a refusal names the same line. Before, they disagreed:
 //! lint passed headers the schema rejects (arrays for objects, duplicate keys, an unpinned
 //! pi version, CRLF lines, exit codes past 255), `map` read a broken cassette as raw pi
@@ -157,7 +157,15 @@ fn verdicts(w: &World, path: &Path) -> Vec<(&'static str, bool, Option<usize>)> 
         .output()
         .unwrap();
     let map_text = String::from_utf8_lossy(&map.stderr).into_owned();
+    let show = Command::new(harness)
+        .args(["cassette", "show", "--json"])
+        .arg(path)
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    let show_text = String::from_utf8_lossy(&show.stderr).into_owned();
     vec![
+        ("show", show.status.code() == Some(2), line_of(&show_text)),
         ("lint", lint.status.code() != Some(0), line_of(&lint_text)),
         (
             "fake-pi",
