@@ -1069,7 +1069,12 @@ pub fn conform(opts: &ConformOptions) -> Result<bool, String> {
             ms: start.elapsed().as_millis() as u64,
         };
         if opts.json {
-            println!("{}", serde_json::to_string(&r).expect("serializes"));
+            // A closed stdout drops the line; the verdict is still the exit status.
+            let _ = writeln!(
+                std::io::stdout().lock(),
+                "{}",
+                serde_json::to_string(&r).expect("serializes")
+            );
         }
         results.push(r);
     }

@@ -185,9 +185,16 @@ fn run() -> i32 {
     let (parsed, mode) =
         match args::before_stdin(&grammar, &argv, stdin_tty, std::io::stdout().is_terminal()) {
             args::Next::Finish(f) => {
-                print!("{}", f.stdout);
-                eprint!("{}", f.stderr);
-                let _ = std::io::stdout().flush();
+                // A closed stdout (`fake-pi --help | head -1`) is a quiet 141, as in replay.
+                let mut out = std::io::stdout().lock();
+                if out
+                    .write_all(f.stdout.as_bytes())
+                    .and_then(|()| out.flush())
+                    .is_err()
+                {
+                    return replay::EXIT_STDOUT_CLOSED;
+                }
+                let _ = std::io::stderr().write_all(f.stderr.as_bytes());
                 return f.code;
             }
             args::Next::Run {

@@ -34,6 +34,9 @@ pub enum Speed {
     Factor(f64),
 }
 
+/// The slowest replay: a million times slower than recorded.
+pub const MIN_SPEED: f64 = 1e-6;
+
 impl Speed {
     /// Parse `FAKE_PI_SPEED` (absent = 1).
     pub fn parse(value: Option<&str>) -> Result<Speed, String> {
@@ -42,9 +45,9 @@ impl Speed {
         };
         match text.trim().parse::<f64>() {
             Ok(0.0) => Ok(Speed::Instant),
-            Ok(v) if v.is_finite() && v > 0.0 => Ok(Speed::Factor(v)),
+            Ok(v) if v.is_finite() && v >= MIN_SPEED => Ok(Speed::Factor(v)),
             _ => Err(format!(
-                "FAKE_PI_SPEED={text:?}: expected 0 (instant) or a positive number (1 = recorded timing, 10 = ten times faster)"
+                "FAKE_PI_SPEED={text:?}: expected 0 (instant) or a number from {MIN_SPEED} up (1 = recorded timing, 10 = ten times faster)"
             )),
         }
     }
@@ -52,7 +55,11 @@ impl Speed {
     fn scale(self, ms: f64) -> Duration {
         match self {
             Speed::Instant => Duration::ZERO,
-            Speed::Factor(f) => Duration::from_secs_f64(ms / f / 1000.0),
+            // The reader caps a delay at 1e9 ms and parse caps the slow-down at
+            // 1/MIN_SPEED, so this fits; saturate rather than trust it.
+            Speed::Factor(f) => {
+                Duration::try_from_secs_f64(ms / f / 1000.0).unwrap_or(Duration::MAX)
+            }
         }
     }
 }
@@ -134,7 +141,7 @@ pub fn run(cassette: &Cassette, path: &Path, speed: Speed, hooks: &mut Hooks) ->
     let start = Instant::now();
     let mut due = Duration::ZERO;
     for record in &cassette.records {
-        due += speed.scale(record.dt_ms);
+        due = due.saturating_add(speed.scale(record.dt_ms));
         if let Some(wait) = due.checked_sub(start.elapsed()) {
             std::thread::sleep(wait);
         }
@@ -200,7 +207,7 @@ mod tests {
         assert_eq!(Speed::parse(None), Ok(Speed::Factor(1.0)));
         assert_eq!(Speed::parse(Some("0")), Ok(Speed::Instant));
         assert_eq!(Speed::parse(Some("2.5")), Ok(Speed::Factor(2.5)));
-        for bad in ["-1", "fast", "", "inf", "NaN"] {
+        for bad in ["-1", "fast", "", "inf", "NaN", "1e-300", "0.0000001"] {
             assert!(
                 Speed::parse(Some(bad))
                     .unwrap_err()
@@ -210,5 +217,9 @@ mod tests {
         }
         assert_eq!(Speed::Factor(10.0).scale(300.0), Duration::from_millis(30));
         assert_eq!(Speed::Instant.scale(300.0), Duration::ZERO);
+        // The longest delay a cassette may hold, at the slowest speed: no overflow.
+        let slowest = Speed::parse(Some("0.000001")).unwrap();
+        assert_eq!(slowest.scale(1e9), Duration::from_secs(1_000_000_000_000));
+        assert_eq!(Speed::Factor(1e-300).scale(1e308), Duration::MAX);
     }
 }

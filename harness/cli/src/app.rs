@@ -316,7 +316,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::ProviderRun { file, capabilities } => {
             if capabilities {
-                println!("{}", conformance::conform::reference_capabilities());
+                crate::say(conformance::conform::reference_capabilities());
             } else {
                 conformance::conform::provider_run_main(file.as_deref())
                     .map_err(anyhow::Error::msg)?;

@@ -203,13 +203,13 @@ pub fn run_import(args: ImportArgs) -> i32 {
         .and_then(|o| import_file(&raw, &out, &o));
     match result {
         Ok(c) => {
-            println!(
+            crate::say(format_args!(
                 "{}: {} records ({} bytes of stdout), ends with {}",
                 out.display(),
                 c.records.len(),
                 c.stdout_bytes().len(),
                 c.ending().key()
-            );
+            ));
             0
         }
         Err(e) => {
@@ -238,7 +238,7 @@ pub fn run_lint(files: &[PathBuf]) -> i32 {
             bad_files += 1;
         }
         for p in &problems {
-            println!("{p}");
+            crate::say(p);
         }
         count += problems.len();
     }

@@ -142,7 +142,11 @@ pub fn clap_one_line(rendered: &str) -> String {
     out
 }
 
-/// `500ms`, `2s`, `1.5s`, `1m`, `1h` -> a duration.
+/// The longest duration any option takes: 30 days (a deadline past it is a typo, and
+/// adding it to the clock must not overflow).
+pub const MAX_DURATION: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// `500ms`, `2s`, `1.5s`, `1m`, `1h` -> a duration, at most [`MAX_DURATION`].
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
     let split = t
@@ -158,7 +162,13 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "h" => value * 3600.0,
         _ => return Err(bad()),
     };
-    Duration::try_from_secs_f64(secs).map_err(|_| bad())
+    let d = Duration::try_from_secs_f64(secs).map_err(|_| bad())?;
+    if d > MAX_DURATION {
+        return Err(format!(
+            "{text:?} is longer than 30 days (the most any option takes)"
+        ));
+    }
+    Ok(d)
 }
 
 /// `K=V` -> `(K, V)`; the name must be non-empty and hold no `=`.
@@ -169,6 +179,13 @@ pub fn parse_env_pair(text: &str) -> Result<(String, String), String> {
         }
         _ => Err(format!("expected NAME=VALUE, found {text:?}")),
     }
+}
+
+/// Print a line on stdout; a closed stdout (`| head -1`) is not an error: the line is
+/// dropped and the command goes on to its own exit status, quietly.
+pub fn say(line: impl std::fmt::Display) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stdout().lock(), "{line}");
 }
 
 /// Whether to colour output: only for a terminal, and never when `NO_COLOR` is set (non-empty).
@@ -183,6 +200,10 @@ mod tests {
     #[test]
     fn durations() {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("720h"), Ok(MAX_DURATION));
+        for long in ["721h", "10000000000000000000s", "1e400s"] {
+            assert!(parse_duration(long).is_err(), "{long}");
+        }
         assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
         assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));

@@ -165,6 +165,14 @@ pub fn plan(
         })?,
     };
     let supervisor = supervisor_from_env();
+    if let Some(s) = &supervisor {
+        if !s.is_file() {
+            return Err(CliError::usage(format!(
+                "PI_HARNESS_SUPERVISOR={}: no such file (unset it to use the supervisor built into pi-harness)",
+                s.display()
+            )));
+        }
+    }
     let api_key = match &args.api_key_env {
         Some(name) => {
             let value = getenv(name).filter(|v| !v.is_empty()).ok_or_else(|| {

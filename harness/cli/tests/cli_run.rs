@@ -244,6 +244,54 @@ fn timeout_exits_1_with_reason_timeout() {
     w.assert_none_left();
 }
 
+/// A missing supervisor named by PI_HARNESS_SUPERVISOR is a usage error (exit 2, before
+/// anything starts), not a failed run (exit 1, as before).
+#[test]
+fn a_missing_supervisor_is_a_usage_error() {
+    let w = World::new("cli-no-supervisor");
+    let c = w
+        .cassette("s")
+        .version("0.87.1")
+        .expect("{}")
+        .process("{}")
+        .records([r#"{"dt_ms":0,"exit":0}"#])
+        .write();
+    let a = run(&w, &c, &["hi"])
+        .env("PI_HARNESS_SUPERVISOR", "/nonexistent/pi-supervisor")
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert_eq!(
+        err,
+        "error: PI_HARNESS_SUPERVISOR=/nonexistent/pi-supervisor: no such file (unset it to use the supervisor built into pi-harness)\n"
+    );
+    assert!(a.get_output().stdout.is_empty());
+    w.assert_none_left();
+}
+
+/// Durations past 30 days are refused when parsed (before: `--cancel-after` of 1e19 s
+/// panicked adding it to the clock, `--timeout` and `--grace` failed the run).
+#[test]
+fn absurd_durations_are_usage_errors() {
+    let w = World::new("cli-durations");
+    let c = w
+        .cassette("d")
+        .version("0.87.1")
+        .expect("{}")
+        .process("{}")
+        .records([r#"{"dt_ms":0,"exit":0}"#])
+        .write();
+    for flag in ["--cancel-after", "--timeout", "--grace"] {
+        let a = run(&w, &c, &[flag, "10000000000000000000s", "hi"])
+            .assert()
+            .code(2);
+        let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+        assert!(err.contains("longer than 30 days"), "{flag}: {err}");
+        assert!(!err.contains("panicked"), "{flag}: {err}");
+    }
+    w.assert_none_left();
+}
+
 #[test]
 fn request_this_pi_rejects_exits_2() {
     let w = World::new("cli-invalid");

@@ -211,7 +211,7 @@ pub fn run(cmd: &mut Command, opts: &Options) -> std::io::Result<Outcome> {
     let live = || live_descendants(&all_procs(), me, &protected);
 
     // The grace period: descendants may still be finishing (a `sleep 0.1 &`).
-    let grace_end = Instant::now() + opts.grace;
+    let grace_end = deadline(opts.grace);
     let mut interrupted = false;
     loop {
         reap_all();
@@ -251,7 +251,7 @@ pub fn run(cmd: &mut Command, opts: &Options) -> std::io::Result<Outcome> {
     // going until nothing is left: a leftover may fork while it is being killed.
     let own_group = nix::unistd::getpgrp().as_raw();
     let mut seen: BTreeSet<i32> = leftovers.iter().map(|p| p.pid).collect();
-    let kill_end = Instant::now() + opts.kill_wait;
+    let kill_end = deadline(opts.kill_wait);
     outcome.unkillable = loop {
         reap_all();
         let procs = all_procs();
@@ -329,6 +329,13 @@ fn readable(sfd: &SignalFd, timeout: Duration) -> bool {
         PollTimeout::try_from(timeout.max(Duration::from_millis(1))).unwrap_or(PollTimeout::MAX);
     let mut fds = [PollFd::new(sfd.as_fd(), PollFlags::POLLIN)];
     matches!(poll(&mut fds, timeout), Ok(n) if n > 0)
+}
+
+/// `now + d`; a wait too long for the clock is a wait of 30 days.
+fn deadline(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d)
+        .unwrap_or_else(|| now + Duration::from_secs(30 * 24 * 3600))
 }
 
 #[cfg(test)]

@@ -87,6 +87,15 @@ impl std::fmt::Debug for ApiKey {
 }
 
 /// How the provider runs pi.
+/// The longest wait the provider honours (30 days): a longer `grace`, `kill_wait` or
+/// timeout is taken as this, so deadlines never overflow the clock.
+pub const MAX_WAIT: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// `now + d`, with `d` capped at [`MAX_WAIT`].
+fn after(d: Duration) -> tokio::time::Instant {
+    tokio::time::Instant::now() + d.min(MAX_WAIT)
+}
+
 #[derive(Debug, Clone)]
 pub struct ProviderOptions {
     /// A `pi-supervisor` binary to use. When absent (the default), `$PI_HARNESS_SUPERVISOR`,
@@ -550,9 +559,9 @@ impl Run {
         cmd.arg("--control-fd")
             .arg("3")
             .arg("--grace-ms")
-            .arg(self.opts.grace.as_millis().to_string())
+            .arg(self.opts.grace.min(MAX_WAIT).as_millis().to_string())
             .arg("--kill-wait-ms")
-            .arg(self.opts.kill_wait.as_millis().to_string())
+            .arg(self.opts.kill_wait.min(MAX_WAIT).as_millis().to_string())
             .arg("--")
             .arg(&pi)
             .args(&argv)
@@ -633,7 +642,7 @@ impl Run {
         let mut stop: Option<Stop> = None;
         let mut supervisor_lost = false;
         let mut total: u64 = 0;
-        let timeout = req.timeout.map(|t| tokio::time::Instant::now() + t);
+        let timeout = req.timeout.map(after);
         // Once a stop is requested, the supervisor has grace + kill wait to report; then we act alone.
         let mut hard_deadline: Option<tokio::time::Instant> = None;
         // Once pi is reported gone, stdout must close soon (the supervisor killed the rest).
@@ -699,7 +708,7 @@ impl Run {
                                     nix::sys::signal::Signal::SIGTERM,
                                 );
                             }
-                            hard_deadline = Some(tokio::time::Instant::now() + self.opts.grace);
+                            hard_deadline = Some(after(self.opts.grace));
                         }
                     }
                 },
@@ -728,12 +737,11 @@ impl Run {
                 // Ask the supervisor to stop pi: SIGTERM first, SIGKILL after the grace period.
                 let _ = ctl_write.write_all(b"cancel\n").await;
                 let _ = ctl_write.shutdown().await;
-                hard_deadline = Some(
-                    tokio::time::Instant::now()
-                        + self.opts.grace
-                        + self.opts.kill_wait
+                hard_deadline = Some(after(
+                    self.opts.grace.min(MAX_WAIT)
+                        + self.opts.kill_wait.min(MAX_WAIT)
                         + Duration::from_secs(2),
-                );
+                ));
             }
         }
 

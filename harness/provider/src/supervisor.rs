@@ -94,7 +94,8 @@ pub fn parse_args(args: &[String]) -> Result<Config, String> {
     let ms = |flag: &str, v: Option<&String>| -> Result<Duration, String> {
         v.ok_or_else(|| format!("{flag} needs a value"))?
             .parse::<u64>()
-            .map(Duration::from_millis)
+            // A wait past MAX_WAIT is as good as forever, and cannot overflow the clock.
+            .map(|n| Duration::from_millis(n).min(crate::MAX_WAIT))
             .map_err(|e| format!("{flag}: {e}"))
     };
     while let Some(a) = it.next() {
@@ -459,6 +460,9 @@ mod tests {
         assert_eq!(c.kill_wait, Duration::from_secs(5));
         assert_eq!(c.control_fd, Some(3));
         assert_eq!((c.program.as_str(), c.args), ("pi", s(&["--mode", "json"])));
+        // A grace past the clock's reach is MAX_WAIT, not an overflow later.
+        let c = parse_args(&s(&["--grace-ms", &u64::MAX.to_string(), "--", "pi"])).unwrap();
+        assert_eq!(c.grace, crate::MAX_WAIT);
         assert!(parse_args(&s(&["--bogus"]))
             .unwrap_err()
             .contains("unknown argument \"--bogus\""));
