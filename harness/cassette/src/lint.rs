@@ -13,7 +13,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::cassette::{
-    parse_header, parse_record, Action, Cassette, CassetteError, Dialect, Header, OriginKind,
+    parse_header, parse_record, Action, Cassette, CassetteError, Dialect, Form, Header, OriginKind,
     Record, TimingKind,
 };
 
@@ -328,8 +328,12 @@ fn secret_kind(token: &str) -> Option<&'static str> {
     if (token.starts_with("xoxb-") || token.starts_with("xoxp-")) && len >= 20 {
         return Some("a Slack token");
     }
-    if token.starts_with("AKIA")
-        && len == 20
+    // Long-term (AKIA) and temporary (ASIA) access keys, and the other AWS unique ids.
+    const AWS_ID_PREFIXES: &[&str] = &[
+        "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA", "ABIA", "ACCA",
+    ];
+    if len == 20
+        && AWS_ID_PREFIXES.iter().any(|p| token.starts_with(p))
         && token[4..]
             .chars()
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
@@ -352,6 +356,20 @@ fn secret_kind(token: &str) -> Option<&'static str> {
         return Some("a long base64-like token");
     }
     None
+}
+
+/// 40 base64 characters (`/` and `+` included), mixed case with a digit or a `/`/`+`: the
+/// shape of an AWS secret access key.
+fn is_aws_secret(token: &str) -> bool {
+    let t = token.trim_matches('=');
+    t.len() == 40
+        && t.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '/' || c == '+')
+        && t.chars().any(|c| c.is_ascii_uppercase())
+        && t.chars().any(|c| c.is_ascii_lowercase())
+        && t.chars()
+            .any(|c| c.is_ascii_digit() || c == '/' || c == '+')
+        && !t.starts_with('/')
 }
 
 fn is_uuid(token: &str) -> bool {
@@ -391,8 +409,32 @@ fn scan_text(text: &str, claims_redaction: bool) -> Vec<String> {
             from = start + prefix.len();
         }
     }
+    // `Bearer <token>`, however short the token (a placeholder such as `<TOKEN>` is fine).
+    let lower = text.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(at) = lower[from..].find("bearer ") {
+        let start = from + at + "bearer ".len();
+        let token: String = text[start..]
+            .chars()
+            .take_while(|&c| token_char(c) || c == '.' || c == '~')
+            .collect();
+        if token.len() >= 6 && !token.chars().all(|c| c.is_ascii_lowercase()) {
+            out.push(format!(
+                "a Bearer token {}: secrets must be replaced by placeholders",
+                shorten(&token)
+            ));
+        }
+        from = start;
+    }
     // Tokens: runs of base64/identifier characters, with a `/` only inside base64.
     for token in text.split(|c: char| !token_char(c)) {
+        if is_aws_secret(token) {
+            out.push(format!(
+                "an AWS secret access key {}: secrets must be replaced by placeholders",
+                shorten(token)
+            ));
+            continue;
+        }
         for piece in token.split('/') {
             let piece = piece.trim_matches('=');
             if piece.is_empty() {
@@ -434,10 +476,46 @@ fn check_redaction(report: &mut Report, c: &Cassette) {
         text_seen.push_str(s);
         text_seen.push('\n');
     }
+    // The redactions map: its placeholders and meanings must not be secrets themselves.
+    for (placeholder, meaning) in &c.header.redactions {
+        for text in [placeholder, meaning] {
+            for m in scan_text(text, false) {
+                report.add(1, format!("header: redactions: {m}"));
+            }
+        }
+    }
+    // A run of consecutive stderr records (or of raw stdout text) is one stream to a
+    // reader: a key cut across two records is still a key.
+    let mut run: Option<(&'static str, usize, String)> = None;
+    let end_run = |run: &mut Option<(&'static str, usize, String)>, report: &mut Report| {
+        if let Some((what, line, joined)) = run.take() {
+            for m in scan_text(&joined, claims) {
+                let msg = format!("{what}: {m} (across records from here)");
+                if !report
+                    .problems
+                    .iter()
+                    .any(|p| p.message.ends_with(&format!("{what}: {m}")))
+                {
+                    report.add(line, msg);
+                }
+            }
+        }
+    };
     for r in &c.records {
-        let (what, data) = match &r.action {
-            Action::Stdout(b) => ("stdout", &b.data),
-            Action::Stderr(b) => ("stderr", &b.data),
+        let (what, data, streamed) = match &r.action {
+            Action::Stdout(b) => ("stdout", &b.data, !matches!(b.form, Form::Json { .. })),
+            Action::Stderr(b) => ("stderr", &b.data, true),
+            Action::Spawn(spec) => {
+                let v = serde_json::to_value(spec).unwrap_or_default();
+                let mut strings = Vec::new();
+                collect_strings(&v, &mut strings, false);
+                for s in strings {
+                    for m in scan_text(&s, claims) {
+                        report.add(r.line, format!("spawn: {m}"));
+                    }
+                }
+                continue;
+            }
             _ => continue,
         };
         let text = String::from_utf8_lossy(data);
@@ -445,7 +523,17 @@ fn check_redaction(report: &mut Report, c: &Cassette) {
             report.add(r.line, format!("{what}: {m}"));
         }
         text_seen.push_str(&text);
+        match &mut run {
+            Some((w, _, joined)) if streamed && *w == what => joined.push_str(&text),
+            _ => {
+                end_run(&mut run, report);
+                if streamed {
+                    run = Some((what, r.line, text.into_owned()));
+                }
+            }
+        }
     }
+    end_run(&mut run, report);
     for placeholder in c.header.redactions.keys() {
         if !text_seen.contains(placeholder.as_str()) {
             report.add(
@@ -583,6 +671,53 @@ mod tests {
             "{wrong_dialect}\n{SESSION}\n{{\"dt_ms\":5,\"exit\":0}}\n"
         ));
         assert_eq!(p, ["c.jsonl:1: header: pi 0.87.1 speaks delta-only, but pi.dialect says snapshot+delta"]);
+    }
+
+    /// What lint missed before: a key as a `redactions` meaning, an AWS secret key, an
+    /// `ASIA` key id, a short Bearer token, a key split across two stderr records, a key
+    /// in a spawn id.
+    #[test]
+    fn finds_the_secrets_it_used_to_miss() {
+        let header = HEADER.replace(
+            r#""origin""#,
+            r#""redactions":{"<API_KEY>":"sk-ant-api03-realKeyValue1234567890"},"origin""#,
+        );
+        let records = [
+            r#"{"dt_ms":5,"stdout":{"type":"session","version":3,"id":"s","cwd":"<API_KEY>"}}"#,
+            r#"{"dt_ms":5,"stdout":{"type":"x","aws":"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}}"#,
+            r#"{"dt_ms":5,"stdout":{"type":"x","id":"ASIAIOSFODNN7EXAMPLE"}}"#,
+            r#"{"dt_ms":5,"stdout":{"type":"x","h":"Authorization: Bearer abc123"}}"#,
+            r#"{"dt_ms":5,"stderr":"401 invalid key sk-proj-abcdefg"}"#,
+            r#"{"dt_ms":5,"stderr":"hijklmnop1234\n"}"#,
+            r#"{"dt_ms":5,"spawn":{"id":"sk-proj-abcdefghijklmnop1234"}}"#,
+            r#"{"dt_ms":5,"exit":0}"#,
+        ];
+        let p = lint(&format!(
+            "{header}
+{}
+",
+            records.join(
+                "
+"
+            )
+        ));
+        let expected = [
+            "c.jsonl:1: header: redactions: an API key (sk-...) sk-ant-a...",
+            "c.jsonl:3: stdout: an AWS secret access key wJalrXUt...",
+            "c.jsonl:4: stdout: an AWS access key id ASIAIOSF...",
+            "c.jsonl:5: stdout: a Bearer token abc123:",
+            "c.jsonl:6: stderr: an API key (sk-...) sk-proj-...: secrets must be replaced by placeholders (across records from here)",
+            "c.jsonl:8: spawn: an API key (sk-...) sk-proj-...",
+        ];
+        for e in expected {
+            assert!(
+                p.iter().any(|m| m.starts_with(e)),
+                "missing {e:?} in {p:#?}"
+            );
+        }
+        assert_eq!(p.len(), expected.len(), "{p:#?}");
+        // Placeholders and lowercase words after "bearer" are not tokens.
+        assert!(scan_text("Authorization: Bearer <TOKEN>; bearer tokens expire", false).is_empty());
     }
 
     #[test]

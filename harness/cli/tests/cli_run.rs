@@ -197,6 +197,78 @@ fn api_key_travels_only_in_its_variable() {
     w.assert_none_left();
 }
 
+/// pi echoes the key it was given (a 401 error message quotes it): `run` prints it
+/// nowhere, text or `--json`, however pi splits it. Before, the failure message, the text
+/// and bad-line excerpts carried it; only the stderr tail was redacted.
+#[test]
+fn an_echoed_api_key_is_never_printed() {
+    let w = World::new("cli-key-echo");
+    let key = "sk-ant-api03-echoedKEY_123";
+    let o = |json: &str| format!(r#"{{"dt_ms":0,"stdout":{json}}}"#);
+    let recs = vec![
+        o(r#"{"type":"session","version":3,"id":"sess-1","timestamp":"T","cwd":"/w"}"#),
+        o(r#"{"type":"agent_start"}"#),
+        o(
+            r#"{"type":"message_start","message":{"role":"assistant","content":[],"stopReason":"pending"}}"#,
+        ),
+        o(
+            r#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"you sent sk-ant-api"}}"#,
+        ),
+        o(
+            r#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"03-echoedKEY_123."}}"#,
+        ),
+        format!(r#"{{"dt_ms":0,"stdout_text":"not json {key}"}}"#),
+        format!(r#"{{"dt_ms":0,"stderr":"401 {{\"error\":\"invalid x-api-key {key}\"}}\n"}}"#),
+        o(&format!(
+            r#"{{"type":"message_end","message":{{"role":"assistant","content":[{{"type":"text","text":"you sent {key}."}}],"stopReason":"error","errorMessage":"401 invalid api key {key}"}}}}"#
+        )),
+        o(r#"{"type":"agent_end","messages":[]}"#),
+        ENDS_OK.into(),
+    ];
+    let c = w
+        .cassette("echo")
+        .version("0.87.1")
+        .expect(r#"{"env":["MY_TEST_KEY"]}"#)
+        .process("{}")
+        .records(&recs)
+        .write();
+    for json in [false, true] {
+        let mut args = vec!["--api-key-env", "MY_TEST_KEY", "hi"];
+        if json {
+            args.insert(0, "--json");
+        }
+        let a = run(&w, &c, &args).env("MY_TEST_KEY", key).assert().code(1);
+        let out = a.get_output();
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!all.contains("echoedKEY"), "json={json}: {all}");
+        assert!(
+            all.contains("invalid api key [REDACTED]"),
+            "json={json}: {all}"
+        );
+        assert!(
+            all.contains("invalid x-api-key [REDACTED]"),
+            "json={json}: {all}"
+        );
+        let text: String = if json {
+            messages(&out.stdout)
+                .into_iter()
+                .filter_map(|m| match m {
+                    Message::Assistant { text } => Some(text),
+                    _ => None,
+                })
+                .collect()
+        } else {
+            all.clone()
+        };
+        assert!(text.contains("you sent [REDACTED]."), "json={json}: {all}");
+    }
+    w.assert_none_left();
+}
+
 #[test]
 fn failed_run_exits_1_with_exit_code_and_stderr() {
     let w = World::new("cli-fail");

@@ -12,7 +12,7 @@ const RECORDED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../cassettes/rec
 
 /// Run `cmd` with a stdout pipe whose reading end is already closed.
 fn with_closed_stdout(mut cmd: Command) -> Output {
-    let (reader, writer) = std::io::pipe().expect("a pipe");
+    let (reader, writer) = nix::unistd::pipe().expect("a pipe");
     drop(reader);
     cmd.stdout(Stdio::from(writer))
         .stderr(Stdio::piped())

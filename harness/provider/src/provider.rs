@@ -26,6 +26,7 @@ use crate::supervisor::Event;
 use pi_grammar::{is_valid_session_id, Grammar};
 use pi_wire::mapper::{EndCause, Mapper, MapperOptions, StreamEnd};
 use pi_wire::message::{ExitInfo, Failure, FailureReason, Message};
+use pi_wire::secret::SecretFilter;
 
 /// What to run.
 #[derive(Debug, Clone, Default)]
@@ -367,6 +368,8 @@ pub struct StderrTail {
     buf: Vec<u8>,
     cap: usize,
     secret: Option<Vec<u8>>,
+    /// What stands for the key: the same as in every message ([`SecretFilter`]).
+    replacement: &'static str,
     total: u64,
 }
 
@@ -378,6 +381,9 @@ impl StderrTail {
             secret: secret
                 .filter(|s| !s.is_empty())
                 .map(|s| s.as_bytes().to_vec()),
+            replacement: secret
+                .and_then(SecretFilter::new)
+                .map_or("[REDACTED]", |f| f.replacement()),
             total: 0,
         }
     }
@@ -394,14 +400,15 @@ impl StderrTail {
         }
     }
 
-    /// The tail as text (lossy), the key replaced by `<REDACTED>`, at most `cap` bytes.
+    /// The tail as text (lossy), the key replaced (by `[REDACTED]` unless that could form
+    /// the key), at most `cap` bytes.
     pub fn text(&self) -> Option<String> {
         if self.total == 0 {
             return None;
         }
         let mut data = self.buf.clone();
         if let Some(secret) = &self.secret {
-            data = replace_all(&data, secret, b"<REDACTED>");
+            data = replace_all(&data, secret, self.replacement.as_bytes());
         }
         if data.len() > self.cap {
             data.drain(..data.len() - self.cap);
@@ -435,6 +442,8 @@ struct Run {
     opts: ProviderOptions,
     tx: mpsc::Sender<Message>,
     consumer_gone: bool,
+    /// The request's API key, kept out of every message (however pi echoes it).
+    secret: Option<SecretFilter>,
 }
 
 impl Run {
@@ -443,10 +452,18 @@ impl Run {
             opts,
             tx,
             consumer_gone: false,
+            secret: None,
         }
     }
 
     async fn send_all(&mut self, msgs: &mut Vec<Message>) {
+        if let Some(filter) = &mut self.secret {
+            let mut clean = Vec::with_capacity(msgs.len() + 1);
+            for m in msgs.drain(..) {
+                filter.filter(m, &mut clean);
+            }
+            *msgs = clean;
+        }
         for m in msgs.drain(..) {
             if self.consumer_gone {
                 continue;
@@ -470,6 +487,10 @@ impl Run {
     }
 
     async fn go(&mut self, req: Request, cancel: CancellationToken) {
+        self.secret = req
+            .api_key
+            .as_ref()
+            .and_then(|k| SecretFilter::new(&k.value));
         if cancel.is_cancelled() {
             let mut out = vec![Message::TerminalCancelled { exit: None }];
             self.send_all(&mut out).await;
@@ -931,7 +952,7 @@ mod tests {
         t.push(b"xxKEY123yy");
         let text = t.text().unwrap();
         assert!(text.len() <= 16, "{text:?}");
-        assert!(text.ends_with("<REDACTED>yy"), "{text:?}");
+        assert!(text.ends_with("[REDACTED]yy"), "{text:?}");
         assert!(!text.contains("KEY"));
         // Memory stays bounded: at most twice max(cap + key length, 1 KiB) is ever held.
         assert!(t.buf.len() <= 2048, "{}", t.buf.len());

@@ -11,7 +11,9 @@
 //! - [`mapper`]: lines to messages ([`mapper::Mapper`], fed with `push` and ended with
 //!   `finish` and a [`mapper::StreamEnd`] saying how the process ended);
 //! - [`message`]: the normalized messages themselves (serde, one JSON object each), the
-//!   contract every implementation targets (`docs/normalized-stream.md`).
+//!   contract every implementation targets (`docs/normalized-stream.md`);
+//! - [`secret`]: one secret (the caller's API key) kept out of the stream, however pi
+//!   echoes it.
 //!
 //! The process side (spawning pi, supervision, cancellation) is `pi-provider`'s; this crate
 //! depends on nothing but serde and memchr.
@@ -46,3 +48,4 @@
 pub mod framing;
 pub mod mapper;
 pub mod message;
+pub mod secret;
