@@ -202,6 +202,16 @@ pub fn run(cassette: &Cassette, path: &Path, speed: Speed, hooks: &mut Hooks) ->
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        /// Any FAKE_PI_SPEED and any delay a cassette may hold: a duration, no panic.
+        #[test]
+        fn any_speed_any_delay(text in "\\PC{0,16}|[0-9.e+-]{0,24}", ms in 0.0f64..=1e9) {
+            if let Ok(speed) = Speed::parse(Some(&text)) {
+                let _ = speed.scale(ms);
+            }
+        }
+    }
+
     #[test]
     fn speed_from_env() {
         assert_eq!(Speed::parse(None), Ok(Speed::Factor(1.0)));

@@ -197,6 +197,17 @@ pub fn use_color(is_terminal: bool) -> bool {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        /// Any text: a duration of at most 30 days or an error naming the text; no panic.
+        #[test]
+        fn any_duration_text(text in "\\PC{0,24}|[0-9.e+-]{0,30}(ms|s|m|h)?") {
+            match parse_duration(&text) {
+                Ok(d) => proptest::prop_assert!(d <= MAX_DURATION),
+                Err(e) => proptest::prop_assert!(e.contains(&format!("{text:?}"))),
+            }
+        }
+    }
+
     #[test]
     fn durations() {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
