@@ -128,6 +128,9 @@ fn check_lines(report: &mut Report, data: &[u8]) -> (Option<Header>, Vec<Record>
     let mut header = None;
     let mut records: Vec<Record> = Vec::new();
     let mut ending: Option<(usize, &'static str)> = None;
+    // The last line is a record that could not be read: its error says enough.
+    let mut unreadable_last = false;
+    let total_lines = body.split(|&b| b == b'\n').count();
     for (idx, raw) in body.split(|&b| b == b'\n').enumerate() {
         let lineno = idx + 1;
         if raw.is_empty() {
@@ -174,16 +177,19 @@ fn check_lines(report: &mut Report, data: &[u8]) -> (Option<Header>, Vec<Record>
                 }
                 records.push(r);
             }
-            Err(e) => report.add_error(e),
+            Err(e) => {
+                unreadable_last = idx + 1 == total_lines;
+                report.add_error(e);
+            }
         }
     }
-    let lines = body.split(|&b| b == b'\n').count();
+    let lines = total_lines;
     if header.is_some() && lines == 1 {
         report.add(
             1,
             "no records after the header: a cassette must at least say how the process ends",
         );
-    } else if ending.is_none() && lines > 1 {
+    } else if ending.is_none() && lines > 1 && !unreadable_last {
         report.add(
             lines,
             "the last record must be `exit`, `signal` or `hang` (how the process ends)",
@@ -676,6 +682,16 @@ mod tests {
     /// What lint missed before: a key as a `redactions` meaning, an AWS secret key, an
     /// `ASIA` key id, a short Bearer token, a key split across two stderr records, a key
     /// in a spawn id.
+    /// One problem, one message: an unreadable final record is not also "no ending".
+    #[test]
+    fn a_bad_final_record_is_reported_once() {
+        for last in [r#"{"dt_ms":0,"exit":256}"#, r#"{"dt_ms":1e308,"exit":0}"#] {
+            let p = lint(&format!("{HEADER}\n{SESSION}\n{last}\n"));
+            assert_eq!(p.len(), 1, "{p:#?}");
+            assert!(p[0].starts_with("c.jsonl:3: record field"), "{p:#?}");
+        }
+    }
+
     #[test]
     fn finds_the_secrets_it_used_to_miss() {
         let header = HEADER.replace(
