@@ -188,8 +188,9 @@ enum CassetteCommand {
         after_help = "Example:\n  pi-harness cassette lint cassettes/*.cassette.jsonl cassettes/faults/*\n\nEach problem is printed as FILE:LINE: WHAT (without LINE: about the whole file)."
     )]
     Lint {
-        /// Cassette files (`.cassette.jsonl`, or `.gz`).
-        #[arg(required = true, value_name = "FILE")]
+        /// Cassette files (`.cassette.jsonl`, or `.gz`); a directory stands for every
+        /// `*.cassette.jsonl[.gz]` below it; `-` reads one from stdin.
+        #[arg(required = true, value_name = "FILE|DIR")]
         files: Vec<std::path::PathBuf>,
     },
     /// Print what a cassette expects from its caller, how the run ends, the processes it

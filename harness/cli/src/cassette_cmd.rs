@@ -1,6 +1,6 @@
 //! `pi-harness cassette import|lint`: command-line glue over `pi_cassette`'s import and lint.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use pi_cassette::import::{
     build_expect, import_file, parse_dialect, parse_redaction, parse_signal_action, Ending,
@@ -219,13 +219,50 @@ pub fn run_import(args: ImportArgs) -> i32 {
     }
 }
 
+/// Every `*.cassette.jsonl` / `*.cassette.jsonl.gz` below `dir`, sorted.
+fn cassettes_below(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d)? {
+            let path = entry?.path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if path.is_dir() {
+                todo.push(path);
+            } else if name.ends_with(".cassette.jsonl") || name.ends_with(".cassette.jsonl.gz") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 /// Lint every file; print problems (stdout) and a summary (stderr); return the exit status:
 /// 0 clean, 1 problems found.
-pub fn run_lint(files: &[PathBuf]) -> i32 {
+pub fn run_lint(given: &[PathBuf]) -> i32 {
     let mut count = 0;
     let mut bad_files = 0;
     let mut unreadable = 0;
-    for f in files {
+    let mut files = Vec::new();
+    for f in given {
+        if f.is_dir() {
+            match cassettes_below(f) {
+                Ok(found) if found.is_empty() => {
+                    eprintln!("error: {}: no *.cassette.jsonl file below it", f.display());
+                    unreadable += 1;
+                }
+                Ok(found) => files.extend(found),
+                Err(e) => {
+                    eprintln!("error: {}: cannot read the directory: {e}", f.display());
+                    unreadable += 1;
+                }
+            }
+        } else {
+            files.push(f.clone());
+        }
+    }
+    for f in &files {
         let problems = match lint_file(f) {
             Ok(p) => p,
             Err(e) => {

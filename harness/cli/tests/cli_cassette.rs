@@ -521,3 +521,54 @@ fn import_refuses_what_is_not_a_capture_and_never_overwrites_its_input() {
     import(&raw, Path::new("/dev/null")).assert().success();
     assert!(!std::fs::metadata("/dev/null").unwrap().is_file());
 }
+
+/// A directory stands for every cassette below it; one with none is an input error.
+#[test]
+fn lint_takes_directories() {
+    let corpus = cassettes_dir();
+    let expected = walk(&corpus);
+    assert!(expected > 60, "{expected}");
+    let out = pi_harness("lint-dir")
+        .args(["cassette", "lint"])
+        .arg(&corpus)
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("{expected} cassette(s) ok\n")
+    );
+    let empty = tempfile::tempdir().unwrap();
+    let out = pi_harness("lint-dir")
+        .args(["cassette", "lint"])
+        .arg(empty.path())
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "error: {}: no *.cassette.jsonl file below it\n",
+            empty.path().display()
+        )
+    );
+    assert!(processes_with_marker("lint-dir").is_empty());
+}
+
+fn walk(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let p = e.path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if p.is_dir() {
+                walk(&p)
+            } else {
+                usize::from(name.contains(".cassette.jsonl"))
+            }
+        })
+        .sum()
+}
