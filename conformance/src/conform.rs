@@ -757,9 +757,16 @@ fn shown(v: &Option<Value>) -> String {
 /// The report: one line per case (with diffs on failure), a summary table per capability,
 /// and the command that reproduces one failing case.
 pub fn report(name: &str, reproduce_base: &str, results: &[CaseResult]) -> String {
+    let mut s: String = results.iter().map(case_text).collect();
+    s.push_str(&summary(name, reproduce_base, results));
+    s
+}
+
+/// One case's lines of the report (printed as soon as the case finishes).
+pub fn case_text(r: &CaseResult) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
-    for r in results {
+    {
         match &r.verdict {
             Verdict::Passed => writeln!(s, "PASS  {} ({} ms)", r.case, r.ms).unwrap(),
             Verdict::Skipped { missing } => {
@@ -786,6 +793,13 @@ pub fn report(name: &str, reproduce_base: &str, results: &[CaseResult]) -> Strin
             }
         }
     }
+    s
+}
+
+/// The end of the report: the table per capability and the reproduce line.
+pub fn summary(name: &str, reproduce_base: &str, results: &[CaseResult]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
     let count = |f: &dyn Fn(&CaseResult) -> bool| results.iter().filter(|r| f(r)).count();
     let passed = |r: &CaseResult| matches!(r.verdict, Verdict::Passed);
     let failed = |r: &CaseResult| matches!(r.verdict, Verdict::Failed { .. });
@@ -842,18 +856,21 @@ pub struct ConformOptions {
     /// The implementation's command; `None`: this binary's `provider-run`.
     pub implementation: Option<String>,
     pub cases: Vec<String>,
-    pub cassettes: PathBuf,
-    pub expected: PathBuf,
+    /// The cassettes; `None`: the bundled suite ([`bundled_dirs`]).
+    pub cassettes: Option<PathBuf>,
+    /// The expected streams; `None`: the bundled ones with the bundled cassettes, else
+    /// derived by running the reference provider on each case (and said so).
+    pub expected: Option<PathBuf>,
     pub json: bool,
     pub export: Option<PathBuf>,
     pub fake_pi: Option<PathBuf>,
     pub timeout: Duration,
 }
 
-/// The bundled suite's directories (the source tree this binary was built from).
-pub fn bundled_dirs() -> (PathBuf, PathBuf) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    (root.join("cassettes"), root.join("conformance/expected"))
+/// The bundled suite's (cassettes, expected) directories: embedded in this binary and
+/// unpacked once into a cache directory ([`crate::bundle`]); never the source tree.
+pub fn bundled_dirs() -> Result<(PathBuf, PathBuf), String> {
+    crate::bundle::dirs()
 }
 
 fn quote(s: &str) -> String {
@@ -1015,14 +1032,30 @@ pub fn conform(opts: &ConformOptions) -> Result<bool, String> {
     let fake_pi = find_fake_pi(opts.fake_pi.as_deref())?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let reference = format!("{} provider-run", quote(&exe.to_string_lossy()));
-    let cmd = opts.implementation.clone().unwrap_or(reference);
-    let mut cases = discover(&opts.cassettes)?;
+    let cmd = opts
+        .implementation
+        .clone()
+        .unwrap_or_else(|| reference.clone());
+    let (cassettes, expected_dir) = match (&opts.cassettes, &opts.expected) {
+        (Some(c), e) => (c.clone(), e.clone()),
+        (None, e) => {
+            let (c, bundled) = bundled_dirs()?;
+            (c, Some(e.clone().unwrap_or(bundled)))
+        }
+    };
+    let mut cases = discover(&cassettes)?;
+    if cases.is_empty() {
+        return Err(format!(
+            "{}: no *.cassette.jsonl file below it",
+            cassettes.display()
+        ));
+    }
     if !opts.cases.is_empty() {
         for want in &opts.cases {
             if !cases.iter().any(|c| &c.name == want) {
                 return Err(format!(
                     "no case {want:?} in {} (cases are cassette paths without .cassette.jsonl, e.g. recorded/text_only.pi87)",
-                    opts.cassettes.display()
+                    cassettes.display()
                 ));
             }
         }
@@ -1030,13 +1063,7 @@ pub fn conform(opts: &ConformOptions) -> Result<bool, String> {
     }
     if let Some(dir) = &opts.export {
         for case in &cases {
-            let tmp = tempdir(&case.name)?;
-            let req = prepare(case, tmp.path(), &fake_pi)?;
-            let out = run_impl(&cmd, &req, tmp.path(), opts.timeout);
-            if !out.problems.is_empty() {
-                return Err(format!("{}: {}", case.name, out.problems.join("; ")));
-            }
-            let e = expected_of(case, &opts.cassettes, out.messages)?;
+            let e = run_for_expected(&cmd, case, &cassettes, &fake_pi, opts.timeout)?;
             let path = write_expected(dir, &e)?;
             eprintln!("exported {}", path.display());
         }
@@ -1049,10 +1076,27 @@ pub fn conform(opts: &ConformOptions) -> Result<bool, String> {
         ),
         Some(c) => handshake(c)?,
     };
+    // Where the human report goes: stdout, or stderr when stdout carries --json lines.
+    let say = |text: &str| {
+        let _ = if opts.json {
+            std::io::stderr().lock().write_all(text.as_bytes())
+        } else {
+            std::io::stdout().lock().write_all(text.as_bytes())
+        };
+    };
+    if expected_dir.is_none() {
+        say(&format!(
+            "expected streams: derived from the reference provider ({} provider-run) on each case, since --expected was not given\n",
+            exe.file_name().map_or("pi-harness".into(), |n| n.to_string_lossy())
+        ));
+    }
     let mut results = Vec::new();
     for case in &cases {
-        let expected = load_expected(&opts.expected, &case.name)?;
         let start = Instant::now();
+        let expected = match &expected_dir {
+            Some(dir) => load_expected(dir, &case.name)?,
+            None => run_for_expected(&reference, case, &cassettes, &fake_pi, opts.timeout)?,
+        };
         let miss = missing(&expected.capabilities, &claimed);
         let verdict = if !miss.is_empty() {
             Verdict::Skipped { missing: miss }
@@ -1076,22 +1120,57 @@ pub fn conform(opts: &ConformOptions) -> Result<bool, String> {
                 serde_json::to_string(&r).expect("serializes")
             );
         }
+        say(&case_text(&r));
         results.push(r);
     }
-    let reproduce = match &opts.implementation {
-        Some(c) => format!("pi-harness conform --impl {}", quote(c)),
-        None => "pi-harness conform".to_string(),
-    };
-    let text = report(&name, &reproduce, &results);
-    if opts.json {
-        eprint!("{text}");
-    } else {
-        print!("{text}");
-    }
+    let text = summary(&name, &reproduce_command(opts), &results);
+    say(&text);
     Ok(!results
         .iter()
         .any(|r| matches!(r.verdict, Verdict::Failed { .. })))
 }
+
+/// Run `cmd` on one case and turn its stream into an expected record.
+fn run_for_expected(
+    cmd: &str,
+    case: &Case,
+    cassettes: &Path,
+    fake_pi: &Path,
+    timeout: Duration,
+) -> Result<Expected, String> {
+    let tmp = tempdir(&case.name)?;
+    let req = prepare(case, tmp.path(), fake_pi)?;
+    let out = run_impl(cmd, &req, tmp.path(), timeout);
+    if !out.problems.is_empty() {
+        return Err(format!("{}: {}", case.name, out.problems.join("; ")));
+    }
+    expected_of(case, cassettes, out.messages)
+}
+
+/// `pi-harness conform` with every flag the user gave, but `--case` and `--json`.
+pub fn reproduce_command(opts: &ConformOptions) -> String {
+    let mut s = "pi-harness conform".to_string();
+    if let Some(c) = &opts.implementation {
+        s.push_str(&format!(" --impl {}", quote(c)));
+    }
+    for (flag, path) in [
+        ("--cassettes", &opts.cassettes),
+        ("--expected", &opts.expected),
+        ("--fake-pi", &opts.fake_pi),
+    ] {
+        if let Some(p) = path {
+            let shown = std::path::absolute(p).unwrap_or_else(|_| p.clone());
+            s.push_str(&format!(" {flag} {}", quote(&shown.to_string_lossy())));
+        }
+    }
+    if opts.timeout != Duration::from_secs(DEFAULT_TIMEOUT_SECS) {
+        s.push_str(&format!(" --timeout {}", opts.timeout.as_secs()));
+    }
+    s
+}
+
+/// Seconds a case may take by default (`--timeout`).
+pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
 
 fn tempdir(case: &str) -> Result<tempfile::TempDir, String> {
     tempfile::Builder::new()

@@ -28,5 +28,6 @@
 //! assert!(compare(&expected, &expected).is_empty());
 //! ```
 
+pub mod bundle;
 pub mod conform;
 pub mod cross_version;

@@ -34,11 +34,23 @@ fn all_row(report: &str) -> Table {
     }
 }
 
+/// The bundle is unpacked into this test process's own cache dir, not the user's.
+fn cache() -> &'static std::path::Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("a temp dir"))
+        .path()
+}
+
 fn conform(args: &[&str]) -> (i32, String, String) {
+    conform_in(&root(), args)
+}
+
+fn conform_in(dir: &std::path::Path, args: &[&str]) -> (i32, String, String) {
     let out = Command::new(pi_harness_bin())
         .arg("conform")
         .args(args)
-        .current_dir(root())
+        .current_dir(dir)
+        .env("PI_HARNESS_CACHE", cache())
         .env("PI_HARNESS_FAKE_PI", fake_pi())
         .output()
         .expect("run pi-harness conform");
@@ -151,4 +163,47 @@ fn an_implementation_without_a_handshake_is_a_clear_error() {
     let (code, out, err) = conform(&["--impl", "true"]);
     assert_eq!(code, 2, "{out}{err}");
     assert!(err.contains("--capabilities"), "{err}");
+}
+
+/// A user's own cassettes alone: expected streams come from the reference provider (and
+/// the report says so), every case prints as it finishes, and the reproduce line keeps
+/// every flag given. Before: `--cassettes` without `--expected` looked for expected files
+/// in the install's source tree, and the reproduce line dropped `--cassettes`.
+#[test]
+fn own_cassettes_alone_and_a_reproduce_line_that_keeps_the_flags() {
+    let work = tempfile::tempdir().unwrap();
+    let own = work.path().join("mine");
+    std::fs::create_dir(&own).unwrap();
+    for f in ["recorded/text_only.pi152", "tool_bash.pi73"] {
+        let from = root().join(format!("cassettes/{f}.cassette.jsonl"));
+        let name = from.file_name().unwrap().to_owned();
+        std::fs::copy(&from, own.join(name)).unwrap();
+    }
+    let (code, out, err) = conform_in(work.path(), &["--cassettes", "mine", "--timeout", "20"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("expected streams: derived from the reference provider"),
+        "{out}"
+    );
+    assert!(lines[1].starts_with("PASS  text_only.pi152 ("), "{out}");
+    assert!(lines[2].starts_with("PASS  tool_bash.pi73 ("), "{out}");
+    let t = all_row(&out);
+    assert_eq!((t.cases, t.passed, t.failed, t.skipped), (2, 2, 0, 0));
+    let reproduce = format!(
+        "pi-harness conform --cassettes {} --timeout 20 --case text_only.pi152",
+        own.display()
+    );
+    assert!(out.contains(&reproduce), "{out}");
+    // The reproduce line runs as printed (from anywhere).
+    let args: Vec<&str> = reproduce.split(' ').skip(2).collect();
+    let (code, out, err) = conform_in(std::path::Path::new("/"), &args);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(all_row(&out).cases, 1);
+    // An empty directory is a clear error.
+    let empty = work.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let (code, _, err) = conform_in(work.path(), &["--cassettes", "empty"]);
+    assert_eq!(code, 2);
+    assert_eq!(err, "error: empty: no *.cassette.jsonl file below it\n");
 }

@@ -119,6 +119,9 @@ enum Command {
         after_help = "Examples:\n  pi-harness conform\n  pi-harness conform --impl 'node conformance/examples/node-impl/impl.js'\n  pi-harness conform --impl 'node conformance/examples/node-impl/impl.js' --case recorded/text_only.pi87\n\nSee conformance/README.md for the request document and the capability handshake."
     )]
     Conform(ConformArgs),
+    /// The suite this binary carries (cassettes and expected streams): list or export it.
+    #[command(subcommand)]
+    Corpus(CorpusCommand),
     /// Read a request document (file or stdin), run the reference provider, print normalized JSONL.
     ProviderRun {
         /// The request document; stdin when absent.
@@ -151,6 +154,21 @@ enum Command {
     },
 }
 
+#[derive(clap::Subcommand)]
+enum CorpusCommand {
+    /// Write every bundled cassette and expected stream below DIR (DIR/cassettes/...,
+    /// DIR/expected/...), e.g. to start your own suite from them.
+    #[command(
+        after_help = "Example:\n  pi-harness corpus export my-suite && ls my-suite/cassettes/recorded"
+    )]
+    Export {
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
+    /// List the bundled files.
+    List,
+}
+
 #[derive(clap::Args)]
 struct ConformArgs {
     /// The implementation's command line, run with `sh -c` (default: this binary's provider-run).
@@ -159,11 +177,12 @@ struct ConformArgs {
     /// Run only this case (repeatable), e.g. recorded/text_only.pi87.
     #[arg(long = "case", value_name = "NAME")]
     cases: Vec<String>,
-    /// Cassettes directory (default: the bundled cassettes/).
-    #[arg(long)]
+    /// Cassettes directory (default: the suite bundled in this binary). Alone, without
+    /// --expected, each case's expected stream is the reference provider's.
+    #[arg(long, value_name = "DIR")]
     cassettes: Option<PathBuf>,
-    /// Expected streams directory (default: the bundled conformance/expected/).
-    #[arg(long)]
+    /// Expected streams directory (default: the bundled ones with the bundled cassettes).
+    #[arg(long, value_name = "DIR")]
     expected: Option<PathBuf>,
     /// Also print one JSON result per case on stdout (the report goes to stderr).
     #[arg(long)]
@@ -175,7 +194,7 @@ struct ConformArgs {
     #[arg(long)]
     fake_pi: Option<PathBuf>,
     /// Seconds a case may take before the implementation is killed.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = conformance::conform::DEFAULT_TIMEOUT_SECS)]
     timeout: u64,
 }
 
@@ -296,13 +315,26 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ExitCode::FAILURE
             })
         }
+        Command::Corpus(CorpusCommand::Export { dir }) => {
+            let n = conformance::bundle::export(&dir).map_err(anyhow::Error::msg)?;
+            eprintln!(
+                "wrote {n} files below {} (cassettes/, expected/)",
+                dir.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Corpus(CorpusCommand::List) => {
+            for (path, _) in conformance::bundle::files() {
+                crate::say(path);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Conform(a) => {
-            let (cassettes, expected) = conformance::conform::bundled_dirs();
             let ok = conformance::conform::conform(&conformance::conform::ConformOptions {
                 implementation: a.implementation,
                 cases: a.cases,
-                cassettes: a.cassettes.unwrap_or(cassettes),
-                expected: a.expected.unwrap_or(expected),
+                cassettes: a.cassettes,
+                expected: a.expected,
                 json: a.json,
                 export: a.export,
                 fake_pi: a.fake_pi,

@@ -203,7 +203,10 @@ mod tests {
         fn any_duration_text(text in "\\PC{0,24}|[0-9.e+-]{0,30}(ms|s|m|h)?") {
             match parse_duration(&text) {
                 Ok(d) => proptest::prop_assert!(d <= MAX_DURATION),
-                Err(e) => proptest::prop_assert!(e.contains(&format!("{text:?}"))),
+                Err(e) => {
+                    let shown = format!("{:?}", text);
+                    proptest::prop_assert!(e.contains(&shown), "{} lacks {}", e, shown)
+                }
             }
         }
     }
