@@ -92,6 +92,10 @@ enum Command {
         /// Wire protocol pi speaks to the server: openai (chat-completions) or anthropic (messages).
         #[arg(long, default_value = "openai")]
         api: String,
+        /// Write the cassette even when pi asked the script for more answers than it has
+        /// (those requests got HTTP 500); by default that fails and writes nothing.
+        #[arg(long)]
+        allow_exhausted: bool,
         /// pi's arguments; `{TMP}`/`{CWD}` name the run's temp and working dirs.
         #[arg(last = true, required = true)]
         pi_args: Vec<String>,
@@ -272,9 +276,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             request_log,
             timeout,
             api,
+            allow_exhausted,
             pi_args,
         } => {
             let mut opts = recorder::RecordOptions::new(script, out, pi, pi_args);
+            opts.allow_exhausted = allow_exhausted;
             opts.pi_version = pi_version;
             opts.stdin = stdin;
             opts.retry_base_delay_ms = retry_delay_ms;

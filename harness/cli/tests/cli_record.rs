@@ -23,6 +23,11 @@ text=$(printf '%s' "$resp" | grep -o '"content":"[^"]*"' | sed 's/"content":"\(.
 printf '{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"%s"}],"timestamp":1795302190417}}\n' "$text"
 echo "note: ran in $PWD against 127.0.0.1:$port" >&2
 case "${FAKE_PI_MODE:-}" in
+  twice)
+    # pi retrying behind the caller's back: a second model request the script cannot answer.
+    exec 4<>"/dev/tcp/127.0.0.1/$port"
+    printf 'POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' "$key" "${#body}" "$body" >&4
+    cat <&4 >/dev/null ;;
   leak) printf '\xff raw key %s\n' "$key" ;;
   sigint)
     # Start the tool child first and wait until it is `sleep` (exec done), so the signal the
@@ -223,4 +228,50 @@ fn a_signal_point_that_never_comes_is_an_error() {
     ));
     assert!(!out.exists());
     assert_nothing_left(&s);
+}
+
+/// pi asked more often than the script answers (it retried on the 500): before, the
+/// cassette was written without a word; now nothing is written unless --allow-exhausted.
+#[test]
+fn an_exhausted_script_is_an_error_unless_allowed() {
+    let s = setup();
+    let out = s.path().join("twice.cassette.jsonl");
+    let a = record(&s, &out, "twice", &[]).code(2);
+    let err = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(
+        err.contains("the script answers 1 model request(s), pi made 2 (1 got HTTP 500"),
+        "{err}"
+    );
+    assert!(err.contains("nothing written (--allow-exhausted records it anyway)"), "{err}");
+    assert!(!out.exists());
+    record(&s, &out, "twice", &["--allow-exhausted"]).success();
+    assert!(out.exists());
+    assert_nothing_left(&s);
+}
+
+/// A missing --pi is named first (before: "cannot find pi's package.json").
+#[test]
+fn a_missing_pi_is_named_first() {
+    let s = setup();
+    let out = s.path().join("x.cassette.jsonl");
+    for (pi, want) in [
+        ("/nope/pi", "error: --pi /nope/pi: no such file\n"),
+        (
+            "no-such-pi-anywhere",
+            "error: --pi no-such-pi-anywhere: no such file (not on PATH either)\n",
+        ),
+    ] {
+        let a = Command::cargo_bin("pi-harness")
+            .unwrap()
+            .env(MARKER_VAR, s.world.marker())
+            .args(["record", "--script"])
+            .arg(&s.script)
+            .arg("--out")
+            .arg(&out)
+            .args(["--pi", pi, "--", "--mode", "json"])
+            .assert()
+            .code(2);
+        assert_eq!(String::from_utf8_lossy(&a.get_output().stderr), want);
+    }
+    assert!(!out.exists());
 }

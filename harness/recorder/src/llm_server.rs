@@ -118,6 +118,9 @@ pub struct LoggedRequest {
     /// Whether an API key header (`authorization` or `x-api-key`) came with it. The key
     /// itself is never logged.
     pub has_api_key: bool,
+    /// A model request the script had no answer left for (answered 500). Not in the log.
+    #[serde(skip)]
+    pub exhausted: bool,
 }
 
 impl LoggedRequest {
@@ -459,6 +462,7 @@ async fn answer(
             })
             .unwrap_or_default(),
         has_api_key,
+        exhausted: false,
     };
     let reply = match (api, &parsed, method) {
         (Some(api), Some(_), "POST") => match shared.script.turn_for(index) {
@@ -466,7 +470,10 @@ async fn answer(
                 entry.turn = Some(turn_index);
                 llm_script::render(turn, api, entry.model.as_deref().unwrap_or("fake-model"), index + 1)
             }
-            None => llm_script::exhausted_reply(api, index, shared.script.capacity().unwrap_or(0)),
+            None => {
+                entry.exhausted = true;
+                llm_script::exhausted_reply(api, index, shared.script.capacity().unwrap_or(0))
+            }
         },
         (Some(_), None, "POST") => Reply::Error {
             status: 400,

@@ -125,6 +125,9 @@ pub struct RecordOptions {
     pub source: Option<String>,
     /// The wire protocol pi is configured to speak to the server.
     pub api: Api,
+    /// Write the cassette even when pi asked the scripted LLM more often than the script
+    /// answers (the extra requests got HTTP 500); by default that is an error.
+    pub allow_exhausted: bool,
 }
 
 impl RecordOptions {
@@ -148,6 +151,7 @@ impl RecordOptions {
             request_log: None,
             path_prepend: Vec::new(),
             source: None,
+            allow_exhausted: false,
             api: Api::OpenAi,
         }
     }
@@ -485,8 +489,26 @@ fn substitute(args: &[String], tmp: &Path, cwd: &Path) -> Vec<String> {
 /// Record one run. Becomes a child subreaper for the rest of the process's life.
 pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
     let script = Script::load(&opts.script_path)?;
+    let capacity = script.capacity();
     procs::become_subreaper().map_err(|e| anyhow!("cannot become a child subreaper: {e}"))?;
 
+    // The pi to record first: a missing one is the problem, not its package.json.
+    let found = if opts.pi.components().count() == 1 {
+        std::env::var_os("PATH").and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join(&opts.pi))
+                .find(|c| c.is_file())
+        })
+    } else {
+        Some(opts.pi.clone()).filter(|p| p.is_file())
+    };
+    if found.is_none() {
+        bail!(
+            "--pi {}: no such file{}",
+            opts.pi.display(),
+            if opts.pi.components().count() == 1 { " (not on PATH either)" } else { "" }
+        );
+    }
     let pi_root = pi_package_root(&opts.pi);
     let version = match (&opts.pi_version, &pi_root) {
         (Some(v), _) => v.clone(),
@@ -597,6 +619,15 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
     let requests = server.requests();
     server.shutdown().await;
     let run = run?;
+    let unanswered = requests.iter().filter(|r| r.exhausted).count();
+    if unanswered > 0 && !opts.allow_exhausted {
+        bail!(
+            "{}: the script answers {} model request(s), pi made {} ({unanswered} got HTTP 500; pi retries, so check the script's turns or pi's retry settings); nothing written (--allow-exhausted records it anyway)",
+            opts.script_path.display(),
+            capacity.unwrap_or(0),
+            requests.iter().filter(|r| r.turn.is_some() || r.exhausted).count()
+        );
+    }
     if let (Some(plan), None) = (&opts.signal, &run.signalled) {
         bail!(
             "--at {}+{}: pi never printed a `{}` line, or ended before the delay ran out; nothing written",
