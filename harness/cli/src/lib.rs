@@ -42,12 +42,12 @@ pub const EXIT_USAGE: i32 = 2;
 /// The run was cancelled: Ctrl-C (SIGINT), SIGTERM, SIGHUP or `--cancel-after`.
 pub const EXIT_CANCELLED: i32 = 130;
 
-/// An error the user can do something about: printed as one line `error: ...`.
+/// An error the user can do something about: printed as one line `error: ...`, never with
+/// a backtrace (`RUST_BACKTRACE=1`, common in CI, is for panics).
 #[derive(Debug)]
 pub struct CliError {
     pub message: String,
     pub code: i32,
-    backtrace: std::backtrace::Backtrace,
 }
 
 impl CliError {
@@ -56,18 +56,12 @@ impl CliError {
         CliError {
             message: message.into(),
             code: EXIT_USAGE,
-            // Captured only when RUST_BACKTRACE (or RUST_LIB_BACKTRACE) asks for it.
-            backtrace: std::backtrace::Backtrace::capture(),
         }
     }
 
-    /// Print the error (one line; the backtrace too when `RUST_BACKTRACE` asked for one)
-    /// and return the exit status.
+    /// Print the error (one line) and return the exit status.
     pub fn report(&self) -> i32 {
         eprintln!("error: {}", one_line(&self.message));
-        if self.backtrace.status() == std::backtrace::BacktraceStatus::Captured {
-            eprintln!("{}", self.backtrace);
-        }
         self.code
     }
 }

@@ -1,0 +1,197 @@
+//! The READMEs run as written: every ```console block of README.md and fake-pi/README.md is
+//! executed as a reader following along would (each `$ ` line a command, continued by a
+//! trailing `\`; one bash and one directory per file, so `export`, files written by an
+//! earlier block and `echo $?` work) and its output compared with the lines that follow it.
+//!
+//! Matching, as in trycmd: `[..]` in an expected line matches any text within the line; a
+//! line that is only `...` matches any number of lines. Each file runs in its own temp
+//! dir holding a `cassettes` link to the committed cassettes, with the freshly built
+//! `pi-harness` and `fake-pi` first on PATH (as after `cargo install`) and
+//! `RUST_BACKTRACE=1` set (as in many CIs). A block fenced as ```console,ignore is shown,
+//! not run (it needs real pi or the network).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use pi_testkit::{fake_pi, World, MARKER_VAR};
+
+const SEPARATOR: &str = "@@pi-harness-readme-end@@";
+
+struct Step {
+    command: String,
+    expected: Vec<String>,
+}
+
+struct Block {
+    file: String,
+    line: usize,
+    steps: Vec<Step>,
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn blocks(file: &str) -> Vec<Block> {
+    let text = std::fs::read_to_string(root().join(file)).unwrap();
+    let mut out = Vec::new();
+    let mut lines = text.lines().enumerate();
+    while let Some((i, line)) = lines.next() {
+        if line.trim() != "```console" {
+            continue;
+        }
+        let mut block = Block {
+            file: file.to_string(),
+            line: i + 1,
+            steps: Vec::new(),
+        };
+        let mut continuing = false;
+        for (_, l) in lines.by_ref() {
+            if l.trim_start().starts_with("```") {
+                break;
+            }
+            if continuing {
+                let step = block.steps.last_mut().expect("a command is being continued");
+                step.command.push('\n');
+                step.command.push_str(l);
+                continuing = l.ends_with('\\');
+            } else if let Some(cmd) = l.strip_prefix("$ ") {
+                block.steps.push(Step {
+                    command: cmd.to_string(),
+                    expected: Vec::new(),
+                });
+                continuing = cmd.ends_with('\\');
+            } else {
+                block
+                    .steps
+                    .last_mut()
+                    .unwrap_or_else(|| panic!("{file}:{}: output before any `$ ` command", i + 1))
+                    .expected
+                    .push(l.to_string());
+            }
+        }
+        out.push(block);
+    }
+    out
+}
+
+/// `line` matches `pattern` where `[..]` stands for any text.
+fn line_matches(pattern: &str, line: &str) -> bool {
+    let parts: Vec<&str> = pattern.split("[..]").collect();
+    if parts.len() == 1 {
+        return pattern == line;
+    }
+    let mut rest = line;
+    for (i, part) in parts.iter().enumerate() {
+        if i == 0 {
+            let Some(r) = rest.strip_prefix(part) else {
+                return false;
+            };
+            rest = r;
+        } else if i == parts.len() - 1 {
+            return rest.ends_with(part);
+        } else {
+            match rest.find(part) {
+                Some(at) => rest = &rest[at + part.len()..],
+                None => return false,
+            }
+        }
+    }
+    true
+}
+
+/// `actual` matches `expected` where a `...` line stands for any lines.
+fn lines_match(expected: &[String], actual: &[&str]) -> bool {
+    match expected.split_first() {
+        None => actual.is_empty(),
+        Some((first, rest)) if first.trim() == "..." => {
+            (0..=actual.len()).any(|skip| lines_match(rest, &actual[skip..]))
+        }
+        Some((first, rest)) => {
+            !actual.is_empty() && line_matches(first, actual[0]) && lines_match(rest, &actual[1..])
+        }
+    }
+}
+
+fn run_file(blocks: &[Block], bin: &Path) -> Result<(), String> {
+    let w = World::new("readme");
+    std::os::unix::fs::symlink(root().join("cassettes"), w.path().join("cassettes")).unwrap();
+    let mut script = String::from("set +e\n");
+    let steps: Vec<(&Block, &Step)> = blocks
+        .iter()
+        .flat_map(|b| b.steps.iter().map(move |s| (b, s)))
+        .collect();
+    for (_, step) in &steps {
+        script.push_str(&step.command);
+        script.push_str(&format!("\n__s=$?; echo {SEPARATOR}; ( exit $__s )\n"));
+    }
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!("exec 2>&1\n{script}"))
+        .current_dir(w.path())
+        .env(
+            "PATH",
+            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()),
+        )
+        .env("RUST_BACKTRACE", "1")
+        .env(MARKER_VAR, w.marker())
+        .env("PI_HARNESS_CACHE", w.path().join(".cache"))
+        .env_remove("FAKE_PI_CASSETTE")
+        .env_remove("NO_COLOR")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let outputs: Vec<&str> = text.split(&format!("{SEPARATOR}\n")).collect();
+    let mut problems = Vec::new();
+    for (i, (block, step)) in steps.iter().enumerate() {
+        let actual: Vec<&str> = outputs.get(i).map_or(vec![], |o| o.lines().collect());
+        if !lines_match(&step.expected, &actual) {
+            problems.push(format!(
+                "{}:{}: `{}`\n--- expected\n{}\n--- got\n{}",
+                block.file,
+                block.line,
+                step.command,
+                step.expected.join("\n"),
+                actual.join("\n")
+            ));
+        }
+    }
+    w.assert_none_left();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n\n"))
+    }
+}
+
+#[test]
+fn the_matcher_is_strict_where_it_should_be() {
+    assert!(line_matches("map: [..] MB/s", "map: 20 lines, 3.8 MB/s"));
+    assert!(!line_matches("map: [..] MB/s", "map: 20 lines, 3.8 MB"));
+    assert!(line_matches("a[..]b[..]c", "a-b-c"));
+    assert!(!line_matches("exact", "exact "));
+    let e = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert!(lines_match(&e(&["a", "...", "z"]), &["a", "b", "c", "z"]));
+    assert!(lines_match(&e(&["a", "...", "z"]), &["a", "z"]));
+    assert!(!lines_match(&e(&["a", "z"]), &["a", "b", "z"]));
+    assert!(!lines_match(&e(&["a"]), &["a", "extra"]));
+}
+
+#[test]
+fn readme_console_examples_run_as_written() {
+    let bin = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_pi-harness"), bin.path().join("pi-harness"))
+        .unwrap();
+    std::os::unix::fs::symlink(fake_pi(), bin.path().join("fake-pi")).unwrap();
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for file in ["README.md", "fake-pi/README.md"] {
+        let blocks = blocks(file);
+        count += blocks.iter().map(|b| b.steps.len()).sum::<usize>();
+        if let Err(e) = run_file(&blocks, bin.path()) {
+            failures.push(e);
+        }
+    }
+    assert!(count >= 10, "only {count} commands found");
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
