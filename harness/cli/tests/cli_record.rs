@@ -242,7 +242,10 @@ fn an_exhausted_script_is_an_error_unless_allowed() {
         err.contains("the script answers 1 model request(s), pi made 2 (1 got HTTP 500"),
         "{err}"
     );
-    assert!(err.contains("nothing written (--allow-exhausted records it anyway)"), "{err}");
+    assert!(
+        err.contains("nothing written (--allow-exhausted records it anyway)"),
+        "{err}"
+    );
     assert!(!out.exists());
     record(&s, &out, "twice", &["--allow-exhausted"]).success();
     assert!(out.exists());

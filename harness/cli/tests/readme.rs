@@ -51,7 +51,10 @@ fn blocks(file: &str) -> Vec<Block> {
                 break;
             }
             if continuing {
-                let step = block.steps.last_mut().expect("a command is being continued");
+                let step = block
+                    .steps
+                    .last_mut()
+                    .expect("a command is being continued");
                 step.command.push('\n');
                 step.command.push_str(l);
                 continuing = l.ends_with('\\');
@@ -131,7 +134,11 @@ fn run_file(blocks: &[Block], bin: &Path) -> Result<(), String> {
         .current_dir(w.path())
         .env(
             "PATH",
-            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()),
+            format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
         )
         .env("RUST_BACKTRACE", "1")
         .env(MARKER_VAR, w.marker())
@@ -180,8 +187,11 @@ fn the_matcher_is_strict_where_it_should_be() {
 #[test]
 fn readme_console_examples_run_as_written() {
     let bin = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_pi-harness"), bin.path().join("pi-harness"))
-        .unwrap();
+    std::os::unix::fs::symlink(
+        env!("CARGO_BIN_EXE_pi-harness"),
+        bin.path().join("pi-harness"),
+    )
+    .unwrap();
     std::os::unix::fs::symlink(fake_pi(), bin.path().join("fake-pi")).unwrap();
     let mut failures = Vec::new();
     let mut count = 0;

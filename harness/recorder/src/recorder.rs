@@ -506,7 +506,11 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
         bail!(
             "--pi {}: no such file{}",
             opts.pi.display(),
-            if opts.pi.components().count() == 1 { " (not on PATH either)" } else { "" }
+            if opts.pi.components().count() == 1 {
+                " (not on PATH either)"
+            } else {
+                ""
+            }
         );
     }
     let pi_root = pi_package_root(&opts.pi);

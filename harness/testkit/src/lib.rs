@@ -35,4 +35,10 @@ pub mod world;
 #[cfg(feature = "provider")]
 pub use bins::provider_options;
 pub use bins::{fake_pi, supervisor};
+/// What a test of code that drives pi needs beside the world: the provider, its request
+/// and cancellation token (so no version of tokio-util has to be matched by hand), and
+/// the normalized messages.
+#[cfg(feature = "provider")]
+pub use pi_provider::{CancellationToken, Provider, ProviderOptions, Request};
+pub use pi_wire::message::{Failure, FailureReason, Message};
 pub use world::{CassetteBuilder, World, MARKER_VAR};
