@@ -12,7 +12,7 @@ use crate::{parse_duration, CliError, EXIT_FAILED, EXIT_OK};
 
 /// The variable `--marker` looks in unless `--var` says otherwise (the one the test kit sets).
 pub const DEFAULT_VAR: &str = "PI_HARNESS_TEST_MARKER";
-/// `--grace` when running a command.
+/// `--grace` by default: a process killed a moment ago gets this long to finish dying.
 pub const DEFAULT_GRACE: Duration = Duration::from_millis(500);
 
 /// Command-line arguments of `pi-harness leftovers`.
@@ -20,7 +20,8 @@ pub const DEFAULT_GRACE: Duration = Duration::from_millis(500);
 #[command(after_help = HELP)]
 pub struct LeftoversArgs {
     /// How long processes get to finish by themselves before they count as left over:
-    /// after CMD exits [default: 500ms]; in marker mode, before the scan [default: 0s].
+    /// after CMD exits, or in marker mode before the verdict [default: 500ms; the check
+    /// returns as soon as nothing is left].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub grace: Option<Duration>,
     /// Report the leftovers of CMD but leave them running (the exit status is still 1).
@@ -87,7 +88,7 @@ pub fn leftovers_command(args: LeftoversArgs) -> i32 {
         Some(value) => marker_mode(
             args.var.as_deref().unwrap_or(DEFAULT_VAR),
             &value,
-            args.grace.unwrap_or(Duration::ZERO),
+            args.grace.unwrap_or(DEFAULT_GRACE),
             args.kill,
         ),
         None => command_mode(

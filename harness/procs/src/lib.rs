@@ -196,9 +196,31 @@ pub fn marked(name: &str, value: &str) -> Vec<ProcInfo> {
     let mut out: Vec<ProcInfo> = pids_with_env(name, value)
         .into_iter()
         .filter_map(read_proc)
+        // A zombie, or a process with SIGKILL pending, is already gone for every purpose
+        // but the kernel's bookkeeping: counting it would fail a clean test at random.
+        .filter(|p| !p.is_zombie() && !sigkill_pending(p.pid))
         .collect();
     out.sort_by_key(|p| p.pid);
     out
+}
+
+/// Whether SIGKILL is pending for `pid` (or its thread group): it dies as soon as the
+/// kernel schedules it, and nothing can stop that.
+pub fn sigkill_pending(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .is_ok_and(|status| sigkill_in_status(&status))
+}
+
+/// Whether a `/proc/PID/status` text shows SIGKILL pending (`SigPnd` or `ShdPnd`).
+fn sigkill_in_status(status: &str) -> bool {
+    const SIGKILL_BIT: u64 = 1 << (9 - 1);
+    status.lines().any(|l| {
+        let Some((key, mask)) = l.split_once(':') else {
+            return false;
+        };
+        matches!(key, "SigPnd" | "ShdPnd")
+            && u64::from_str_radix(mask.trim(), 16).is_ok_and(|m| m & SIGKILL_BIT != 0)
+    })
 }
 
 /// Make this process a child subreaper: orphans of our descendants reparent to us
@@ -318,6 +340,19 @@ pub fn self_and_ancestors() -> BTreeSet<i32> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_pending_sigkill_is_read_from_status() {
+        let live = "Name:\tsleep\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000000000\n";
+        assert!(!super::sigkill_in_status(live));
+        let dying = "Name:\tsleep\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000000100\n";
+        assert!(super::sigkill_in_status(dying));
+        // SIGTERM (bit 15) pending is not SIGKILL.
+        let termed = "SigPnd:\t0000000000004000\nShdPnd:\t0000000000000000\n";
+        assert!(!super::sigkill_in_status(termed));
+        // Our own process has nothing pending.
+        assert!(!super::sigkill_pending(std::process::id() as i32));
+    }
+
     use super::*;
 
     #[test]
