@@ -40,7 +40,7 @@ test.before(() => {
 const markers = [];
 // Whatever a test asserted, no process of it outlives it (a failed assertion skips its own check).
 test.afterEach(async () => {
-  while (markers.length) await leftovers(markers.pop(), true);
+  while (markers.length) await leftovers(markers.pop(), { kill: true });
 });
 
 test.after(() => {
@@ -64,10 +64,15 @@ function world(cassette, speed = '0') {
   return { env, marker };
 }
 
-/** Resolves to pi-harness leftovers' exit status (0: nothing carries the marker) and its report; `kill`: SIGKILL them. */
-async function leftovers(marker, kill = false) {
+/**
+ * Resolves to pi-harness leftovers' exit status (0: nothing carries the marker) and its report.
+ * `grace`: how long marked processes get to go away (polled: no wait when none is left); a process
+ * SIGKILLed by pi a moment ago is still in /proc until the kernel has run its exit.
+ * `kill`: SIGKILL what is found.
+ */
+async function leftovers(marker, { grace = '0s', kill = false } = {}) {
   try {
-    await execFileP('pi-harness', ['leftovers', '--marker', marker, ...(kill ? ['--kill'] : [])]);
+    await execFileP('pi-harness', ['leftovers', '--marker', marker, '--grace', grace, ...(kill ? ['--kill'] : [])]);
     return { code: 0, report: '' };
   } catch (err) {
     if (typeof err.code !== 'number') throw err;
@@ -76,7 +81,7 @@ async function leftovers(marker, kill = false) {
 }
 
 async function assertNothingLeft(marker) {
-  const { code, report } = await leftovers(marker);
+  const { code, report } = await leftovers(marker, { grace: '2s' });
   assert.equal(code, 0, `processes left behind:\n${report}`);
 }
 
@@ -138,7 +143,10 @@ test('cancel mid-tool: SIGTERM, pi exits 143, nothing left running', { timeout: 
       sawToolStart = true;
       // The tool's process exists (it carries the marker) before we cancel: the check below
       // then proves the cancel took it down, not that it never ran.
-      waitForLeftover(marker, /sleep 300/).then((seen) => { childSeen = seen; handle.cancel(); });
+      // Waits for the tool's grandchild (`sleep 300`): then both are up.
+      waitForLeftover(marker, /^leftover: \d+ sleep 300 /m)
+        .then((seen) => { childSeen = seen; }, (err) => { childSeen = err; })
+        .finally(() => handle.cancel());
     },
   });
   const r = await run.result;

@@ -26,9 +26,14 @@ def on_path(name: str) -> str:
     return found
 
 
-def leftovers(marker: str, kill: bool = False) -> tuple[int, str]:
-    """pi-harness leftovers' exit status (0: nothing carries the marker) and its report."""
-    args = ["pi-harness", "leftovers", "--marker", marker] + (["--kill"] if kill else [])
+def leftovers(marker: str, kill: bool = False, grace: str = "0s") -> tuple[int, str]:
+    """pi-harness leftovers' exit status (0: nothing carries the marker) and its report.
+
+    grace: how long marked processes get to go away (polled: no wait when none is left); a process
+    SIGKILLed by pi a moment ago is still in /proc until the kernel has run its exit.
+    kill: SIGKILL what is found.
+    """
+    args = ["pi-harness", "leftovers", "--marker", marker, "--grace", grace] + (["--kill"] if kill else [])
     p = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
     return p.returncode, p.stderr
 
@@ -71,7 +76,7 @@ class PiWrapperTest(unittest.TestCase):
         return env, marker
 
     def assertNothingLeft(self, marker: str) -> None:
-        code, report = leftovers(marker)
+        code, report = leftovers(marker, grace="2s")
         self.assertEqual(code, 0, f"processes left behind:\n{report}")
 
     def test_text_answer(self) -> None:
@@ -127,7 +132,7 @@ class PiWrapperTest(unittest.TestCase):
             seen["tool_start"] = True
             # The tool's process exists (it carries the marker) before we cancel: the check below
             # then proves the cancel took it down, not that it never ran.
-            seen["child"] = wait_for_leftover(marker, re.compile(r"sleep 300"))
+            seen["child"] = wait_for_leftover(marker, re.compile(r"^leftover: \d+ sleep 300 ", re.M))  # the grandchild: both are up
             run.cancel()
 
         r = PiRun("Run it.", "fake", "fake-model", env=env).run(on_event=on_event, timeout=RUN_TIMEOUT)

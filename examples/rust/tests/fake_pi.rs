@@ -80,21 +80,24 @@ impl World {
     }
 
     fn assert_nothing_left(&self) {
-        let (code, report) = leftovers(&self.marker, false);
+        let (code, report) = leftovers(&self.marker, "2s", false);
         assert_eq!(code, 0, "processes left behind:\n{report}");
     }
 }
 
 impl Drop for World {
     fn drop(&mut self) {
-        leftovers(&self.marker, true);
+        leftovers(&self.marker, "0s", true);
     }
 }
 
 /// pi-harness leftovers' exit status (0: nothing carries the marker) and its report.
-fn leftovers(marker: &str, kill: bool) -> (i32, String) {
+/// `grace`: how long marked processes get to go away (polled: no wait when none is left); a
+/// process SIGKILLed by pi a moment ago is still in /proc until the kernel has run its exit.
+/// `kill`: SIGKILL what is found.
+fn leftovers(marker: &str, grace: &str, kill: bool) -> (i32, String) {
     let mut cmd = Command::new("pi-harness");
-    cmd.args(["leftovers", "--marker", marker]);
+    cmd.args(["leftovers", "--marker", marker, "--grace", grace]);
     if kill {
         cmd.arg("--kill");
     }
@@ -105,12 +108,20 @@ fn leftovers(marker: &str, kill: bool) -> (i32, String) {
     )
 }
 
-/// Polls `pi-harness leftovers --marker` until a marked process's line contains `needle`.
+/// Polls `pi-harness leftovers --marker` until a marked process's command line starts with `needle`.
 fn wait_for_leftover(marker: &str, needle: &str) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let (code, report) = leftovers(marker, false);
-        if code == 1 && report.contains(needle) {
+        let (code, report) = leftovers(marker, "0s", false);
+        if code == 1
+            && report.lines().any(|l| {
+                l.split_whitespace()
+                    .skip(2)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .starts_with(needle)
+            })
+        {
             return true;
         }
         if Instant::now() > deadline {
@@ -205,7 +216,7 @@ fn cancel_mid_tool() {
             tool_start = true;
             // The tool's process exists (it carries the marker) before we cancel: the check below
             // then proves the cancel took it down, not that it never ran.
-            child_seen = wait_for_leftover(&w.marker, "sleep 300");
+            child_seen = wait_for_leftover(&w.marker, "sleep 300"); // the tool's grandchild: both are up
             cancel.cancel();
         })
         .unwrap();
