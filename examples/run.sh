@@ -17,7 +17,7 @@
 set -uo pipefail
 
 if [ $# -ne 1 ] || [ "$1" = "-h" ] || [ "$1" = "--help" ]; then
-  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 bin_dir="$(cd "$1" 2>/dev/null && pwd)" || { echo "run.sh: $1: not a directory" >&2; exit 2; }
@@ -43,6 +43,10 @@ if [ -z "$node" ]; then
   fi
 fi
 python="${PYTHON:-$(command -v python3 || true)}"
+if [ -n "$python" ] && ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 8))' 2>/dev/null; then
+  echo "run.sh: $python is not a working python >= 3.8" >&2
+  python=""
+fi
 
 failed=()
 passed=()
@@ -70,7 +74,7 @@ fi
 if [ -n "$python" ]; then
   run_example python "$here/python" "$python" -m unittest -v
 else
-  echo "run.sh: NOTICE: no python3 found (PATH, PYTHON): examples/python skipped"
+  echo "run.sh: NOTICE: no python3 >= 3.8 found (PATH, PYTHON): examples/python skipped"
   skipped+=(python)
 fi
 
