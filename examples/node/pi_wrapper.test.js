@@ -130,6 +130,21 @@ test('a call the recording does not match: fake-pi exits 99 and says why', { tim
   await assertNothingLeft(marker);
 });
 
+test('a stalled run: the timeout cancels it', { timeout: 30000 }, async () => {
+  // pi stays alive and silent mid-answer (a provider that stalls); only the caller's timeout ends it.
+  const { env, marker } = world('faults/hang_after_output.pi87.cassette.jsonl');
+  const started = Date.now();
+  const r = await runPi({ provider: 'fake', model: 'fake-model', prompt: 'list files', env, timeoutMs: 500 });
+  assert.ok(Date.now() - started < 10000, 'the timeout did not end the run');
+  assert.equal(r.timedOut, true);
+  assert.equal(r.cancelled, true);
+  assert.equal(r.exitCode, 143, `pi: code ${r.exitCode} signal ${r.signal}\n${r.stderr}`);
+  assert.equal(r.text, "I'll list the files.");
+  assert.equal(r.completed, false);
+  assert.equal(r.ok, false);
+  await assertNothingLeft(marker);
+});
+
 test('cancel mid-tool: SIGTERM, pi exits 143, nothing left running', { timeout: 30000 }, async () => {
   // fake-pi prints the tool start, starts `bash -c 'sleep 300; echo done'` in its own session
   // (with a `sleep 300` below it), then hangs until a signal, as real pi would while the tool runs.

@@ -120,6 +120,20 @@ class PiWrapperTest(unittest.TestCase):
         self.assertFalse(r.ok)
         self.assertNothingLeft(marker)
 
+    def test_stalled_run_times_out(self) -> None:
+        # pi stays alive and silent mid-answer (a provider that stalls); only the caller's timeout ends it.
+        env, marker = self.world("faults/hang_after_output.pi87.cassette.jsonl")
+        started = time.monotonic()
+        r = run_pi("list files", "fake", "fake-model", env=env, timeout=0.5)
+        self.assertLess(time.monotonic() - started, 10, "the timeout did not end the run")
+        self.assertTrue(r.timed_out)
+        self.assertTrue(r.cancelled)
+        self.assertEqual(r.exit_code, 143, f"pi: code {r.exit_code} signal {r.signal}\n{r.stderr}")
+        self.assertEqual(r.text, "I'll list the files.")
+        self.assertFalse(r.completed)
+        self.assertFalse(r.ok)
+        self.assertNothingLeft(marker)
+
     def test_cancel_mid_tool(self) -> None:
         # fake-pi prints the tool start, starts `bash -c 'sleep 300; echo done'` in its own session
         # (with a `sleep 300` below it), then hangs until a signal, as real pi would while the tool runs.

@@ -201,6 +201,36 @@ fn call_not_matching_the_recording() {
 }
 
 #[test]
+fn stalled_run_times_out() {
+    // pi stays alive and silent mid-answer (a provider that stalls); only the caller's timeout ends it.
+    let w = World::new("faults/hang_after_output.pi87.cassette.jsonl");
+    let started = Instant::now();
+    let r = w
+        .pi()
+        .timeout(Duration::from_millis(500))
+        .run("list files", |_, _| {})
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the timeout did not end the run"
+    );
+    assert!(r.timed_out);
+    assert!(r.cancelled);
+    assert_eq!(
+        r.exit_code,
+        Some(143),
+        "pi: {:?} signal {:?}\n{}",
+        r.exit_code,
+        r.signal,
+        r.stderr
+    );
+    assert_eq!(r.text, "I'll list the files.");
+    assert!(!r.completed);
+    assert!(!r.ok());
+    w.assert_nothing_left();
+}
+
+#[test]
 fn cancel_mid_tool() {
     // fake-pi prints the tool start, starts `bash -c 'sleep 300; echo done'` in its own session
     // (with a `sleep 300` below it), then hangs until a signal, as real pi would while the tool runs.
