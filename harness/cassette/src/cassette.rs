@@ -5,9 +5,10 @@
 //! back out so that a person can read and diff it. It does no replay and no I/O beyond
 //! reading and writing the file.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 
 use crate::Limits;
 use std::path::{Path, PathBuf};
@@ -853,6 +854,15 @@ pub(crate) fn parse_record(
     lineno: usize,
     text: &str,
 ) -> Result<Record, CassetteError> {
+    parse_record_ref(path, lineno, text).map(RecordRef::into_owned)
+}
+
+/// Read and check one record line; a `stdout` JSON payload borrows from `text`.
+pub(crate) fn parse_record_ref<'a>(
+    path: &Path,
+    lineno: usize,
+    text: &'a str,
+) -> Result<RecordRef<'a>, CassetteError> {
     let bad = |msg: String| CassetteError::invalid(path, lineno, msg);
     let raw: RawRecord = serde_json::from_str(text).map_err(|e| bad(format!("record: {e}")))?;
     let dt_ms = raw
@@ -917,38 +927,26 @@ pub(crate) fn parse_record(
             .map_err(|e| bad(format!("record field `{field}`: invalid base64: {e}")))
     };
     let action = match key {
-        "stdout" => {
-            let mut data = raw.stdout.unwrap().get().as_bytes().to_vec();
-            if newline {
-                data.push(b'\n');
-            }
-            Action::Stdout(Bytes {
-                data,
-                form: Form::Json { newline },
-            })
-        }
-        "stdout_text" => {
-            let mut data = raw.stdout_text.unwrap().into_bytes();
-            if newline {
-                data.push(b'\n');
-            }
-            Action::Stdout(Bytes {
-                data,
-                form: Form::Text { newline },
-            })
-        }
-        "stdout_b64" => Action::Stdout(Bytes {
-            data: decode("stdout_b64", raw.stdout_b64.as_deref().unwrap())?,
+        "stdout" => ActionRef::Stdout {
+            body: Cow::Borrowed(raw.stdout.unwrap().get().as_bytes()),
+            form: Form::Json { newline },
+        },
+        "stdout_text" => ActionRef::Stdout {
+            body: Cow::Owned(raw.stdout_text.unwrap().into_bytes()),
+            form: Form::Text { newline },
+        },
+        "stdout_b64" => ActionRef::Stdout {
+            body: Cow::Owned(decode("stdout_b64", raw.stdout_b64.as_deref().unwrap())?),
             form: Form::Base64,
-        }),
-        "stderr" => Action::Stderr(Bytes {
-            data: raw.stderr.unwrap().into_bytes(),
+        },
+        "stderr" => ActionRef::Stderr {
+            body: Cow::Owned(raw.stderr.unwrap().into_bytes()),
             form: Form::Text { newline: false },
-        }),
-        "stderr_b64" => Action::Stderr(Bytes {
-            data: decode("stderr_b64", raw.stderr_b64.as_deref().unwrap())?,
+        },
+        "stderr_b64" => ActionRef::Stderr {
+            body: Cow::Owned(decode("stderr_b64", raw.stderr_b64.as_deref().unwrap())?),
             form: Form::Base64,
-        }),
+        },
         "exit" => {
             let code = raw.exit.unwrap();
             if !(0..=255).contains(&code) {
@@ -956,7 +954,7 @@ pub(crate) fn parse_record(
                     "record field `exit`: exit codes are 0..=255, found {code}"
                 )));
             }
-            Action::Exit(code)
+            ActionRef::Exit(code)
         }
         "signal" => {
             let name = raw.signal.unwrap();
@@ -966,25 +964,115 @@ pub(crate) fn parse_record(
                     SIGNAL_NAMES.join(", ")
                 )));
             }
-            Action::Signal(name)
+            ActionRef::Signal(name)
         }
         "hang" => {
             if raw.hang != Some(true) {
                 return Err(bad("record field `hang`: must be true".into()));
             }
-            Action::Hang
+            ActionRef::Hang
         }
         "spawn" => {
             let spawn = crate::shape::spawn(raw.spawn.unwrap().get()).map_err(bad)?;
-            Action::Spawn(spawn)
+            ActionRef::Spawn(spawn)
         }
         _ => unreachable!("every key is matched above"),
     };
-    Ok(Record {
+    Ok(RecordRef {
         dt_ms,
         action,
         line: lineno,
     })
+}
+
+/// One record as the streaming reader reads it ([`CassetteReader::next_ref`]): a `stdout`
+/// JSON payload borrows the reader's line instead of being copied. [`RecordRef::into_owned`]
+/// gives the [`Record`] the other readers return; both come from the same checks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordRef<'a> {
+    /// Delay since the previous record (or since start), in milliseconds.
+    pub dt_ms: f64,
+    pub action: ActionRef<'a>,
+    /// 1-based line in the file it was read from.
+    pub line: usize,
+}
+
+/// What a [`RecordRef`] does; as [`Action`], with the payload of stdout and stderr as
+/// `body` then, when [`Form::newline`] says so, a `\n`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ActionRef<'a> {
+    Stdout { body: Cow<'a, [u8]>, form: Form },
+    Stderr { body: Cow<'a, [u8]>, form: Form },
+    Exit(i32),
+    Signal(String),
+    Hang,
+    Spawn(Spawn),
+}
+
+impl Form {
+    /// True when a `\n` is written after the stored payload (`stdout` and `stdout_text`
+    /// unless `newline:false`).
+    pub fn newline(self) -> bool {
+        matches!(
+            self,
+            Form::Json { newline: true } | Form::Text { newline: true }
+        )
+    }
+}
+
+impl RecordRef<'_> {
+    /// The owned record (payloads copied, the `\n` appended).
+    pub fn into_owned(self) -> Record {
+        let bytes = |body: Cow<'_, [u8]>, form: Form| {
+            let mut data = body.into_owned();
+            if form.newline() {
+                data.push(b'\n');
+            }
+            Bytes { data, form }
+        };
+        let action = match self.action {
+            ActionRef::Stdout { body, form } => Action::Stdout(bytes(body, form)),
+            ActionRef::Stderr { body, form } => Action::Stderr(bytes(body, form)),
+            ActionRef::Exit(code) => Action::Exit(code),
+            ActionRef::Signal(name) => Action::Signal(name),
+            ActionRef::Hang => Action::Hang,
+            ActionRef::Spawn(s) => Action::Spawn(s),
+        };
+        Record {
+            dt_ms: self.dt_ms,
+            action,
+            line: self.line,
+        }
+    }
+}
+
+impl ActionRef<'_> {
+    /// The field name this action is stored under (as [`Action::key`]).
+    pub fn key(&self) -> &'static str {
+        match self {
+            ActionRef::Stdout { form, .. } => match form {
+                Form::Json { .. } => "stdout",
+                Form::Text { .. } => "stdout_text",
+                Form::Base64 => "stdout_b64",
+            },
+            ActionRef::Stderr { form, .. } => match form {
+                Form::Base64 => "stderr_b64",
+                _ => "stderr",
+            },
+            ActionRef::Exit(_) => "exit",
+            ActionRef::Signal(_) => "signal",
+            ActionRef::Hang => "hang",
+            ActionRef::Spawn(_) => "spawn",
+        }
+    }
+
+    /// True for records after which nothing else can happen.
+    pub fn is_final(&self) -> bool {
+        matches!(
+            self,
+            ActionRef::Exit(_) | ActionRef::Signal(_) | ActionRef::Hang
+        )
+    }
 }
 
 impl fmt::Display for Dialect {
@@ -1155,6 +1243,16 @@ impl CassetteReader<Box<dyn BufRead + Send>> {
     }
 }
 
+impl<'a> CassetteReader<Box<dyn BufRead + Send + 'a>> {
+    /// Read a cassette from `raw` (an open file, say), as [`CassetteReader::open`] reads a
+    /// path: gzip recognised by its magic bytes, within the size limits. Only the header
+    /// line is read before this returns.
+    pub fn from_read(path: &Path, raw: impl Read + Send + 'a) -> Result<Self, CassetteError> {
+        let input = crate::input::decompress(path, Box::new(raw), &Limits::from_env())?;
+        CassetteReader::new(path, input)
+    }
+}
+
 impl<R: BufRead> CassetteReader<R> {
     /// Read and check the header line; `path` only names the source in errors.
     pub fn new(path: &Path, mut input: R) -> Result<Self, CassetteError> {
@@ -1184,7 +1282,19 @@ impl<R: BufRead> CassetteReader<R> {
         &self.header
     }
 
-    fn read_record(&mut self) -> Result<Option<Record>, CassetteError> {
+    /// The next record, its payload borrowed from the reader's line where it can be (see
+    /// [`RecordRef`]); the same checks, errors and end as the [`Iterator`] (which is this,
+    /// made owned). After an error or the last record, `None`.
+    pub fn next_ref(&mut self) -> Option<Result<RecordRef<'_>, CassetteError>> {
+        self.read_record().transpose()
+    }
+
+    fn read_record(&mut self) -> Result<Option<RecordRef<'_>>, CassetteError> {
+        if self.done {
+            return Ok(None);
+        }
+        // Until a record is returned, the reader is done (errors and the end stop it).
+        self.done = true;
         if !read_line(
             &mut self.input,
             &mut self.buf,
@@ -1207,7 +1317,7 @@ impl<R: BufRead> CassetteReader<R> {
             };
         }
         self.lineno += 1;
-        let record = parse_record(
+        let record = parse_record_ref(
             &self.path,
             self.lineno,
             line_text(&self.path, self.lineno, &self.buf)?,
@@ -1222,6 +1332,7 @@ impl<R: BufRead> CassetteReader<R> {
             ));
         }
         self.last = Some((record.action.key(), record.line, record.action.is_final()));
+        self.done = false;
         Ok(Some(record))
     }
 }
@@ -1231,14 +1342,7 @@ impl<R: BufRead> Iterator for CassetteReader<R> {
 
     /// The next record; after an error or the last record, `None`.
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let r = self.read_record().transpose();
-        if !matches!(r, Some(Ok(_))) {
-            self.done = true;
-        }
-        r
+        self.next_ref().map(|r| r.map(RecordRef::into_owned))
     }
 }
 
@@ -1375,6 +1479,63 @@ mod streaming_tests {
                 (a, b) => panic!("{body:?}: whole {a:?} vs streamed {b:?}"),
             }
         }
+    }
+
+    #[test]
+    fn next_ref_borrows_json_lines_and_reads_as_the_iterator_does() {
+        let body = concat!(
+            "{\"dt_ms\":0,\"stdout\":{\"type\":\"a\"}}\n",
+            "{\"dt_ms\":1,\"stdout\":[1],\"newline\":false}\n",
+            "{\"dt_ms\":0,\"stdout_text\":\"t\\u0041\"}\n",
+            "{\"dt_ms\":0,\"stdout_b64\":\"/w==\"}\n",
+            "{\"dt_ms\":0,\"stderr\":\"e\\n\"}\n",
+            "{\"dt_ms\":0,\"spawn\":{\"id\":\"tool\"}}\n",
+            "{\"dt_ms\":2,\"exit\":3}\n",
+        );
+        let data = format!("{HEADER}\n{body}");
+        let path = Path::new("s.cassette.jsonl");
+        let owned: Vec<Record> = CassetteReader::new(path, data.as_bytes())
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let mut reader = CassetteReader::new(path, data.as_bytes()).unwrap();
+        let mut n = 0;
+        while let Some(r) = reader.next_ref() {
+            let r = r.unwrap();
+            if n == 0 {
+                assert!(
+                    matches!(&r.action, ActionRef::Stdout { body: Cow::Borrowed(b), .. } if *b == b"{\"type\":\"a\"}"),
+                    "{r:?}"
+                );
+            }
+            assert_eq!(r.into_owned(), owned[n]);
+            n += 1;
+        }
+        assert_eq!(n, 7);
+        assert!(reader.next_ref().is_none());
+        // A late bad record: the records before it, then the error, then nothing.
+        let bad = format!(
+            "{HEADER}\n{{\"dt_ms\":0,\"stdout\":{{}}}}\n{{\"dt_ms\":0,\"exit\":0,\"x\":1}}\n"
+        );
+        let mut reader = CassetteReader::new(path, bad.as_bytes()).unwrap();
+        assert!(reader.next_ref().unwrap().is_ok());
+        let e = reader.next_ref().unwrap().unwrap_err().to_string();
+        assert!(
+            e.starts_with("s.cassette.jsonl:3: record: unknown field `x`"),
+            "{e}"
+        );
+        assert!(reader.next_ref().is_none());
+    }
+
+    #[test]
+    fn the_header_is_read_without_the_lines_after_it() {
+        // A body line past the line limit is not read until a record is asked for.
+        let huge = "x".repeat((64 << 10) * 3);
+        let data = format!("{HEADER}\n{huge}\n");
+        let mut reader = CassetteReader::from_read(Path::new("h"), data.as_bytes()).unwrap();
+        assert_eq!(reader.header().scenario.name, "t");
+        let e = reader.next_ref().unwrap().unwrap_err().to_string();
+        assert!(e.starts_with("h:2: record: "), "{e}");
     }
 
     #[test]
