@@ -174,9 +174,10 @@ fn run() -> i32 {
         )
     });
     let mut recorded = RecordedSession { id: None };
+    let mut checked = pi_cassette::Checked::default();
     if !from_argv_alone {
         match check_records(first) {
-            Ok(r) => recorded = r,
+            Ok((r, c)) => (recorded, checked) = (r, c),
             Err(e) => return load_error(e),
         }
     }
@@ -342,7 +343,7 @@ fn run() -> i32 {
         })
         .and_then(|_| CassetteReader::from_read(&path, &file))
     {
-        Ok(r) => r,
+        Ok(r) => r.with_checked(checked),
         Err(e) => return load_error(e),
     };
     replay::run(&mut records, Path::new(&path), speed, &mut hooks)
@@ -355,10 +356,12 @@ struct RecordedSession {
 }
 
 /// The first pass (`reader` past the header): every record of the cassette checked by the
-/// one reader (one line held at a time), and what the recording's `session` line says.
+/// one reader (one line held at a time), what the recording's `session` line says, and what
+/// was checked, so that the replay does not parse unchanged lines again.
 fn check_records<R: BufRead>(
-    mut reader: CassetteReader<R>,
-) -> Result<RecordedSession, CassetteError> {
+    reader: CassetteReader<R>,
+) -> Result<(RecordedSession, pi_cassette::Checked), CassetteError> {
+    let mut reader = reader.remembering();
     let mut session_line: Option<Vec<u8>> = None;
     while let Some(record) = reader.next_ref() {
         if let ActionRef::Stdout { body, .. } = record?.action {
@@ -371,5 +374,5 @@ fn check_records<R: BufRead>(
         .and_then(|l| serde_json::from_slice::<serde_json::Value>(l.trim_ascii_end()).ok())
         .and_then(|v| v["id"].as_str().map(str::to_string))
         .filter(|id| !id.starts_with('<'));
-    Ok(RecordedSession { id })
+    Ok((RecordedSession { id }, reader.checked()))
 }
