@@ -1233,6 +1233,9 @@ pub struct CassetteReader<R> {
     done: bool,
     max_line: usize,
     memo: Memo,
+    /// Bytes of the input's buffer holding the last line read in place (given back to the
+    /// input before the next line is read).
+    in_place: usize,
 }
 
 /// What a first reading of a cassette found, for a second reading of the same file (fake-pi
@@ -1372,6 +1375,7 @@ impl<R: BufRead> CassetteReader<R> {
             done: false,
             max_line,
             memo: Memo::Off,
+            in_place: 0,
         })
     }
 
@@ -1413,34 +1417,56 @@ impl<R: BufRead> CassetteReader<R> {
         }
         // Until a record is returned, the reader is done (errors and the end stop it).
         self.done = true;
-        if !read_line(
-            &mut self.input,
-            &mut self.buf,
-            &self.path,
-            self.lineno + 1,
-            self.max_line,
-        )? {
-            return match self.last {
-                Some((_, _, true)) => Ok(None),
-                Some((_, line, false)) => Err(CassetteError::invalid(
+        // The previous record's line, when it was read in place, is given back now.
+        self.input.consume(std::mem::take(&mut self.in_place));
+        // A whole line in the input's buffer is read in place; one that is cut by the end of
+        // the buffer (or too long) is gathered in `buf` by `read_line`.
+        let whole = match self.input.fill_buf() {
+            Ok(chunk) => memchr::memchr(b'\n', chunk).filter(|&i| i <= self.max_line),
+            Err(_) => None,
+        };
+        let line: &[u8] = match whole {
+            Some(i) => {
+                self.in_place = i + 1;
+                // The same bytes as just looked at: nothing was consumed in between.
+                let chunk = self.input.fill_buf().map_err(|source| CassetteError::Io {
+                    path: self.path.clone(),
+                    source,
+                })?;
+                &chunk[..i]
+            }
+            None => {
+                if !read_line(
+                    &mut self.input,
+                    &mut self.buf,
                     &self.path,
-                    line,
-                    "the last record must be `exit`, `signal` or `hang` (how the process ends)",
-                )),
-                None => Err(CassetteError::invalid(
-                    &self.path,
-                    1,
-                    "no records after the header: a cassette must at least say how the process ends",
-                )),
-            };
-        }
+                    self.lineno + 1,
+                    self.max_line,
+                )? {
+                    return match self.last {
+                        Some((_, _, true)) => Ok(None),
+                        Some((_, line, false)) => Err(CassetteError::invalid(
+                            &self.path,
+                            line,
+                            "the last record must be `exit`, `signal` or `hang` (how the process ends)",
+                        )),
+                        None => Err(CassetteError::invalid(
+                            &self.path,
+                            1,
+                            "no records after the header: a cassette must at least say how the process ends",
+                        )),
+                    };
+                }
+                &self.buf
+            }
+        };
         self.lineno += 1;
         let idx = self.lineno - 2;
-        let record = match self.memo.recall(idx, &self.buf) {
+        let record = match self.memo.recall(idx, line) {
             Some(seen) => RecordRef {
                 dt_ms: seen.dt_ms,
                 action: ActionRef::Stdout {
-                    body: Cow::Borrowed(&self.buf[seen.body.0..seen.body.1]),
+                    body: Cow::Borrowed(&line[seen.body.0..seen.body.1]),
                     form: Form::Json {
                         newline: seen.newline,
                     },
@@ -1451,9 +1477,9 @@ impl<R: BufRead> CassetteReader<R> {
                 let record = parse_record_ref(
                     &self.path,
                     self.lineno,
-                    line_text(&self.path, self.lineno, &self.buf)?,
+                    line_text(&self.path, self.lineno, line)?,
                 )?;
-                self.memo.note(idx, &self.buf, &record);
+                self.memo.note(idx, line, &record);
                 record
             }
         };
@@ -1607,6 +1633,23 @@ mod streaming_tests {
             "{\"dt_ms\":0,\"signal\":\"SIGKILL\"}\n",
         ];
         for body in cases {
+            // Lines read in place (all in one buffer) and gathered (a 5-byte buffer): the same.
+            let data = format!("{HEADER}\n{body}");
+            let path = Path::new("s.cassette.jsonl");
+            fn read<R: BufRead>(
+                r: Result<CassetteReader<R>, CassetteError>,
+            ) -> Result<Vec<Record>, String> {
+                r.map_err(|e| e.to_string())
+                    .and_then(|r| r.collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string()))
+            }
+            assert_eq!(
+                read(CassetteReader::new(path, data.as_bytes())),
+                read(CassetteReader::new(
+                    path,
+                    BufReader::with_capacity(5, data.as_bytes())
+                )),
+                "{body:?}"
+            );
             let (whole, streamed) = both(body);
             match (whole, streamed) {
                 (Ok(c), Ok(recs)) => assert_eq!(c.records, recs, "{body:?}"),
