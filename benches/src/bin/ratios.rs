@@ -12,7 +12,8 @@
 //! answer, beside the mapper alone on the same bytes.
 //!
 //! Environment: `RATIOS_REPS` (repetitions, default 9), `RATIOS_E2E_REPS` (default 5),
-//! `RATIOS_REPLAY_REPS` (default 11), `PI_HARNESS_FAKE_PI` (the fake-pi binary; default:
+//! `RATIOS_REPLAY_REPS` (default 11), `RATIOS_FAKE_PI_BASELINE` (a second fake-pi timed
+//! beside the first in the replay section), `PI_HARNESS_FAKE_PI` (the fake-pi binary; default:
 //! beside this executable). `ratios replay` runs only the replay-at-pipe-speed section
 //! ([`replay`]): `fake-pi | cat` against `cat raw | cat`, `--version` on a tiny and a large
 //! cassette, and fake-pi's peak RSS.

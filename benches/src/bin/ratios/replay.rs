@@ -17,6 +17,9 @@
 //! `ratios rss` (see [`peak_rss`]).
 //! Before timing, one replay with `FAKE_PI_VALUES=recorded` must give the raw stdout byte for
 //! byte; the timed runs replay with realistic values (the default).
+//!
+//! `RATIOS_FAKE_PI_BASELINE=PATH` adds the same rows for another fake-pi binary (an older
+//! build, say), timed in the same interleaved repetitions, for before/after figures.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -279,6 +282,10 @@ fn measure(fake: &Path, files: &Files, marker: &str) -> Result<(), String> {
         c.arg("--version");
         c
     };
+    let baseline = std::env::var_os("RATIOS_FAKE_PI_BASELINE").map(PathBuf::from);
+    let mut t_base = Vec::new();
+    let mut t_base_recorded = Vec::new();
+    let mut t_base_v_large = Vec::new();
     let mut t_cat = Vec::new();
     let mut t_plain = Vec::new();
     let mut t_gz = Vec::new();
@@ -297,6 +304,15 @@ fn measure(fake: &Path, files: &Files, marker: &str) -> Result<(), String> {
         t_recorded.push(piped(recorded())?);
         t_v_tiny.push(alone(version(&files.tiny))?);
         t_v_large.push(alone(version(&files.large))?);
+        if let Some(b) = &baseline {
+            t_base.push(piped(fake_pi_cmd(b, files, &files.plain, marker))?);
+            let mut c = fake_pi_cmd(b, files, &files.plain, marker);
+            c.env("FAKE_PI_VALUES", "recorded");
+            t_base_recorded.push(piped(c)?);
+            let mut c = fake_pi_cmd(b, files, &files.large, marker);
+            c.arg("--version");
+            t_base_v_large.push(alone(c)?);
+        }
     }
     let rss_plain = peak_rss(&fake_pi_cmd(fake, files, &files.plain, marker))?;
     let rss_gz = peak_rss(&fake_pi_cmd(fake, files, &files.gz, marker))?;
@@ -325,6 +341,19 @@ fn measure(fake: &Path, files: &Files, marker: &str) -> Result<(), String> {
         "`fake-pi \\| cat`, plain cassette, `FAKE_PI_VALUES=recorded`",
         recorded,
     );
+    if let Some(b) = &baseline {
+        row(
+            &format!("baseline `{}` \\| cat, plain cassette", b.display()),
+            median(t_base),
+        );
+        row(
+            &format!(
+                "baseline `{}` \\| cat, plain cassette, `FAKE_PI_VALUES=recorded`",
+                b.display()
+            ),
+            median(t_base_recorded),
+        );
+    }
     println!();
     println!("| what | cassette bytes | time |");
     println!("|---|---:|---:|");
@@ -338,6 +367,14 @@ fn measure(fake: &Path, files: &Files, marker: &str) -> Result<(), String> {
         files.large_len,
         v_large.as_secs_f64() * 1e3
     );
+    if let Some(b) = &baseline {
+        println!(
+            "| baseline `{}` --version, large cassette | {} | {:.2} ms |",
+            b.display(),
+            files.large_len,
+            median(t_base_v_large).as_secs_f64() * 1e3
+        );
+    }
     println!();
     println!("| fake-pi replaying (stdout on /dev/null) | cassette bytes | peak RSS |");
     println!("|---|---:|---:|");
@@ -357,6 +394,15 @@ fn measure(fake: &Path, files: &Files, marker: &str) -> Result<(), String> {
         files.large_len,
         mib(rss_large)
     );
+    if let Some(b) = &baseline {
+        let rss = peak_rss(&fake_pi_cmd(b, files, &files.large, marker))?;
+        println!(
+            "| baseline `{}`, large | {} | {:.1} MiB |",
+            b.display(),
+            files.large_len,
+            mib(rss)
+        );
+    }
     println!();
     println!(
         "fake-pi | cat vs cat | cat: {:.2}x (target: within 2x); peak RSS on {:.0} MB: {:.1} MiB (target: under 16 MB); --version large/tiny: {:.1}x",
