@@ -20,12 +20,12 @@ mod source;
 mod values;
 
 use std::ffi::OsString;
-use std::io::{BufRead, IsTerminal, Read, Write};
+use std::io::{BufRead, IsTerminal, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 use pi_cassette::matching::{self, Call};
-use pi_cassette::{Action, Cassette, CassetteError};
+use pi_cassette::{ActionRef, CassetteError, CassetteReader};
 use pi_grammar::{self as pi_cli, AppMode, Grammar, KNOWN_VERSIONS};
 
 /// fake-pi cannot do what was asked (bad `FAKE_PI_SPEED`, a pi package command, a child
@@ -140,21 +140,55 @@ fn run() -> i32 {
         }
         Err(_) => {} // the loader names the error
     }
-    let cassette = match Cassette::load(&path) {
-        Ok(c) => c,
-        Err(e @ CassetteError::Io { .. }) => return fail(EXIT_NO_CASSETTE, e.to_string()),
-        Err(e @ CassetteError::Invalid { .. }) => {
-            return fail(EXIT_INVALID_CASSETTE, format!("invalid cassette: {e}"))
+    // The cassette is streamed, never held: the header now; then, unless the command line
+    // is answered from argv alone (`--version`, `--help`, pi's argument errors), a first pass
+    // checks every record before anything is written (a broken cassette is refused
+    // whole, as when it was read at once), and the replay reads the file a second time.
+    let load_error = |e: CassetteError| match e {
+        e @ CassetteError::Io { .. } => fail(EXIT_NO_CASSETTE, e.to_string()),
+        e @ CassetteError::Invalid { .. } => {
+            fail(EXIT_INVALID_CASSETTE, format!("invalid cassette: {e}"))
         }
     };
+    let file = match std::fs::File::open(&path) {
+        Ok(f) => f,
+        Err(source) => {
+            return load_error(CassetteError::Io {
+                path: path.clone(),
+                source,
+            })
+        }
+    };
+    let first = match CassetteReader::from_read(&path, &file) {
+        Ok(r) => r,
+        Err(e) => return load_error(e),
+    };
+    let header = first.header().clone();
+    let stdin_tty = std::io::stdin().is_terminal();
+    let stdout_tty = std::io::stdout().is_terminal();
+    let grammar = Grammar::for_version(&header.pi.version);
+    let from_argv_alone = grammar.as_ref().is_some_and(|g| {
+        matches!(
+            args::before_stdin(g, &argv, stdin_tty, stdout_tty),
+            args::Next::Finish(_)
+        )
+    });
+    let mut recorded = RecordedSession { id: None };
+    let mut checked = pi_cassette::Checked::default();
+    if !from_argv_alone {
+        match check_records(first) {
+            Ok((r, c)) => (recorded, checked) = (r, c),
+            Err(e) => return load_error(e),
+        }
+    }
     let invalid = |what: String| {
         fail(
             EXIT_INVALID_CASSETTE,
             format!("invalid cassette: {}:1: {what}", path.display()),
         )
     };
-    let header = &cassette.header;
-    let Some(grammar) = Grammar::for_version(&header.pi.version) else {
+    let header = &header;
+    let Some(grammar) = grammar else {
         return invalid(format!(
             "header field `pi.version`: fake-pi knows the command line of pi {}, not {:?}",
             KNOWN_VERSIONS.join(", "),
@@ -181,31 +215,29 @@ fn run() -> i32 {
         return fail(EXIT_MISUSE, format!("cannot start the signal thread: {e}"));
     }
 
-    let stdin_tty = std::io::stdin().is_terminal();
-    let (parsed, mode) =
-        match args::before_stdin(&grammar, &argv, stdin_tty, std::io::stdout().is_terminal()) {
-            args::Next::Finish(f) => {
-                // A closed stdout (`fake-pi --help | head -1`) is a quiet 141, as in replay.
-                let mut out = std::io::stdout().lock();
-                if out
-                    .write_all(f.stdout.as_bytes())
-                    .and_then(|()| out.flush())
-                    .is_err()
-                {
-                    return replay::EXIT_STDOUT_CLOSED;
-                }
-                let _ = std::io::stderr().write_all(f.stderr.as_bytes());
-                return f.code;
+    let (parsed, mode) = match args::before_stdin(&grammar, &argv, stdin_tty, stdout_tty) {
+        args::Next::Finish(f) => {
+            // A closed stdout (`fake-pi --help | head -1`) is a quiet 141, as in replay.
+            let mut out = std::io::stdout().lock();
+            if out
+                .write_all(f.stdout.as_bytes())
+                .and_then(|()| out.flush())
+                .is_err()
+            {
+                return replay::EXIT_STDOUT_CLOSED;
             }
-            args::Next::Run {
-                parsed,
-                mode,
-                warnings,
-            } => {
-                eprint!("{warnings}");
-                (parsed, mode)
-            }
-        };
+            let _ = std::io::stderr().write_all(f.stderr.as_bytes());
+            return f.code;
+        }
+        args::Next::Run {
+            parsed,
+            mode,
+            warnings,
+        } => {
+            eprint!("{warnings}");
+            (parsed, mode)
+        }
+    };
     if parsed.has("--resume") {
         return fail(
             EXIT_MISUSE,
@@ -285,7 +317,6 @@ fn run() -> i32 {
         model: effective.model.clone(),
         thinking: Some(effective.thinking.clone()),
     };
-    let recorded = recorded_session(&cassette);
     let session = session::Session::new(plan, recorded.id.as_deref(), &cwd);
     let keep_recorded = env("FAKE_PI_VALUES").is_some_and(|v| v == "recorded");
     let pi_root = std::env::current_exe()
@@ -310,7 +341,19 @@ fn run() -> i32 {
         recorded_session_id: recorded.id,
         session_line_done: keep_recorded,
     };
-    replay::run(&cassette, Path::new(&path), speed, &mut hooks)
+    // The second pass: the same file, from its start.
+    let mut records = match (&file)
+        .seek(SeekFrom::Start(0))
+        .map_err(|source| CassetteError::Io {
+            path: path.clone(),
+            source,
+        })
+        .and_then(|_| CassetteReader::from_read(&path, &file))
+    {
+        Ok(r) => r.with_checked(checked),
+        Err(e) => return load_error(e),
+    };
+    replay::run(&mut records, Path::new(&path), speed, &mut hooks)
 }
 
 /// What the recording's `session` line says.
@@ -319,14 +362,24 @@ struct RecordedSession {
     id: Option<String>,
 }
 
-fn recorded_session(c: &Cassette) -> RecordedSession {
-    let line = c.records.iter().find_map(|r| match &r.action {
-        Action::Stdout(b) if b.data.starts_with(b"{\"type\":\"session\"") => Some(&b.data),
-        _ => None,
-    });
-    let id = line
+/// The first pass (`reader` past the header): every record of the cassette checked by the
+/// one reader (one line held at a time), what the recording's `session` line says, and what
+/// was checked, so that the replay does not parse unchanged lines again.
+fn check_records<R: BufRead>(
+    reader: CassetteReader<R>,
+) -> Result<(RecordedSession, pi_cassette::Checked), CassetteError> {
+    let mut reader = reader.remembering();
+    let mut session_line: Option<Vec<u8>> = None;
+    while let Some(record) = reader.next_ref() {
+        if let ActionRef::Stdout { body, .. } = record?.action {
+            if session_line.is_none() && body.starts_with(b"{\"type\":\"session\"") {
+                session_line = Some(body.into_owned());
+            }
+        }
+    }
+    let id = session_line
         .and_then(|l| serde_json::from_slice::<serde_json::Value>(l.trim_ascii_end()).ok())
         .and_then(|v| v["id"].as_str().map(str::to_string))
         .filter(|id| !id.starts_with('<'));
-    RecordedSession { id }
+    Ok((RecordedSession { id }, reader.checked()))
 }

@@ -1,14 +1,22 @@
-//! Replaying a cassette's records in time.
+//! Replaying a cassette's records in time, streamed from the file.
 //!
 //! Each record waits `dt_ms / speed` after the previous one (measured against one start
-//! time, so small sleeps do not add up to drift), then acts. Output goes straight to file
-//! descriptors 1 and 2 with no buffering, so every record reaches the reader when its
-//! time comes. When stdout's reader has gone (EPIPE or any other write error on stdout),
+//! time, so small sleeps do not add up to drift), then acts. Records are read one at a
+//! time ([`CassetteReader::next_ref`]: a `stdout` JSON payload is not copied out of the
+//! line it was read from), so memory is bounded by the longest line, not by the file.
+//!
+//! Stdout is written in batches: records that are already due (at `FAKE_PI_SPEED=0`, all
+//! of them) are gathered into one buffer, written with one `write` when the next record is
+//! not due yet (before sleeping), when the buffer holds [`BATCH`] bytes, before anything
+//! goes to stderr (so the order of the two streams is kept), before a child is started or
+//! the session file is written, and before the ending (`exit`, `signal`, `hang`). So every
+//! record still reaches the reader when its time comes. Stderr is written at once, with no
+//! buffering. When stdout's reader has gone (EPIPE or any other write error on stdout),
 //! fake-pi stops quietly with exit status 141 (128 + SIGPIPE, what a shell shows for a
 //! program killed by SIGPIPE) and leaves its children alone.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{BufRead, Write};
 use std::mem::ManuallyDrop;
 use std::os::fd::FromRawFd;
 use std::path::Path;
@@ -16,7 +24,7 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
-use pi_cassette::{Action, Cassette};
+use pi_cassette::{ActionRef, CassetteError, CassetteReader};
 
 use crate::session::{Session, SessionMeta};
 use crate::values::Values;
@@ -24,6 +32,9 @@ use crate::{child, signals};
 
 /// Exit status when stdout's reader is gone.
 pub const EXIT_STDOUT_CLOSED: i32 = 141;
+
+/// Stdout bytes gathered before one `write` (more when one record is longer).
+pub const BATCH: usize = 128 << 10;
 
 /// How fast to replay.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -83,45 +94,60 @@ pub struct Hooks {
 }
 
 impl Hooks {
-    /// The bytes to write for a recorded stdout payload.
-    fn stdout<'a>(&mut self, data: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
-        use std::borrow::Cow;
-        if !self.session_line_done && data.starts_with(b"{\"type\":\"session\"") {
-            self.session_line_done = true;
-            if let Some(h) = self.session.resumed_header() {
-                let mut line = h.as_bytes().to_vec();
-                if data.ends_with(b"\n") {
-                    line.push(b'\n');
-                }
-                return Cow::Owned(line);
+    /// Append the bytes to write for a recorded stdout payload (`body`, then `\n` when
+    /// `newline`) to `out`.
+    fn stdout_into(&mut self, body: &[u8], newline: bool, out: &mut Vec<u8>) {
+        if !self.session_line_done && body.starts_with(b"{\"type\":\"session\"") {
+            let mut data = body.to_vec();
+            if newline {
+                data.push(b'\n');
             }
-            let mut line = data.to_vec();
-            if let Some(rec) = &self.recorded_session_id {
-                if *rec != self.session.id {
-                    let from = format!("\"id\":{}", serde_json::json!(rec));
-                    let to = format!("\"id\":{}", serde_json::json!(self.session.id));
-                    line = String::from_utf8_lossy(&line)
-                        .replacen(&from, &to, 1)
-                        .into_bytes();
-                }
-            }
-            // The session's own start time, so the file name and the line agree.
-            let ts = self.session.timestamp.clone();
-            let line = String::from_utf8_lossy(&line)
-                .replacen(
-                    "\"timestamp\":\"<TS>\"",
-                    &format!("\"timestamp\":\"{ts}\""),
-                    1,
-                )
-                .into_bytes();
-            return match self.values.as_ref().and_then(|v| v.apply(&line, true)) {
-                Some(l) => Cow::Owned(l),
-                None => Cow::Owned(line),
-            };
+            out.extend_from_slice(&self.session_line(&data));
+            return;
         }
-        match self.values.as_ref().and_then(|v| v.apply(data, true)) {
-            Some(l) => Cow::Owned(l),
-            None => Cow::Borrowed(data),
+        match &self.values {
+            Some(v) => {
+                v.apply_into(body, true, out);
+            }
+            None => out.extend_from_slice(body),
+        }
+        if newline {
+            out.push(b'\n');
+        }
+    }
+
+    /// The recording's `session` line (`data`, its `\n` included) as this run shows it.
+    fn session_line(&mut self, data: &[u8]) -> Vec<u8> {
+        self.session_line_done = true;
+        if let Some(h) = self.session.resumed_header() {
+            let mut line = h.as_bytes().to_vec();
+            if data.ends_with(b"\n") {
+                line.push(b'\n');
+            }
+            return line;
+        }
+        let mut line = data.to_vec();
+        if let Some(rec) = &self.recorded_session_id {
+            if *rec != self.session.id {
+                let from = format!("\"id\":{}", serde_json::json!(rec));
+                let to = format!("\"id\":{}", serde_json::json!(self.session.id));
+                line = String::from_utf8_lossy(&line)
+                    .replacen(&from, &to, 1)
+                    .into_bytes();
+            }
+        }
+        // The session's own start time, so the file name and the line agree.
+        let ts = self.session.timestamp.clone();
+        let line = String::from_utf8_lossy(&line)
+            .replacen(
+                "\"timestamp\":\"<TS>\"",
+                &format!("\"timestamp\":\"{ts}\""),
+                1,
+            )
+            .into_bytes();
+        match self.values.as_ref().and_then(|v| v.apply(&line, true)) {
+            Some(l) => l,
+            None => line,
         }
     }
 
@@ -133,40 +159,107 @@ impl Hooks {
     }
 }
 
-/// Play every record. Returns only for a final `exit` record's code; `signal` and `hang`
-/// never return.
-pub fn run(cassette: &Cassette, path: &Path, speed: Speed, hooks: &mut Hooks) -> i32 {
+/// Stdout waiting to be written.
+struct Pending {
+    buf: Vec<u8>,
+}
+
+impl Pending {
+    /// Write what is pending in one go; false when stdout's reader is gone.
+    fn flush(&mut self, out: &mut File) -> bool {
+        if self.buf.is_empty() {
+            return true;
+        }
+        let ok = out.write_all(&self.buf).is_ok();
+        self.buf.clear();
+        ok
+    }
+}
+
+/// Play every record from `records` (the header already read). Returns only for a final
+/// `exit` record's code, or for a problem (the cassette changed since it was checked: 98,
+/// or 97 when it can no longer be read); `signal` and `hang` never return.
+pub fn run<R: BufRead>(
+    records: &mut CassetteReader<R>,
+    path: &Path,
+    speed: Speed,
+    hooks: &mut Hooks,
+) -> i32 {
     let mut out = fd(1);
     let mut err = fd(2);
+    let mut pending = Pending {
+        buf: Vec::with_capacity(BATCH),
+    };
     let start = Instant::now();
     let mut due = Duration::ZERO;
-    for record in &cassette.records {
-        due = due.saturating_add(speed.scale(record.dt_ms));
-        if let Some(wait) = due.checked_sub(start.elapsed()) {
-            std::thread::sleep(wait);
-        }
-        match &record.action {
-            Action::Stdout(b) => {
-                let data = hooks.stdout(&b.data);
-                if out.write_all(&data).is_err() {
+    loop {
+        let record = match records.next_ref() {
+            Some(Ok(r)) => r,
+            // A checked cassette always ends with a final record.
+            None => break,
+            Some(Err(e)) => {
+                if !pending.flush(&mut out) {
                     return EXIT_STDOUT_CLOSED;
                 }
-                if let Err(e) = hooks.session.observe(&data, &hooks.meta) {
-                    let _ = writeln!(
-                        err,
-                        "fake-pi: cannot write the session file ({}:{}): {e}",
-                        path.display(),
-                        record.line
-                    );
-                    return crate::EXIT_MISUSE;
+                let (code, what) = match &e {
+                    CassetteError::Io { .. } => (crate::EXIT_NO_CASSETTE, e.to_string()),
+                    CassetteError::Invalid { .. } => (
+                        crate::EXIT_INVALID_CASSETTE,
+                        format!("invalid cassette: {e}"),
+                    ),
+                };
+                let _ = writeln!(
+                    err,
+                    "fake-pi: {what} (the cassette changed while it was replayed)"
+                );
+                return code;
+            }
+        };
+        due = due.saturating_add(speed.scale(record.dt_ms));
+        if let Some(wait) = due.checked_sub(start.elapsed()) {
+            if !wait.is_zero() {
+                // Not due yet: what is due goes out before the wait.
+                if !pending.flush(&mut out) {
+                    return EXIT_STDOUT_CLOSED;
+                }
+                std::thread::sleep(wait);
+            }
+        }
+        let line = record.line;
+        match record.action {
+            ActionRef::Stdout { body, form } => {
+                let from = pending.buf.len();
+                hooks.stdout_into(&body, form.newline(), &mut pending.buf);
+                if hooks.session.observes(&pending.buf[from..]) {
+                    // The line reaches the reader before the session file has it, as before.
+                    let data = pending.buf[from..].to_vec();
+                    if !pending.flush(&mut out) {
+                        return EXIT_STDOUT_CLOSED;
+                    }
+                    if let Err(e) = hooks.session.observe(&data, &hooks.meta) {
+                        let _ = writeln!(
+                            err,
+                            "fake-pi: cannot write the session file ({}:{line}): {e}",
+                            path.display(),
+                        );
+                        return crate::EXIT_MISUSE;
+                    }
+                } else if pending.buf.len() >= BATCH && !pending.flush(&mut out) {
+                    return EXIT_STDOUT_CLOSED;
                 }
             }
-            Action::Stderr(b) => {
-                let _ = err.write_all(&hooks.stderr(&b.data));
+            ActionRef::Stderr { body, .. } => {
+                if !pending.flush(&mut out) {
+                    return EXIT_STDOUT_CLOSED;
+                }
+                let _ = err.write_all(&hooks.stderr(&body));
             }
-            Action::Spawn(spec) => {
+            ActionRef::Spawn(spec) => {
+                if !pending.flush(&mut out) {
+                    return EXIT_STDOUT_CLOSED;
+                }
                 let mut children = signals::CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
-                match child::spawn(spec) {
+                match child::spawn(&spec) {
                     Ok(c) => children.push(signals::Tracked {
                         child: c,
                         own_group: spec.own_session,
@@ -175,26 +268,40 @@ pub fn run(cassette: &Cassette, path: &Path, speed: Speed, hooks: &mut Hooks) ->
                     Err(e) => {
                         let _ = writeln!(
                             err,
-                            "fake-pi: cannot start child `{}` ({}:{}): {e}",
+                            "fake-pi: cannot start child `{}` ({}:{line}): {e}",
                             spec.id,
                             path.display(),
-                            record.line
                         );
                         return crate::EXIT_MISUSE;
                     }
                 }
             }
-            Action::Exit(code) => return *code,
-            Action::Signal(name) => {
-                let sig = Signal::from_str(name).unwrap_or(Signal::SIGKILL);
+            ActionRef::Exit(code) => {
+                if !pending.flush(&mut out) {
+                    return EXIT_STDOUT_CLOSED;
+                }
+                return code;
+            }
+            ActionRef::Signal(name) => {
+                if !pending.flush(&mut out) {
+                    return EXIT_STDOUT_CLOSED;
+                }
+                let sig = Signal::from_str(&name).unwrap_or(Signal::SIGKILL);
                 signals::die_by(sig)
             }
-            Action::Hang => loop {
-                std::thread::sleep(Duration::from_secs(3600));
-            },
+            ActionRef::Hang => {
+                if !pending.flush(&mut out) {
+                    return EXIT_STDOUT_CLOSED;
+                }
+                loop {
+                    std::thread::sleep(Duration::from_secs(3600));
+                }
+            }
         }
     }
-    // A parsed cassette always ends with a final record.
+    if !pending.flush(&mut out) {
+        return EXIT_STDOUT_CLOSED;
+    }
     0
 }
 

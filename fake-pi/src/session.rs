@@ -459,11 +459,16 @@ impl Session {
         Ok(())
     }
 
+    /// Whether [`Session::observe`] may write the session file for this stdout line (a
+    /// `message_end` of a session on disk).
+    pub fn observes(&self, line: &[u8]) -> bool {
+        !matches!(self.plan, Plan::Ephemeral { .. })
+            && line.starts_with(b"{\"type\":\"message_end\"")
+    }
+
     /// Record a replayed stdout line: a `message_end` becomes a `message` entry.
     pub fn observe(&mut self, line: &[u8], meta: &SessionMeta) -> std::io::Result<()> {
-        if matches!(self.plan, Plan::Ephemeral { .. })
-            || !line.starts_with(b"{\"type\":\"message_end\"")
-        {
+        if !self.observes(line) {
             return Ok(());
         }
         let Ok(v) = serde_json::from_slice::<EndLine>(line) else {

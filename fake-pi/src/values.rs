@@ -11,8 +11,6 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use memchr::memmem;
-
 /// The epoch-millisecond placeholder the recorder writes under time keys.
 pub const EPOCH_MS: &str = "1700000000000";
 
@@ -22,6 +20,11 @@ pub struct Values {
     fixed: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>,
     ts: bool,
     epoch: bool,
+    /// This run's time, read once when first needed: every `<TS>` and epoch placeholder of
+    /// the run gets the same value, as the events of one pi message carry one timestamp.
+    /// (Read per line, a message's `message_start` and `message_end` could differ by a
+    /// millisecond, and the mapper took them for two messages.)
+    now: std::sync::OnceLock<(String, String)>,
 }
 
 /// Milliseconds since the epoch, now.
@@ -95,6 +98,7 @@ impl Values {
             fixed: Vec::new(),
             ts: false,
             epoch: false,
+            now: std::sync::OnceLock::new(),
         };
         for key in declared {
             let value = match key.as_str() {
@@ -122,52 +126,88 @@ impl Values {
     }
 
     /// `data` with every declared placeholder replaced; `json` says whether the bytes are
-    /// JSON (values are escaped for JSON strings) or plain text.
+    /// JSON (values are escaped for JSON strings) or plain text. `None` when nothing was
+    /// replaced.
     pub fn apply(&self, data: &[u8], json: bool) -> Option<Vec<u8>> {
-        let has_angle = memchr::memchr(b'<', data).is_some();
-        let has_epoch = self.epoch && memmem::find(data, EPOCH_MS.as_bytes()).is_some();
-        if !has_angle && !has_epoch {
-            return None;
-        }
-        let now = now_ms();
-        let ts = iso(now);
-        let now_s = now.to_string();
-        let mut subs: Vec<(&[u8], &[u8])> = self
-            .fixed
-            .iter()
-            .map(|(k, j, p)| (k.as_slice(), if json { j.as_slice() } else { p.as_slice() }))
-            .collect();
-        if self.ts {
-            subs.push((b"<TS>", ts.as_bytes()));
-        }
-        if self.epoch {
-            subs.push((EPOCH_MS.as_bytes(), now_s.as_bytes()));
-        }
-        let mut out = Vec::with_capacity(data.len() + 64);
+        let mut out = Vec::new();
+        self.apply_into(data, json, &mut out).then_some(out)
+    }
+
+    /// Append `data` to `out` with every declared placeholder replaced (see [`Values::apply`]);
+    /// true when something was replaced. Only the bytes a placeholder can start with are
+    /// looked at one by one (found with `memchr`); the rest is copied in runs.
+    pub fn apply_into(&self, data: &[u8], json: bool, out: &mut Vec<u8>) -> bool {
+        self.replace_into(data, json, out, &|| {
+            self.now.get_or_init(now_strings).clone()
+        })
+    }
+
+    /// [`Values::apply_into`] with the clock given: `clock` gives (ISO-8601 time, epoch ms).
+    fn replace_into(
+        &self,
+        data: &[u8],
+        json: bool,
+        out: &mut Vec<u8>,
+        clock: &dyn Fn() -> (String, String),
+    ) -> bool {
+        // Every placeholder starts with `<` or (the epoch number) with `1`.
+        let next = |from: usize| -> Option<usize> {
+            let rest = &data[from..];
+            let at = if self.epoch {
+                memchr::memchr2(b'<', b'1', rest)
+            } else {
+                memchr::memchr(b'<', rest)
+            };
+            at.map(|i| from + i)
+        };
+        // The current time, read once and only when a time placeholder is replaced.
+        let mut now: Option<(String, String)> = None;
+        let mut copied = 0;
         let mut i = 0;
         let mut changed = false;
-        'scan: while i < data.len() {
-            for (k, r) in &subs {
-                if data[i..].starts_with(k) {
-                    // The epoch placeholder is a whole number, not part of a longer one.
-                    let digits = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_digit());
-                    if k[0].is_ascii_digit()
-                        && (digits(i.checked_sub(1).and_then(|j| data.get(j)))
-                            || digits(data.get(i + k.len())))
-                    {
-                        continue;
+        while let Some(at) = next(i) {
+            let rest = &data[at..];
+            let mut hit: Option<(usize, &[u8])> = None;
+            if rest[0] == b'<' {
+                for (k, j, p) in &self.fixed {
+                    if rest.starts_with(k) {
+                        hit = Some((k.len(), if json { j } else { p }));
+                        break;
                     }
-                    out.extend_from_slice(r);
-                    i += k.len();
-                    changed = true;
-                    continue 'scan;
+                }
+                if hit.is_none() && self.ts && rest.starts_with(b"<TS>") {
+                    let (ts, _) = now.get_or_insert_with(clock);
+                    hit = Some((4, ts.as_bytes()));
+                }
+            } else if rest.starts_with(EPOCH_MS.as_bytes()) {
+                // The epoch placeholder is a whole number, not part of a longer one.
+                let digit = |b: Option<&u8>| b.is_some_and(u8::is_ascii_digit);
+                let k = EPOCH_MS.len();
+                if !digit(at.checked_sub(1).and_then(|j| data.get(j))) && !digit(data.get(at + k)) {
+                    let (_, s) = now.get_or_insert_with(clock);
+                    hit = Some((k, s.as_bytes()));
                 }
             }
-            out.push(data[i]);
-            i += 1;
+            match hit {
+                Some((len, with)) => {
+                    out.extend_from_slice(&data[copied..at]);
+                    out.extend_from_slice(with);
+                    i = at + len;
+                    copied = i;
+                    changed = true;
+                }
+                None => i = at + 1,
+            }
         }
-        changed.then_some(out)
+        out.extend_from_slice(&data[copied..]);
+        changed
     }
+}
+
+/// This run's time: (ISO-8601 string, epoch milliseconds as a number).
+fn now_strings() -> (String, String) {
+    let now = now_ms();
+    (iso(now), now.to_string())
 }
 
 #[cfg(test)]
@@ -218,5 +258,94 @@ mod tests {
         assert_eq!(plain, b"in /w/a \"b\"\n");
         assert!(v.apply(b"nothing here", true).is_none());
         assert!(Values::new(&[], "s", "c", "r", "t").is_none());
+    }
+
+    /// The replacement as first written: every position tried against every placeholder.
+    fn reference(v: &Values, data: &[u8], json: bool, ts: &str, now_s: &str) -> Option<Vec<u8>> {
+        let mut subs: Vec<(&[u8], &[u8])> = v
+            .fixed
+            .iter()
+            .map(|(k, j, p)| (k.as_slice(), if json { j.as_slice() } else { p.as_slice() }))
+            .collect();
+        if v.ts {
+            subs.push((b"<TS>", ts.as_bytes()));
+        }
+        if v.epoch {
+            subs.push((EPOCH_MS.as_bytes(), now_s.as_bytes()));
+        }
+        let mut out = Vec::new();
+        let mut i = 0;
+        let mut changed = false;
+        'scan: while i < data.len() {
+            for (k, r) in &subs {
+                if data[i..].starts_with(k) {
+                    let digits = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_digit());
+                    if k[0].is_ascii_digit()
+                        && (digits(i.checked_sub(1).and_then(|j| data.get(j)))
+                            || digits(data.get(i + k.len())))
+                    {
+                        continue;
+                    }
+                    out.extend_from_slice(r);
+                    i += k.len();
+                    changed = true;
+                    continue 'scan;
+                }
+            }
+            out.push(data[i]);
+            i += 1;
+        }
+        changed.then_some(out)
+    }
+
+    #[test]
+    fn the_memchr_scan_replaces_what_the_byte_scan_replaced() {
+        let declared: Vec<String> = ["<SESSION_ID>", "<CWD>", "<TMP>", "<TS>", EPOCH_MS]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let v = Values::new(&declared, "sid", "/w \"q\"", "/r", "/t").unwrap();
+        let pieces: [&[u8]; 14] = [
+            b"<SESSION_ID>",
+            b"<CWD>",
+            b"<TMP>",
+            b"<TS>",
+            b"<PI_ROOT>",
+            b"1700000000000",
+            b"17000000000001",
+            b"<",
+            b"1",
+            b"7",
+            b"<SESSION_",
+            b"\"a\":",
+            b" ",
+            b"\n",
+        ];
+        fn clock() -> (String, String) {
+            (iso(1_795_443_493_977), "1795443493977".into())
+        }
+        fastrand::seed(7);
+        for _ in 0..4000 {
+            let n = fastrand::usize(0..12);
+            let data: Vec<u8> = (0..n)
+                .flat_map(|_| pieces[fastrand::usize(..pieces.len())].iter().copied())
+                .collect();
+            for json in [true, false] {
+                let mut out = b"kept".to_vec();
+                let changed = v.replace_into(&data, json, &mut out, &clock);
+                let (ts, now_s) = clock();
+                let want = reference(&v, &data, json, &ts, &now_s);
+                assert_eq!(
+                    changed,
+                    want.is_some(),
+                    "{:?}",
+                    String::from_utf8_lossy(&data)
+                );
+                assert_eq!(
+                    String::from_utf8_lossy(&out),
+                    String::from_utf8_lossy(&[b"kept", want.as_deref().unwrap_or(&data)].concat()),
+                );
+            }
+        }
     }
 }

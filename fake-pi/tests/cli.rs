@@ -588,3 +588,47 @@ fn a_fifo_or_a_device_is_not_a_cassette() {
     }
     sb.assert_none_left();
 }
+
+/// Every time placeholder of one run becomes the same time: the events of one pi message
+/// carry one timestamp. Before, the clock was read per line, so a run that crossed a
+/// millisecond gave `message_start` and `message_end` different timestamps and the mapper
+/// counted the answer twice (the 0.73.1 long answer mapped to 2002 assistant pieces, not
+/// 2001).
+#[test]
+fn one_run_has_one_time() {
+    let w = pi_testkit::World::new("one-time");
+    let c = w
+        .cassette("t")
+        .version("0.87.1")
+        .expect("{}")
+        .member("redactions", r#"{"1700000000000":"epoch ms","<TS>":"time"}"#)
+        .records([
+            r#"{"dt_ms":0,"stdout":{"type":"message_start","message":{"timestamp":1700000000000},"at":"<TS>"}}"#,
+            r#"{"dt_ms":30,"stdout":{"type":"message_end","message":{"timestamp":1700000000000},"at":"<TS>"}}"#,
+            r#"{"dt_ms":0,"exit":0}"#,
+        ])
+        .write();
+    let out = w
+        .fake_pi(&c)
+        .env("FAKE_PI_SPEED", "1")
+        .args(["--mode", "json", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    let t0 = &lines[0]["message"]["timestamp"];
+    assert!(t0.as_u64().is_some_and(|t| t > 1_700_000_000_000), "{t0}");
+    assert_eq!(t0, &lines[1]["message"]["timestamp"]);
+    assert_eq!(lines[0]["at"], lines[1]["at"]);
+    assert_ne!(lines[0]["at"], "<TS>");
+    w.assert_none_left();
+}

@@ -12,7 +12,14 @@
 //! answer, beside the mapper alone on the same bytes.
 //!
 //! Environment: `RATIOS_REPS` (repetitions, default 9), `RATIOS_E2E_REPS` (default 5),
-//! `PI_HARNESS_FAKE_PI` (the fake-pi binary; default: beside this executable).
+//! `RATIOS_REPLAY_REPS` (default 11), `RATIOS_FAKE_PI_BASELINE` (a second fake-pi timed
+//! beside the first in the replay section), `PI_HARNESS_FAKE_PI` (the fake-pi binary; default:
+//! beside this executable). `ratios replay` runs only the replay-at-pipe-speed section
+//! ([`replay`]): `fake-pi | cat` against `cat raw | cat`, `--version` on a tiny and a large
+//! cassette, and fake-pi's peak RSS.
+
+#[path = "ratios/replay.rs"]
+mod replay;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;
@@ -120,6 +127,11 @@ fn mbps(bytes: u64, t: Duration) -> f64 {
 }
 
 fn main() {
+    // `ratios rss PROGRAM ARGS...`: a small helper for the replay section (see `replay`).
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("rss") {
+        std::process::exit(replay::rss_main(&args[1..]));
+    }
     let inputs = match benches::inputs() {
         Ok(i) => i,
         Err(e) => {
@@ -128,9 +140,11 @@ fn main() {
         }
     };
     // `ratios profile CONTENDER INPUT SECONDS`: run one contender in a loop, for a profiler.
-    let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("profile") {
         std::process::exit(profile(&inputs, &args[1..]));
+    }
+    if args.first().map(String::as_str) == Some("replay") {
+        std::process::exit(i32::from(!replay_section()));
     }
     let reps = env_usize("RATIOS_REPS", 9).max(1);
     if cfg!(debug_assertions) {
@@ -190,9 +204,30 @@ fn main() {
         .position(|i| i.name == "long_answer_pi73")
         .map(|i| med[i][0]);
     let ok = end_to_end(&inputs, mapper_alone);
-    if !ok {
+    let replay_ok = replay_section();
+    if !ok || !replay_ok {
         std::process::exit(1);
     }
+}
+
+/// The replay-at-pipe-speed section ([`replay`]); false when it went wrong.
+fn replay_section() -> bool {
+    let Some(fake) = fake_pi() else {
+        println!("replay at pipe speed skipped: fake-pi not found; run `cargo build --release -p fake-pi` first");
+        return false;
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let marker = format!("ratios-{}-{nanos:x}", std::process::id());
+    let ok = replay::replay_speed(&fake, &marker);
+    let left = pi_procs::pids_with_env(MARKER_VAR, &marker);
+    if !left.is_empty() {
+        pi_procs::kill_marked(MARKER_VAR, &marker);
+        println!("processes left behind: {left:?}");
+        return false;
+    }
+    ok
 }
 
 fn profile(inputs: &[Input], args: &[String]) -> i32 {

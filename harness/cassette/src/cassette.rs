@@ -5,6 +5,7 @@
 //! back out so that a person can read and diff it. It does no replay and no I/O beyond
 //! reading and writing the file.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -860,6 +861,15 @@ pub(crate) fn parse_record(
     lineno: usize,
     text: &str,
 ) -> Result<Record, CassetteError> {
+    parse_record_ref(path, lineno, text).map(RecordRef::into_owned)
+}
+
+/// Read and check one record line; a `stdout` JSON payload borrows from `text`.
+pub(crate) fn parse_record_ref<'a>(
+    path: &Path,
+    lineno: usize,
+    text: &'a str,
+) -> Result<RecordRef<'a>, CassetteError> {
     let bad = |msg: String| CassetteError::invalid(path, lineno, msg);
     let raw: RawRecord = serde_json::from_str(text).map_err(|e| bad(format!("record: {e}")))?;
     let dt_ms = raw
@@ -924,38 +934,26 @@ pub(crate) fn parse_record(
             .map_err(|e| bad(format!("record field `{field}`: invalid base64: {e}")))
     };
     let action = match key {
-        "stdout" => {
-            let mut data = raw.stdout.unwrap().get().as_bytes().to_vec();
-            if newline {
-                data.push(b'\n');
-            }
-            Action::Stdout(Bytes {
-                data,
-                form: Form::Json { newline },
-            })
-        }
-        "stdout_text" => {
-            let mut data = raw.stdout_text.unwrap().into_bytes();
-            if newline {
-                data.push(b'\n');
-            }
-            Action::Stdout(Bytes {
-                data,
-                form: Form::Text { newline },
-            })
-        }
-        "stdout_b64" => Action::Stdout(Bytes {
-            data: decode("stdout_b64", raw.stdout_b64.as_deref().unwrap())?,
+        "stdout" => ActionRef::Stdout {
+            body: Cow::Borrowed(raw.stdout.unwrap().get().as_bytes()),
+            form: Form::Json { newline },
+        },
+        "stdout_text" => ActionRef::Stdout {
+            body: Cow::Owned(raw.stdout_text.unwrap().into_bytes()),
+            form: Form::Text { newline },
+        },
+        "stdout_b64" => ActionRef::Stdout {
+            body: Cow::Owned(decode("stdout_b64", raw.stdout_b64.as_deref().unwrap())?),
             form: Form::Base64,
-        }),
-        "stderr" => Action::Stderr(Bytes {
-            data: raw.stderr.unwrap().into_bytes(),
+        },
+        "stderr" => ActionRef::Stderr {
+            body: Cow::Owned(raw.stderr.unwrap().into_bytes()),
             form: Form::Text { newline: false },
-        }),
-        "stderr_b64" => Action::Stderr(Bytes {
-            data: decode("stderr_b64", raw.stderr_b64.as_deref().unwrap())?,
+        },
+        "stderr_b64" => ActionRef::Stderr {
+            body: Cow::Owned(decode("stderr_b64", raw.stderr_b64.as_deref().unwrap())?),
             form: Form::Base64,
-        }),
+        },
         "exit" => {
             let code = raw.exit.unwrap();
             if !(0..=255).contains(&code) {
@@ -963,7 +961,7 @@ pub(crate) fn parse_record(
                     "record field `exit`: exit codes are 0..=255, found {code}"
                 )));
             }
-            Action::Exit(code)
+            ActionRef::Exit(code)
         }
         "signal" => {
             let name = raw.signal.unwrap();
@@ -973,25 +971,115 @@ pub(crate) fn parse_record(
                     SIGNAL_NAMES.join(", ")
                 )));
             }
-            Action::Signal(name)
+            ActionRef::Signal(name)
         }
         "hang" => {
             if raw.hang != Some(true) {
                 return Err(bad("record field `hang`: must be true".into()));
             }
-            Action::Hang
+            ActionRef::Hang
         }
         "spawn" => {
             let spawn = crate::shape::spawn(raw.spawn.unwrap().get()).map_err(bad)?;
-            Action::Spawn(spawn)
+            ActionRef::Spawn(spawn)
         }
         _ => unreachable!("every key is matched above"),
     };
-    Ok(Record {
+    Ok(RecordRef {
         dt_ms,
         action,
         line: lineno,
     })
+}
+
+/// One record as the streaming reader reads it ([`CassetteReader::next_ref`]): a `stdout`
+/// JSON payload borrows the reader's line instead of being copied. [`RecordRef::into_owned`]
+/// gives the [`Record`] the other readers return; both come from the same checks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordRef<'a> {
+    /// Delay since the previous record (or since start), in milliseconds.
+    pub dt_ms: f64,
+    pub action: ActionRef<'a>,
+    /// 1-based line in the file it was read from.
+    pub line: usize,
+}
+
+/// What a [`RecordRef`] does; as [`Action`], with the payload of stdout and stderr as
+/// `body` then, when [`Form::newline`] says so, a `\n`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ActionRef<'a> {
+    Stdout { body: Cow<'a, [u8]>, form: Form },
+    Stderr { body: Cow<'a, [u8]>, form: Form },
+    Exit(i32),
+    Signal(String),
+    Hang,
+    Spawn(Spawn),
+}
+
+impl Form {
+    /// True when a `\n` is written after the stored payload (`stdout` and `stdout_text`
+    /// unless `newline:false`).
+    pub fn newline(self) -> bool {
+        matches!(
+            self,
+            Form::Json { newline: true } | Form::Text { newline: true }
+        )
+    }
+}
+
+impl RecordRef<'_> {
+    /// The owned record (payloads copied, the `\n` appended).
+    pub fn into_owned(self) -> Record {
+        let bytes = |body: Cow<'_, [u8]>, form: Form| {
+            let mut data = body.into_owned();
+            if form.newline() {
+                data.push(b'\n');
+            }
+            Bytes { data, form }
+        };
+        let action = match self.action {
+            ActionRef::Stdout { body, form } => Action::Stdout(bytes(body, form)),
+            ActionRef::Stderr { body, form } => Action::Stderr(bytes(body, form)),
+            ActionRef::Exit(code) => Action::Exit(code),
+            ActionRef::Signal(name) => Action::Signal(name),
+            ActionRef::Hang => Action::Hang,
+            ActionRef::Spawn(s) => Action::Spawn(s),
+        };
+        Record {
+            dt_ms: self.dt_ms,
+            action,
+            line: self.line,
+        }
+    }
+}
+
+impl ActionRef<'_> {
+    /// The field name this action is stored under (as [`Action::key`]).
+    pub fn key(&self) -> &'static str {
+        match self {
+            ActionRef::Stdout { form, .. } => match form {
+                Form::Json { .. } => "stdout",
+                Form::Text { .. } => "stdout_text",
+                Form::Base64 => "stdout_b64",
+            },
+            ActionRef::Stderr { form, .. } => match form {
+                Form::Base64 => "stderr_b64",
+                _ => "stderr",
+            },
+            ActionRef::Exit(_) => "exit",
+            ActionRef::Signal(_) => "signal",
+            ActionRef::Hang => "hang",
+            ActionRef::Spawn(_) => "spawn",
+        }
+    }
+
+    /// True for records after which nothing else can happen.
+    pub fn is_final(&self) -> bool {
+        matches!(
+            self,
+            ActionRef::Exit(_) | ActionRef::Signal(_) | ActionRef::Hang
+        )
+    }
 }
 
 impl fmt::Display for Dialect {
@@ -1151,6 +1239,105 @@ pub struct CassetteReader<R> {
     last: Option<(&'static str, usize, bool)>,
     done: bool,
     max_line: usize,
+    memo: Memo,
+    /// Bytes of the input's buffer holding the last line read in place (given back to the
+    /// input before the next line is read).
+    in_place: usize,
+}
+
+/// What a first reading of a cassette found, for a second reading of the same file (fake-pi
+/// checks a cassette whole before it replays it): for each `stdout` JSON record, its line's
+/// length and 64-bit hash, its delay and where its payload sits in the line. On the second
+/// reading ([`CassetteReader::with_checked`]) a line of the same length and hash is the line
+/// already checked and gets the same record without being parsed again; any other line (the
+/// file changed in between, or the memo is full) is parsed and checked as usual, and the
+/// rules on the ending are applied to every line either way. At most [`Checked::MAX_RECORDS`]
+/// records are remembered, so memory stays bounded.
+#[derive(Debug, Clone, Default)]
+pub struct Checked {
+    records: Vec<Option<Seen>>,
+}
+
+impl Checked {
+    /// How many records a [`Checked`] remembers (48 bytes each).
+    pub const MAX_RECORDS: usize = 1 << 16;
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    len: usize,
+    hash: u64,
+    dt_ms: f64,
+    body: (usize, usize),
+    newline: bool,
+}
+
+#[derive(Debug)]
+enum Memo {
+    Off,
+    Note(Checked),
+    Recall(Checked),
+}
+
+impl Memo {
+    /// The record remembered for record number `idx` (0-based), when `line` is the same.
+    fn recall(&self, idx: usize, line: &[u8]) -> Option<Seen> {
+        let Memo::Recall(c) = self else {
+            return None;
+        };
+        let seen = (*c.records.get(idx)?)?;
+        (seen.len == line.len() && seen.hash == line_hash(line)).then_some(seen)
+    }
+
+    fn note(&mut self, idx: usize, line: &[u8], record: &RecordRef<'_>) {
+        let Memo::Note(c) = self else {
+            return;
+        };
+        if idx != c.records.len() || idx >= Checked::MAX_RECORDS {
+            return;
+        }
+        let seen = match &record.action {
+            ActionRef::Stdout {
+                body: Cow::Borrowed(body),
+                form: Form::Json { newline },
+            } => {
+                // The payload is a slice of the line: where it starts and ends.
+                let start = body.as_ptr() as usize - line.as_ptr() as usize;
+                Some(Seen {
+                    len: line.len(),
+                    hash: line_hash(line),
+                    dt_ms: record.dt_ms,
+                    body: (start, start + body.len()),
+                    newline: *newline,
+                })
+            }
+            _ => None,
+        };
+        c.records.push(seen);
+    }
+}
+
+/// A fast 64-bit hash of a line (four multiply-rotate lanes over 8-byte words): any change
+/// of one word changes it; other changes collide with probability about 2^-64.
+fn line_hash(b: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let step = |h: u64, w: u64| (h.rotate_left(23) ^ w).wrapping_mul(K);
+    let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes"));
+    let mut lanes = [b.len() as u64, 1, 2, 3];
+    let mut blocks = b.chunks_exact(32);
+    for block in &mut blocks {
+        for (i, lane) in lanes.iter_mut().enumerate() {
+            *lane = step(*lane, word(&block[i * 8..i * 8 + 8]));
+        }
+    }
+    let mut tail = [0u8; 32];
+    let rest = blocks.remainder();
+    tail[..rest.len()].copy_from_slice(rest);
+    for (i, lane) in lanes.iter_mut().enumerate() {
+        *lane = step(*lane, word(&tail[i * 8..i * 8 + 8]));
+    }
+    let h = lanes.iter().fold(0, |h, l| step(h, *l));
+    h ^ (h >> 31)
 }
 
 impl CassetteReader<Box<dyn BufRead + Send>> {
@@ -1158,6 +1345,16 @@ impl CassetteReader<Box<dyn BufRead + Send>> {
     /// ([`Limits::from_env`]). `-` is stdin.
     pub fn open(path: &Path) -> Result<Self, CassetteError> {
         let input = crate::input::open(path, &Limits::from_env())?;
+        CassetteReader::new(path, input)
+    }
+}
+
+impl<'a> CassetteReader<Box<dyn BufRead + Send + 'a>> {
+    /// Read a cassette from `raw` (an open file, say), as [`CassetteReader::open`] reads a
+    /// path: gzip recognised by its magic bytes, within the size limits. Only the header
+    /// line is read before this returns.
+    pub fn from_read(path: &Path, raw: impl Read + Send + 'a) -> Result<Self, CassetteError> {
+        let input = crate::input::decompress(path, Box::new(raw), &Limits::from_env())?;
         CassetteReader::new(path, input)
     }
 }
@@ -1184,41 +1381,115 @@ impl<R: BufRead> CassetteReader<R> {
             last: None,
             done: false,
             max_line,
+            memo: Memo::Off,
+            in_place: 0,
         })
+    }
+
+    /// Remember what this reading checks ([`Checked`]), for [`CassetteReader::checked`].
+    pub fn remembering(mut self) -> Self {
+        self.memo = Memo::Note(Checked::default());
+        self
+    }
+
+    /// What a [`CassetteReader::remembering`] reader has checked so far.
+    pub fn checked(self) -> Checked {
+        match self.memo {
+            Memo::Note(c) => c,
+            _ => Checked::default(),
+        }
+    }
+
+    /// Read the same file again with what a first reading checked: lines found unchanged
+    /// are not parsed again (see [`Checked`]).
+    pub fn with_checked(mut self, checked: Checked) -> Self {
+        self.memo = Memo::Recall(checked);
+        self
     }
 
     pub fn header(&self) -> &Header {
         &self.header
     }
 
-    fn read_record(&mut self) -> Result<Option<Record>, CassetteError> {
-        if !read_line(
-            &mut self.input,
-            &mut self.buf,
-            &self.path,
-            self.lineno + 1,
-            self.max_line,
-        )? {
-            return match self.last {
-                Some((_, _, true)) => Ok(None),
-                Some((_, line, false)) => Err(CassetteError::invalid(
-                    &self.path,
-                    line,
-                    "the last record must be `exit`, `signal` or `hang` (how the process ends)",
-                )),
-                None => Err(CassetteError::invalid(
-                    &self.path,
-                    1,
-                    "no records after the header: a cassette must at least say how the process ends",
-                )),
-            };
+    /// The next record, its payload borrowed from the reader's line where it can be (see
+    /// [`RecordRef`]); the same checks, errors and end as the [`Iterator`] (which is this,
+    /// made owned). After an error or the last record, `None`.
+    pub fn next_ref(&mut self) -> Option<Result<RecordRef<'_>, CassetteError>> {
+        self.read_record().transpose()
+    }
+
+    fn read_record(&mut self) -> Result<Option<RecordRef<'_>>, CassetteError> {
+        if self.done {
+            return Ok(None);
         }
+        // Until a record is returned, the reader is done (errors and the end stop it).
+        self.done = true;
+        // The previous record's line, when it was read in place, is given back now.
+        self.input.consume(std::mem::take(&mut self.in_place));
+        // A whole line in the input's buffer is read in place; one that is cut by the end of
+        // the buffer (or too long) is gathered in `buf` by `read_line`.
+        let whole = match self.input.fill_buf() {
+            Ok(chunk) => memchr::memchr(b'\n', chunk).filter(|&i| i <= self.max_line),
+            Err(_) => None,
+        };
+        let line: &[u8] = match whole {
+            Some(i) => {
+                self.in_place = i + 1;
+                // The same bytes as just looked at: nothing was consumed in between.
+                let chunk = self.input.fill_buf().map_err(|source| CassetteError::Io {
+                    path: self.path.clone(),
+                    source,
+                })?;
+                &chunk[..i]
+            }
+            None => {
+                if !read_line(
+                    &mut self.input,
+                    &mut self.buf,
+                    &self.path,
+                    self.lineno + 1,
+                    self.max_line,
+                )? {
+                    return match self.last {
+                        Some((_, _, true)) => Ok(None),
+                        Some((_, line, false)) => Err(CassetteError::invalid(
+                            &self.path,
+                            line,
+                            "the last record must be `exit`, `signal` or `hang` (how the process ends)",
+                        )),
+                        None => Err(CassetteError::invalid(
+                            &self.path,
+                            1,
+                            "no records after the header: a cassette must at least say how the process ends",
+                        )),
+                    };
+                }
+                &self.buf
+            }
+        };
         self.lineno += 1;
-        let record = parse_record(
-            &self.path,
-            self.lineno,
-            line_text(&self.path, self.lineno, &self.buf)?,
-        )?;
+        let idx = self.lineno - 2;
+        let record = match self.memo.recall(idx, line) {
+            Some(seen) => RecordRef {
+                dt_ms: seen.dt_ms,
+                action: ActionRef::Stdout {
+                    body: Cow::Borrowed(&line[seen.body.0..seen.body.1]),
+                    form: Form::Json {
+                        newline: seen.newline,
+                    },
+                },
+                line: self.lineno,
+            },
+            None => {
+                let record = parse_record_ref(
+                    &self.path,
+                    self.lineno,
+                    line_text(&self.path, self.lineno, line)?,
+                )?;
+                self.memo.note(idx, line, &record);
+                record
+            }
+        };
         if let Some((key, line, true)) = self.last {
             return Err(CassetteError::invalid(
                 &self.path,
@@ -1229,6 +1500,7 @@ impl<R: BufRead> CassetteReader<R> {
             ));
         }
         self.last = Some((record.action.key(), record.line, record.action.is_final()));
+        self.done = false;
         Ok(Some(record))
     }
 }
@@ -1238,14 +1510,7 @@ impl<R: BufRead> Iterator for CassetteReader<R> {
 
     /// The next record; after an error or the last record, `None`.
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let r = self.read_record().transpose();
-        if !matches!(r, Some(Ok(_))) {
-            self.done = true;
-        }
-        r
+        self.next_ref().map(|r| r.map(RecordRef::into_owned))
     }
 }
 
@@ -1375,6 +1640,23 @@ mod streaming_tests {
             "{\"dt_ms\":0,\"signal\":\"SIGKILL\"}\n",
         ];
         for body in cases {
+            // Lines read in place (all in one buffer) and gathered (a 5-byte buffer): the same.
+            let data = format!("{HEADER}\n{body}");
+            let path = Path::new("s.cassette.jsonl");
+            fn read<R: BufRead>(
+                r: Result<CassetteReader<R>, CassetteError>,
+            ) -> Result<Vec<Record>, String> {
+                r.map_err(|e| e.to_string())
+                    .and_then(|r| r.collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string()))
+            }
+            assert_eq!(
+                read(CassetteReader::new(path, data.as_bytes())),
+                read(CassetteReader::new(
+                    path,
+                    BufReader::with_capacity(5, data.as_bytes())
+                )),
+                "{body:?}"
+            );
             let (whole, streamed) = both(body);
             match (whole, streamed) {
                 (Ok(c), Ok(recs)) => assert_eq!(c.records, recs, "{body:?}"),
@@ -1382,6 +1664,122 @@ mod streaming_tests {
                 (a, b) => panic!("{body:?}: whole {a:?} vs streamed {b:?}"),
             }
         }
+    }
+
+    #[test]
+    fn next_ref_borrows_json_lines_and_reads_as_the_iterator_does() {
+        let body = concat!(
+            "{\"dt_ms\":0,\"stdout\":{\"type\":\"a\"}}\n",
+            "{\"dt_ms\":1,\"stdout\":[1],\"newline\":false}\n",
+            "{\"dt_ms\":0,\"stdout_text\":\"t\\u0041\"}\n",
+            "{\"dt_ms\":0,\"stdout_b64\":\"/w==\"}\n",
+            "{\"dt_ms\":0,\"stderr\":\"e\\n\"}\n",
+            "{\"dt_ms\":0,\"spawn\":{\"id\":\"tool\"}}\n",
+            "{\"dt_ms\":2,\"exit\":3}\n",
+        );
+        let data = format!("{HEADER}\n{body}");
+        let path = Path::new("s.cassette.jsonl");
+        let owned: Vec<Record> = CassetteReader::new(path, data.as_bytes())
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let mut reader = CassetteReader::new(path, data.as_bytes()).unwrap();
+        let mut n = 0;
+        while let Some(r) = reader.next_ref() {
+            let r = r.unwrap();
+            if n == 0 {
+                assert!(
+                    matches!(&r.action, ActionRef::Stdout { body: Cow::Borrowed(b), .. } if *b == b"{\"type\":\"a\"}"),
+                    "{r:?}"
+                );
+            }
+            assert_eq!(r.into_owned(), owned[n]);
+            n += 1;
+        }
+        assert_eq!(n, 7);
+        assert!(reader.next_ref().is_none());
+        // A late bad record: the records before it, then the error, then nothing.
+        let bad = format!(
+            "{HEADER}\n{{\"dt_ms\":0,\"stdout\":{{}}}}\n{{\"dt_ms\":0,\"exit\":0,\"x\":1}}\n"
+        );
+        let mut reader = CassetteReader::new(path, bad.as_bytes()).unwrap();
+        assert!(reader.next_ref().unwrap().is_ok());
+        let e = reader.next_ref().unwrap().unwrap_err().to_string();
+        assert!(
+            e.starts_with("s.cassette.jsonl:3: record: unknown field `x`"),
+            "{e}"
+        );
+        assert!(reader.next_ref().is_none());
+    }
+
+    #[test]
+    fn a_second_reading_with_what_the_first_checked() {
+        let body = concat!(
+            "{\"dt_ms\":0,\"stdout\":{\"type\":\"a\"}}\n",
+            "{\"dt_ms\":1.5,\"stdout\":[1,2],\"newline\":false}\n",
+            "{\"dt_ms\":0,\"stderr\":\"e\"}\n",
+            "{\"dt_ms\":0,\"stdout\":{\"type\":\"b\"}}\n",
+            "{\"dt_ms\":2,\"exit\":3}\n",
+        );
+        let data = format!("{HEADER}\n{body}");
+        let path = Path::new("s.cassette.jsonl");
+        let read = |data: &str, checked: Option<Checked>| {
+            let mut r = CassetteReader::new(path, data.as_bytes()).unwrap();
+            if let Some(c) = checked {
+                r = r.with_checked(c);
+            }
+            r.map(|r| r.map_err(|e| e.to_string()))
+                .collect::<Result<Vec<Record>, String>>()
+        };
+        let mut first = CassetteReader::new(path, data.as_bytes())
+            .unwrap()
+            .remembering();
+        while let Some(r) = first.next_ref() {
+            r.unwrap();
+        }
+        let checked = first.checked();
+        assert_eq!(checked.records.iter().filter(|s| s.is_some()).count(), 3);
+        assert_eq!(read(&data, Some(checked.clone())), read(&data, None));
+        // The file changed in between: a line of the same length, now invalid or other JSON.
+        for (from, to) in [
+            ("{\"type\":\"b\"}", "{\"type\":\"b\"]"),
+            ("{\"type\":\"b\"}", "{\"type\":\"c\"}"),
+            ("[1,2]", "[1,3]"),
+        ] {
+            let changed = data.replace(from, to);
+            assert_eq!(changed.len(), data.len());
+            assert_eq!(
+                read(&changed, Some(checked.clone())),
+                read(&changed, None),
+                "{to}"
+            );
+        }
+        // A record after the ending is refused even when its line was remembered.
+        let twice = format!(
+            "{HEADER}\n{{\"dt_ms\":0,\"exit\":0}}\n{{\"dt_ms\":0,\"stdout\":{{\"type\":\"a\"}}}}\n"
+        );
+        let e = read(&twice, Some(checked)).unwrap_err();
+        assert!(e.contains(":3: record after the final `exit`"), "{e}");
+        // The hash tells one changed word anywhere.
+        let line =
+            b"{\"type\":\"message_update\",\"delta\":\"0123456789abcdefghijklmnopqrstuvwxyz\"}"
+                .to_vec();
+        for i in 0..line.len() {
+            let mut other = line.clone();
+            other[i] ^= 1;
+            assert_ne!(line_hash(&line), line_hash(&other), "byte {i}");
+        }
+    }
+
+    #[test]
+    fn the_header_is_read_without_the_lines_after_it() {
+        // A body line past the line limit is not read until a record is asked for.
+        let huge = "x".repeat((64 << 10) * 3);
+        let data = format!("{HEADER}\n{huge}\n");
+        let mut reader = CassetteReader::from_read(Path::new("h"), data.as_bytes()).unwrap();
+        assert_eq!(reader.header().scenario.name, "t");
+        let e = reader.next_ref().unwrap().unwrap_err().to_string();
+        assert!(e.starts_with("h:2: record: "), "{e}");
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! stderr chunks, child processes, and exactly one ending (`exit`, `signal` or `hang`). The
 //! format is specified in `cassettes/FORMAT.md` with a JSON Schema beside it.
 //!
-//! - the data model, reader and writer ([`Cassette`], [`CassetteReader`] for streaming,
+//! - the data model, reader and writer ([`Cassette`], [`CassetteReader`] for streaming, with
+//!   [`CassetteReader::next_ref`] lending records whose JSON payloads are not copied,
 //!   [`CassetteError`] naming `file:line`);
 //! - [`lint`]: every check a committed cassette must pass, secrets included;
 //! - [`matching`]: the matching contract: whether a call of pi means what the recording
