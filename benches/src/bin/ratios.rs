@@ -426,6 +426,9 @@ fn end_to_end(inputs: &[Input], mapper_alone: Option<Duration>) -> bool {
                 (MARKER_VAR.into(), marker.clone()),
                 ("FAKE_PI_CASSETTE".into(), cassette.display().to_string()),
                 ("FAKE_PI_SPEED".into(), "0".into()),
+                // Byte-for-byte replay: fake-pi otherwise turns the recorded timestamps into
+                // the time of each line, and the bytes would not be the mapper's input.
+                ("FAKE_PI_VALUES".into(), "recorded".into()),
             ],
             ..Request::default()
         };
