@@ -9,20 +9,22 @@
 //! global allocator, switched on only for that part) on 0.73.1 and 0.87.1, first 10% of the
 //! lines against the last 10%, with the peak of live heap; then the end-to-end figure:
 //! fake-pi at `FAKE_PI_SPEED=0` driven by `pi_provider::Provider` on the 0.73.1 long
-//! answer, beside the mapper alone on the same bytes.
+//! answer, beside the mapper alone on the same bytes; then `pi-harness run` on fake-pi
+//! against `pi-harness map` on the same stdout bytes (wall time and context switches).
 //!
 //! Environment: `RATIOS_REPS` (repetitions, default 9), `RATIOS_E2E_REPS` (default 5),
 //! `RATIOS_REPLAY_REPS` (default 11), `RATIOS_FAKE_PI_BASELINE` (a second fake-pi timed
 //! beside the first in the replay section), `PI_HARNESS_FAKE_PI` (the fake-pi binary; default:
-//! beside this executable). `ratios replay` runs only the replay-at-pipe-speed section
-//! ([`replay`]): `fake-pi | cat` against `cat raw | cat`, `--version` on a tiny and a large
-//! cassette, and fake-pi's peak RSS.
+//! beside this executable), `RATIOS_CLI_REPS` (default 5), `PI_HARNESS_BIN` (the pi-harness
+//! binary; default: beside this executable). `ratios replay` runs only the
+//! replay-at-pipe-speed section ([`replay`]): `fake-pi | cat` against `cat raw | cat`,
+//! `--version` on a tiny and a large cassette, and fake-pi's peak RSS.
 
 #[path = "ratios/replay.rs"]
 mod replay;
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
@@ -204,8 +206,9 @@ fn main() {
         .position(|i| i.name == "long_answer_pi73")
         .map(|i| med[i][0]);
     let ok = end_to_end(&inputs, mapper_alone);
+    let cli_ok = cli_run_vs_map();
     let replay_ok = replay_section();
-    if !ok || !replay_ok {
+    if !ok || !cli_ok || !replay_ok {
         std::process::exit(1);
     }
 }
@@ -461,6 +464,9 @@ fn end_to_end(inputs: &[Input], mapper_alone: Option<Duration>) -> bool {
                 (MARKER_VAR.into(), marker.clone()),
                 ("FAKE_PI_CASSETTE".into(), cassette.display().to_string()),
                 ("FAKE_PI_SPEED".into(), "0".into()),
+                // Byte-for-byte replay: fake-pi otherwise turns the recorded timestamps into
+                // the time of each line, and the bytes would not be the mapper's input.
+                ("FAKE_PI_VALUES".into(), "recorded".into()),
             ],
             ..Request::default()
         };
@@ -520,4 +526,211 @@ fn end_to_end(inputs: &[Input], mapper_alone: Option<Duration>) -> bool {
         );
     }
     true
+}
+
+// ---------------------------------------------------------------------------
+// `pi-harness run` against `pi-harness map` (the CLI end to end).
+
+/// The release `pi-harness` binary: `PI_HARNESS_BIN`, else beside this executable.
+fn pi_harness_bin() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PI_HARNESS_BIN") {
+        return Some(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let bin = exe.parent()?.join("pi-harness");
+    bin.is_file().then_some(bin)
+}
+
+/// Context switches (voluntary + involuntary) of every reaped child so far, their own
+/// children included.
+fn children_switches() -> u64 {
+    // SAFETY: `getrusage` fills the struct it is given; a zeroed `rusage` is valid.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
+        return 0;
+    }
+    (ru.ru_nvcsw + ru.ru_nivcsw) as u64
+}
+
+/// One timed process: wall time, context switches of it and its descendants, its stdout.
+fn timed(cmd: &mut std::process::Command) -> Result<(Duration, u64, Vec<u8>), String> {
+    let s0 = children_switches();
+    let t = Instant::now();
+    let out = cmd
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
+    let elapsed = t.elapsed();
+    let switches = children_switches().saturating_sub(s0);
+    Ok((elapsed, switches, out.stdout))
+}
+
+/// `pi-harness run --json` on fake-pi (instant, byte-for-byte replay) against `pi-harness
+/// map --json` over the same stdout bytes (a raw JSONL file), per recorded run: median wall
+/// times, their ratio, and context switches; fake-pi alone (`> /dev/null`) for scale.
+/// Checks that both print the same normalized stream. Returns false when something went
+/// wrong or a process was left behind.
+fn cli_run_vs_map() -> bool {
+    println!("## `pi-harness run` on fake-pi against `pi-harness map`, same stdout bytes");
+    println!();
+    let (Some(fake), Some(pih)) = (fake_pi(), pi_harness_bin()) else {
+        println!(
+            "skipped: fake-pi or pi-harness not found beside this executable; run `cargo build --release -p fake-pi -p pi-harness` first"
+        );
+        return false;
+    };
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let marker = format!("ratios-cli-{}-{nanos:x}", std::process::id());
+    let dir = std::env::temp_dir().join(&marker);
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        println!("cannot create {}: {e}", dir.display());
+        return false;
+    }
+    let reps = env_usize("RATIOS_CLI_REPS", 5).max(1);
+    let mut ok = true;
+    println!("| run | stdout bytes | lines | map | run | run / map | fake-pi alone | switches map | switches run |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for file in [
+        "long_answer.pi73.cassette.jsonl.gz",
+        "long_answer.pi87.cassette.jsonl",
+        "tool_loop.pi87.cassette.jsonl",
+    ] {
+        match cli_one(file, &fake, &pih, &dir, &marker, reps) {
+            Ok(row) => println!("{row}"),
+            Err(e) => {
+                println!("| {file} | {e} |");
+                ok = false;
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let left = pi_procs::pids_with_env(MARKER_VAR, &marker);
+    if !left.is_empty() {
+        pi_procs::kill_marked(MARKER_VAR, &marker);
+        println!("processes left behind: {left:?}");
+        ok = false;
+    }
+    println!();
+    println!(
+        "Median of {reps} (`RATIOS_CLI_REPS`), both printing `--json` into a pipe read by `ratios`; switches: context switches (voluntary + involuntary) of the process and its descendants (getrusage RUSAGE_CHILDREN), median."
+    );
+    println!();
+    ok
+}
+
+fn cli_one(
+    file: &str,
+    fake: &Path,
+    pih: &Path,
+    dir: &Path,
+    marker: &str,
+    reps: usize,
+) -> Result<String, String> {
+    let source = benches::cassette_dir().join(file);
+    let mut c = pi_cassette::Cassette::load(&source).map_err(|e| e.to_string())?;
+    let prompt = c
+        .header
+        .expect
+        .prompt
+        .clone()
+        .unwrap_or_else(|| "go".into());
+    let version = c.header.pi.version.clone();
+    // The recording took the prompt in argv; `run` sends it on stdin (same stdout bytes).
+    c.header.expect.argv_messages = Some(Vec::new());
+    let stem = file.split('.').next().unwrap_or("run");
+    let cassette = dir.join(format!("{stem}.{version}.cassette.jsonl"));
+    c.save(&cassette)
+        .map_err(|e| format!("{}: {e}", cassette.display()))?;
+    let stdout = c.stdout_bytes();
+    let raw = dir.join(format!("{stem}.{version}.stdout.jsonl"));
+    std::fs::write(&raw, &stdout).map_err(|e| format!("{}: {e}", raw.display()))?;
+    let lines = benches::count_events(&stdout);
+
+    let env = |cmd: &mut std::process::Command| {
+        cmd.env(MARKER_VAR, marker)
+            .env("FAKE_PI_CASSETTE", &cassette)
+            .env("FAKE_PI_SPEED", "0")
+            .env("FAKE_PI_VALUES", "recorded")
+            .env_remove("NO_COLOR")
+            .current_dir(dir);
+    };
+    let run_cmd = || {
+        let mut cmd = std::process::Command::new(pih);
+        cmd.arg("run")
+            .arg("--pi")
+            .arg(fake)
+            .args(["--pi-version", &version])
+            .args(["--provider", "fake", "--model", "fake-model", "--json"])
+            .arg(&prompt);
+        env(&mut cmd);
+        cmd
+    };
+    let map_cmd = || {
+        let mut cmd = std::process::Command::new(pih);
+        cmd.arg("map").arg("--json").arg(&raw);
+        cmd
+    };
+    let fake_cmd = || {
+        let mut cmd = std::process::Command::new(fake);
+        cmd.args([
+            "--mode",
+            "json",
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+        ])
+        .arg(&prompt);
+        env(&mut cmd);
+        cmd
+    };
+    // Once, untimed: both must print the same stream, ending `terminal.completed`.
+    let (_, _, by_run) = timed(&mut run_cmd())?;
+    let (_, _, by_map) = timed(&mut map_cmd())?;
+    if by_run != by_map || by_map.is_empty() {
+        return Err(format!(
+            "run and map differ ({} and {} bytes of output)",
+            by_run.len(),
+            by_map.len()
+        ));
+    }
+    let last = by_map
+        .trim_ascii_end()
+        .rsplit(|&b| b == b'\n')
+        .next()
+        .unwrap_or_default();
+    if !last.starts_with(b"{\"type\":\"terminal.completed\"") {
+        return Err(format!("ends with {}", String::from_utf8_lossy(last)));
+    }
+    let (mut t_map, mut t_run, mut t_fake) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut s_map, mut s_run) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        let (t, s, _) = timed(&mut map_cmd())?;
+        t_map.push(t);
+        s_map.push(s);
+        let (t, s, _) = timed(&mut run_cmd())?;
+        t_run.push(t);
+        s_run.push(s);
+        let (t, _, _) = timed(&mut fake_cmd())?;
+        t_fake.push(t);
+    }
+    let med = |v: &mut Vec<u64>| {
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    let (m, r, f) = (median(t_map), median(t_run), median(t_fake));
+    let ms = |t: Duration| format!("{:.1} ms", t.as_secs_f64() * 1e3);
+    Ok(format!(
+        "| {stem} (pi {version}) | {} | {lines} | {} | {} | {:.1}x | {} | {} | {} |",
+        stdout.len(),
+        ms(m),
+        ms(r),
+        r.as_secs_f64() / m.as_secs_f64(),
+        ms(f),
+        med(&mut s_map),
+        med(&mut s_run),
+    ))
 }

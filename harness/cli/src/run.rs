@@ -3,9 +3,11 @@
 //! Turns the command line into a [`Request`], checks what the user can get wrong before
 //! anything starts (pi's path, the key variable, the supervisor), runs the provider (with the
 //! caller's retry when `--retry` asks for it) and prints the normalized stream: human text via
-//! [`super::render`] or JSONL with `--json`, flushed per message. SIGINT, SIGTERM and SIGHUP
-//! (and `--cancel-after`) cancel through the provider's orderly path; the process exits only
-//! after the stream's terminal message, that is after the provider has cleaned up.
+//! [`super::render`] or JSONL with `--json`, written and flushed as soon as no further
+//! message is ready (what piled up meanwhile goes out in one write). SIGINT, SIGTERM and
+//! SIGHUP (and `--cancel-after`) cancel through the provider's orderly path; the process
+//! exits only after the stream's terminal message, that is after the provider has cleaned
+//! up.
 
 use std::io::{IsTerminal, Read};
 use std::os::unix::fs::PermissionsExt;
@@ -396,6 +398,8 @@ async fn execute(plan: Plan, color: bool) -> i32 {
 
 /// Messages waiting for stdout above which the stream is no longer read (while not cancelled).
 const MAX_PENDING: usize = 256;
+/// Bytes gathered into one write of stdout, at most (unless one message is longer).
+const BATCH_BYTES: usize = 1 << 20;
 /// How long the output may take to drain after a run cancelled by a signal.
 const FLUSH_AFTER_SIGNAL: Duration = Duration::from_secs(2);
 
@@ -417,10 +421,26 @@ impl Output {
         let task = tokio::spawn(async move {
             let mut out = tokio::io::stdout();
             let mut broken = false;
+            let mut batch = String::new();
             while let Some(text) = rx.recv().await {
+                // Everything queued by now goes out in one write and one flush (each write
+                // of tokio's stdout is a trip to a blocking thread); a message is still
+                // written as soon as nothing more is ready.
+                batch.clear();
+                batch.push_str(&text);
+                let mut taken = 1;
+                while batch.len() < BATCH_BYTES {
+                    match rx.try_recv() {
+                        Ok(more) => {
+                            batch.push_str(&more);
+                            taken += 1;
+                        }
+                        Err(_) => break,
+                    }
+                }
                 if !broken {
                     let written = async {
-                        out.write_all(text.as_bytes()).await?;
+                        out.write_all(batch.as_bytes()).await?;
                         out.flush().await
                     }
                     .await;
@@ -429,7 +449,7 @@ impl Output {
                         cancel.cancel();
                     }
                 }
-                p.fetch_sub(1, Ordering::AcqRel);
+                p.fetch_sub(taken, Ordering::AcqRel);
                 d.notify_one();
             }
         });

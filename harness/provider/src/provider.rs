@@ -429,6 +429,9 @@ fn replace_all(hay: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Size asked for pi's stdout pipe, and of the buffer it is read into.
+const STDOUT_PIPE_BYTES: usize = 1 << 20;
+
 /// Why the run is being stopped from our side.
 #[derive(Debug, Clone, PartialEq)]
 enum Stop {
@@ -643,6 +646,13 @@ impl Run {
         });
         let mut stdout = child.stdout.take().expect("stdout is piped");
         let mut stderr = child.stderr.take().expect("stderr is piped");
+        // A bigger pipe: pi (0.73.1 writes lines of tens of KB) is not stopped by a full
+        // pipe every few lines while we map, and one read takes what has piled up. Best
+        // effort (the kernel may refuse the size; the default is 64 KiB).
+        let _ = nix::fcntl::fcntl(
+            stdout.as_raw_fd(),
+            nix::fcntl::FcntlArg::F_SETPIPE_SZ(STDOUT_PIPE_BYTES as nix::libc::c_int),
+        );
 
         let mut mapper = Mapper::new(MapperOptions {
             max_line_bytes: self.opts.max_line_bytes,
@@ -654,7 +664,7 @@ impl Run {
             req.api_key.as_ref().map(|k| k.value.as_str()),
         );
         let mut out = Vec::new();
-        let mut buf = vec![0u8; 64 << 10];
+        let mut buf = vec![0u8; STDOUT_PIPE_BYTES];
         let mut ebuf = vec![0u8; 8 << 10];
         let (mut stdout_open, mut stderr_open, mut ctl_open) = (true, true, true);
         let mut exited: Option<Event> = None;
@@ -687,8 +697,15 @@ impl Run {
             .into_iter()
             .flatten()
             .min();
+            // Under an output cap, no more is read (and mapped) than takes the run past it.
+            let room = match self.opts.max_output_bytes {
+                Some(cap) if total <= cap => usize::try_from(cap - total + 1)
+                    .unwrap_or(usize::MAX)
+                    .min(buf.len()),
+                _ => buf.len(),
+            };
             tokio::select! {
-                r = stdout.read(&mut buf), if stdout_open => match r {
+                r = stdout.read(&mut buf[..room]), if stdout_open => match r {
                     Ok(0) | Err(_) => stdout_open = false,
                     Ok(n) => {
                         total += n as u64;

@@ -11,8 +11,10 @@
 //! writes on every token are skipped with [`IgnoredAny`] unless the event has no delta,
 //! so the work per line is one pass over its bytes and the allocation per line does not
 //! grow with the snapshot. `message_update` lines, the hot ones, first go through a
-//! hand-written validating scanner (`mapper/hot.rs`) that answers only when this serde path
-//! would accept the line and read the same from it.
+//! hand-written validating scanner (`mapper/hot.rs`), and every other line through the same
+//! scanner filling the same [`Event`] (`mapper/fast.rs`, with a memo of the message bodies
+//! pi repeats in `message_end`, `turn_end` and `agent_end`); both answer only when this serde
+//! path would accept the line and read the same from it, and leave it the line otherwise.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -26,6 +28,7 @@ use serde_json::Value;
 
 use crate::framing::{Line, LineSplitter};
 
+mod fast;
 mod hot;
 use crate::message::{ExitInfo, Failure, FailureReason, InvalidLine, Message, RetrySource, Usage};
 
@@ -182,6 +185,13 @@ impl Mapper {
     pub fn stats(&self) -> MapperStats {
         self.state.stats.clone()
     }
+
+    /// Tests only: switch the one-pass paths (`mapper/hot.rs`, `mapper/fast.rs`) off or on,
+    /// so that every line takes the serde path. The output must not depend on it.
+    #[doc(hidden)]
+    pub fn set_fast_paths(&mut self, on: bool) {
+        self.state.fast = on;
+    }
 }
 
 /// Convenience for tests, tools and benches: the whole stdout at once.
@@ -231,6 +241,10 @@ struct State {
     invalid_bytes: usize,
     /// The fast scanner's memo: the last small top-level object or array it validated.
     hot_memo: Vec<u8>,
+    /// The one-pass path for the other lines (`mapper/fast.rs`) is used.
+    fast: bool,
+    /// Its memo: message bodies already validated, which pi repeats.
+    fast_memo: fast::Memo,
 }
 
 #[derive(Debug, Default)]
@@ -303,6 +317,8 @@ impl State {
             invalid_dropped: 0,
             invalid_bytes: 0,
             hot_memo: Vec::new(),
+            fast: true,
+            fast_memo: fast::Memo::default(),
         }
     }
 
@@ -350,17 +366,36 @@ impl State {
 
     fn event(&mut self, n: u64, raw: &[u8], out: &mut Vec<Message>) {
         // The hot lines (`message_update`) in one pass; anything unusual takes the serde path.
-        if let Some(hot) = hot::scan(raw, &mut self.hot_memo) {
+        let hot = if self.fast {
+            hot::scan(raw, &mut self.hot_memo)
+        } else {
+            None
+        };
+        if let Some(hot) = hot {
             self.open.get_or_insert_with(OpenMessage::default);
-            if let hot::Hot::Delta {
-                thinking,
-                delta,
-                content_index,
-            } = hot
-            {
-                self.on_delta(thinking, &delta, content_index, out);
+            match hot {
+                hot::Hot::Delta {
+                    thinking,
+                    delta,
+                    content_index,
+                } => self.on_delta(thinking, &delta, content_index, out),
+                hot::Hot::ToolCallEnd(tc) => self.on_toolcall_end(n, raw, RawJson(tc), out),
+                hot::Hot::Nothing => {}
             }
             return;
+        }
+        // An `Event` is big: filled in place, never moved.
+        let lossy: String;
+        let mut ev = Event::default();
+        // The other lines, in one pass too when nothing is unusual about them.
+        if self.fast {
+            if fast::scan(raw, &mut self.fast_memo, &mut ev) {
+                if let Lv::Str(k) = &ev.kind {
+                    let kind = k.clone();
+                    return self.dispatch(n, raw, &kind, &mut ev, out);
+                }
+            }
+            ev = Event::default();
         }
         let first = raw.iter().find(|b| !b.is_ascii_whitespace());
         if first != Some(&b'{') {
@@ -373,8 +408,6 @@ impl State {
             };
             return self.bad(n, raw, problem);
         }
-        let lossy: String;
-        let mut ev = Event::default();
         if let Err(e) = parse_event(raw, &mut ev) {
             if std::str::from_utf8(raw).is_ok() {
                 return self.bad(n, raw, format!("not JSON: {e}"));
@@ -397,15 +430,27 @@ impl State {
             Lv::Absent => return self.bad(n, raw, "no \"type\"".into()),
             _ => return self.bad(n, raw, "\"type\" is not a string".into()),
         };
-        match kind.as_ref() {
-            "session" => self.on_session(n, raw, &ev, out),
+        self.dispatch(n, raw, &kind, &mut ev, out);
+    }
+
+    /// One event, read by either path.
+    fn dispatch(
+        &mut self,
+        n: u64,
+        raw: &[u8],
+        kind: &str,
+        ev: &mut Event<'_>,
+        out: &mut Vec<Message>,
+    ) {
+        match kind {
+            "session" => self.on_session(n, raw, ev, out),
             "agent_start" => {
                 self.end_seen = false;
                 self.settled = false;
                 self.aborted = false;
                 self.retry_pending = false;
             }
-            "agent_end" => self.on_agent_end(&ev),
+            "agent_end" => self.on_agent_end(ev),
             "agent_settled" => {
                 self.end_seen = true;
                 self.settled = true;
@@ -428,11 +473,11 @@ impl State {
                 });
             }
             "compaction_start" => self.settled = false,
-            "message_start" => self.on_message_start(n, raw, &mut ev, out),
-            "message_update" => self.on_message_update(n, raw, &mut ev, out),
-            "message_end" => self.on_message_end(n, raw, &mut ev, out),
+            "message_start" => self.on_message_start(n, raw, ev, out),
+            "message_update" => self.on_message_update(n, raw, ev, out),
+            "message_end" => self.on_message_end(n, raw, ev, out),
             "tool_execution_start" | "tool_execution_update" | "tool_execution_end" => {
-                self.on_tool(n, raw, &kind, &ev, out)
+                self.on_tool(n, raw, kind, ev, out)
             }
             k if IGNORED_EVENTS.contains(&k) => {}
             k => {
@@ -585,14 +630,7 @@ impl State {
                 let Some(tc) = a.tool_call else {
                     return self.bad(n, raw, "`toolcall_end` without `toolCall`".into());
                 };
-                match serde_json::from_str::<Obj<ToolCallBlock<'_>>>(tc.get()) {
-                    Ok(Obj(Some(b))) => match b.id.as_str() {
-                        Some(id) => self.announce(id, b.name.as_str(), b.arguments, out),
-                        None => self.bad(n, raw, "`toolcall_end` without `toolCall.id`".into()),
-                    },
-                    Ok(Obj(None)) => self.bad(n, raw, "`toolCall` is not an object".into()),
-                    Err(e) => self.bad(n, raw, format!("`toolCall`: {e}")),
-                }
+                self.on_toolcall_end(n, raw, tc, out);
             }
             (Some("text_delta" | "thinking_delta"), _) | (None, _) => {
                 // No delta: a snapshot-only producer.
@@ -608,6 +646,22 @@ impl State {
             }
             // Update types without a delta by design, and unknown ones: nothing to take.
             _ => {}
+        }
+    }
+
+    /// A `toolcall_end` update's `toolCall`.
+    fn on_toolcall_end(&mut self, n: u64, raw: &[u8], tc: RawJson<'_>, out: &mut Vec<Message>) {
+        let block = match self.fast.then(|| fast::tool_call(tc.get())).flatten() {
+            Some(b) => Ok(Obj(Some(b))),
+            None => serde_json::from_str::<Obj<ToolCallBlock<'_>>>(tc.get()),
+        };
+        match block {
+            Ok(Obj(Some(b))) => match b.id.as_str() {
+                Some(id) => self.announce(id, b.name.as_str(), b.arguments, out),
+                None => self.bad(n, raw, "`toolcall_end` without `toolCall.id`".into()),
+            },
+            Ok(Obj(None)) => self.bad(n, raw, "`toolCall` is not an object".into()),
+            Err(e) => self.bad(n, raw, format!("`toolCall`: {e}")),
         }
     }
 
@@ -775,10 +829,16 @@ impl State {
         &mut self,
         id: &str,
         name: Option<&str>,
-        args: Option<&RawValue>,
+        args: Option<RawJson<'_>>,
         out: &mut Vec<Message>,
     ) {
-        let tool = self.tools.entry(id.to_string()).or_default();
+        // Most calls find the tool announced already: no key allocated for them.
+        if !self.tools.contains_key(id) {
+            self.tools.insert(id.to_string(), ToolState::default());
+        }
+        let Some(tool) = self.tools.get_mut(id) else {
+            return;
+        };
         if tool.announced {
             return;
         }
@@ -978,7 +1038,7 @@ impl Held {
     }
 }
 
-fn to_value(raw: &RawValue) -> Value {
+fn to_value(raw: RawJson<'_>) -> Value {
     // The text was validated as JSON when the line was parsed.
     serde_json::from_str(raw.get()).unwrap_or(Value::Null)
 }
@@ -1019,6 +1079,23 @@ fn excerpt(raw: &[u8], max: usize) -> String {
 
 // ---------------------------------------------------------------------------
 // Wire types: borrowed, lenient where the shape is not ours to enforce.
+
+/// The text of one JSON value exactly as it stood in the line (what a `&RawValue` holds):
+/// read by the serde path through `&RawValue`, by the fast path as the scanned bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct RawJson<'a>(&'a str);
+
+impl<'a> RawJson<'a> {
+    fn get(self) -> &'a str {
+        self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawJson<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'de RawValue>::deserialize(d).map(|r| RawJson(r.get()))
+    }
+}
 
 /// A scalar field read leniently: a value of an unexpected shape is not an error.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -1173,9 +1250,9 @@ struct Event<'a> {
     ame: Obj<Ame<'a>>,
     tool_call_id: Lv<'a>,
     tool_name: Lv<'a>,
-    args: Option<&'a RawValue>,
-    partial_result: Option<&'a RawValue>,
-    result: Option<&'a RawValue>,
+    args: Option<RawJson<'a>>,
+    partial_result: Option<RawJson<'a>>,
+    result: Option<RawJson<'a>>,
     is_error: Lv<'a>,
     will_retry: Lv<'a>,
     attempt: Lv<'a>,
@@ -1192,7 +1269,7 @@ struct Ame<'a> {
     kind: Lv<'a>,
     content_index: Lv<'a>,
     delta: Lv<'a>,
-    tool_call: Option<&'a RawValue>,
+    tool_call: Option<RawJson<'a>>,
     partial: Option<MsgField<'a>>,
 }
 
@@ -1205,7 +1282,7 @@ enum MsgField<'a> {
     /// around by value and most have no message.
     Body(Option<Box<MessageBody<'a>>>),
     /// Kept as text because the event's type was not known yet when it was read.
-    Raw(&'a RawValue),
+    Raw(RawJson<'a>),
 }
 
 impl Ame<'_> {
@@ -1402,13 +1479,13 @@ struct MessageBody<'a> {
     #[serde(borrow, default)]
     usage: Obj<PiUsage<'a>>,
     #[serde(borrow, default)]
-    timestamp: Option<&'a RawValue>,
+    timestamp: Option<RawJson<'a>>,
     /// toolResult messages: the tool call they answer.
     #[serde(rename = "toolCallId", borrow, default)]
     tool_call_id: Lv<'a>,
     /// toolResult messages (pi 0.99+): pi's bounded record of the nested calls the tool made.
     #[serde(rename = "nestedCalls", borrow, default)]
-    nested_calls: Option<&'a RawValue>,
+    nested_calls: Option<RawJson<'a>>,
 }
 
 /// `content`: an array of blocks, or (user/system messages) a string.
@@ -1432,7 +1509,7 @@ struct Block<'a> {
     #[serde(borrow, default)]
     name: Lv<'a>,
     #[serde(borrow, default)]
-    arguments: Option<&'a RawValue>,
+    arguments: Option<RawJson<'a>>,
 }
 
 type ToolCallBlock<'a> = Block<'a>;

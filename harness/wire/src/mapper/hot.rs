@@ -3,8 +3,9 @@
 //! One pass over the line that validates it as JSON (RFC 8259, as `serde_json` does:
 //! strings with their escapes and no raw control characters, numbers, literals,
 //! nesting, nothing after the value but whitespace) and picks out the few fields a
-//! `message_update` needs. It answers only when it is sure the serde path of the
-//! mapper would accept the line and read the same thing from it; on anything unusual
+//! `message_update` needs (the delta, or the raw `toolCall` of a `toolcall_end`). It
+//! answers only when it is sure the serde path of the mapper would accept the line and
+//! read the same thing from it; on anything unusual
 //! (an error, invalid UTF-8, a key of interest repeated or escaped, an escaped lone
 //! surrogate, a field order under which the serde path would parse a snapshot, deep
 //! nesting, another event type) it answers `None` and the line takes the serde path,
@@ -23,17 +24,19 @@ pub(super) enum Hot<'a> {
         /// `contentIndex` when present (a plain unsigned integer).
         content_index: Option<u64>,
     },
-    /// An update of another type (not `toolcall_end`): nothing to take.
+    /// A `toolcall_end` with its `toolCall` value (raw text, validated).
+    ToolCallEnd(&'a str),
+    /// An update of another type: nothing to take.
     Nothing,
 }
 
 /// serde_json allows 128 levels; below that margin the two always agree.
-const MAX_DEPTH: u32 = 100;
+pub(super) const MAX_DEPTH: u32 = 100;
 
 /// Why the scan gave up (any reason: the serde path decides).
-struct Fallback;
+pub(super) struct Fallback;
 
-type R<T> = Result<T, Fallback>;
+pub(super) type R<T> = Result<T, Fallback>;
 
 /// Longest top-level value kept in the memo.
 const MEMO_MAX: usize = 1024;
@@ -48,17 +51,17 @@ pub(super) fn scan<'a>(raw: &'a [u8], memo: &mut Vec<u8>) -> Option<Hot<'a>> {
     s.line(memo).ok()
 }
 
-struct Scanner<'a> {
-    b: &'a [u8],
-    i: usize,
+pub(super) struct Scanner<'a> {
+    pub(super) b: &'a [u8],
+    pub(super) i: usize,
 }
 
 /// A string read from the line: its body (between the quotes) and whether it holds escapes.
 #[derive(Clone, Copy)]
-struct Str {
-    start: usize,
-    end: usize,
-    escaped: bool,
+pub(super) struct Str {
+    pub(super) start: usize,
+    pub(super) end: usize,
+    pub(super) escaped: bool,
 }
 
 #[derive(Default)]
@@ -67,6 +70,8 @@ struct AmeSeen<'a> {
     delta: Option<Str>,
     content_index: Option<u64>,
     index_seen: bool,
+    /// `toolCall`: where its value stands.
+    tool_call: Option<(usize, usize)>,
 }
 
 const ONES: u64 = 0x0101_0101_0101_0101;
@@ -86,19 +91,19 @@ fn specials(w: u64) -> u64 {
 
 impl<'a> Scanner<'a> {
     #[inline(always)]
-    fn peek(&self) -> Option<u8> {
+    pub(super) fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
     }
 
     #[inline(always)]
-    fn ws(&mut self) {
+    pub(super) fn ws(&mut self) {
         while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
             self.i += 1;
         }
     }
 
     #[inline(always)]
-    fn eat(&mut self, c: u8) -> R<()> {
+    pub(super) fn eat(&mut self, c: u8) -> R<()> {
         self.ws();
         if self.peek() == Some(c) {
             self.i += 1;
@@ -194,7 +199,12 @@ impl<'a> Scanner<'a> {
                     content_index: a.content_index,
                 })
             }
-            Some("toolcall_end") | None => Err(Fallback),
+            Some("toolcall_end") => {
+                let (start, end) = a.tool_call.ok_or(Fallback)?;
+                let text = std::str::from_utf8(&self.b[start..end]).map_err(|_| Fallback)?;
+                Ok(Hot::ToolCallEnd(text))
+            }
+            None => Err(Fallback),
             Some(_) => Ok(Hot::Nothing),
         }
     }
@@ -241,6 +251,14 @@ impl<'a> Scanner<'a> {
                     a.index_seen = true;
                     a.content_index = Some(self.plain_uint()?);
                 }
+                b"toolCall" => {
+                    if a.tool_call.is_some() {
+                        return Err(Fallback);
+                    }
+                    let start = self.i;
+                    self.value(2)?;
+                    a.tool_call = Some((start, self.i));
+                }
                 b"partial" => {
                     // Skipped by the serde path only once a delta, or a type that never
                     // has one, was seen.
@@ -285,7 +303,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// A number made only of digits, without leading zero, that fits a `u64` (else fall back).
-    fn plain_uint(&mut self) -> R<u64> {
+    pub(super) fn plain_uint(&mut self) -> R<u64> {
         let start = self.i;
         let mut v: u64 = 0;
         while let Some(c @ b'0'..=b'9') = self.peek() {
@@ -308,7 +326,7 @@ impl<'a> Scanner<'a> {
     /// Any JSON value at nesting `depth` (whitespace before it already skipped).
     /// Scalars inline; containers in [`Scanner::container`].
     #[inline(always)]
-    fn value(&mut self, depth: u32) -> R<()> {
+    pub(super) fn value(&mut self, depth: u32) -> R<()> {
         match self.peek() {
             Some(b'"') => {
                 self.i += 1;
@@ -321,7 +339,7 @@ impl<'a> Scanner<'a> {
 
     /// An object, array or literal at nesting `depth`.
     #[inline(never)]
-    fn container(&mut self, depth: u32) -> R<()> {
+    pub(super) fn container(&mut self, depth: u32) -> R<()> {
         match self.peek() {
             Some(b'{') => {
                 if depth >= MAX_DEPTH {
@@ -381,7 +399,7 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn literal(&mut self, lit: &[u8]) -> R<()> {
+    pub(super) fn literal(&mut self, lit: &[u8]) -> R<()> {
         if self.b[self.i..].starts_with(lit) {
             self.i += lit.len();
             Ok(())
@@ -400,7 +418,7 @@ impl<'a> Scanner<'a> {
 
     /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`
     #[inline(always)]
-    fn number(&mut self) -> R<()> {
+    pub(super) fn number(&mut self) -> R<()> {
         if self.peek() == Some(b'-') {
             self.i += 1;
         }
@@ -433,7 +451,7 @@ impl<'a> Scanner<'a> {
     /// are skipped 16 bytes at a time (SSE2, 8 with SWAR elsewhere); a body with a byte
     /// >= 0x80 is checked to be UTF-8.
     #[inline(always)]
-    fn string(&mut self) -> R<Str> {
+    pub(super) fn string(&mut self) -> R<Str> {
         let start = self.i;
         let mut escaped = false;
         let mut non_ascii = false;
@@ -481,7 +499,7 @@ impl<'a> Scanner<'a> {
 
     /// A string read from the line, as text.
     #[inline(always)]
-    fn str_at(&self, s: Str) -> R<&'a str> {
+    pub(super) fn str_at(&self, s: Str) -> R<&'a str> {
         let body = &self.b[s.start..s.end];
         debug_assert!(std::str::from_utf8(body).is_ok());
         // SAFETY: `string` returned `s` only after seeing every byte of the body: all
@@ -553,7 +571,7 @@ fn hex4(h: &[u8]) -> R<u32> {
 }
 
 /// Decode a string body already validated by [`Scanner::string`] (no surrogate escapes).
-fn unescape(body: &str) -> Option<String> {
+pub(super) fn unescape(body: &str) -> Option<String> {
     let mut out = String::with_capacity(body.len());
     let mut rest = body;
     while let Some(p) = rest.find('\\') {
@@ -740,7 +758,7 @@ mod tests {
             line.extend_from_slice(b"\"}}");
             scan(&line, &mut Vec::new()).map(|h| match h {
                 Hot::Delta { delta, .. } => Some(delta.into_owned()),
-                Hot::Nothing => None,
+                Hot::ToolCallEnd(_) | Hot::Nothing => None,
             })
         };
         for len in [3, 9, 17, 40] {

@@ -1,0 +1,610 @@
+//! The mapper's one-pass path for the lines that are not `message_update`:
+//! `message_start`/`message_end`, tool events, `turn_end`/`agent_end` and the rest.
+//!
+//! It uses the validating scanner of `mapper/hot.rs` (RFC 8259 as `serde_json` checks it)
+//! and fills the same [`Event`] the serde path fills, so both go through the same
+//! handlers. It answers only when the serde path would accept the line and read the same
+//! thing from it; on anything unusual (an error, invalid UTF-8, an escaped key, a field
+//! of interest repeated, a `message` before the `type`, a `message` that is not an object,
+//! an `assistantMessageEvent` outside `message_update`, a surrogate escape, deep nesting)
+//! it answers `None` and the serde path gives the verdict. Values the serde path reads
+//! leniently ([`Lv`]) are taken directly when they are plain (a string without escapes, an
+//! unsigned integer without fraction or exponent, a literal); other numbers are handed to
+//! `serde_json` itself, so they read exactly as they do on the serde path.
+//!
+//! The memo: pi repeats whole message bodies byte for byte: `turn_end` and `agent_end`
+//! repeat the bodies of earlier `message_end` lines, and the `message_end` of a system,
+//! user or custom message repeats its `message_start`. Message bodies validated here are
+//! kept (a few, small ones); a value that starts with exactly those bytes is that same
+//! object (an object ends at its closing brace), valid again, so it is compared with
+//! `memcmp` instead of scanned. A repeated body whose role makes it nothing to the mapper
+//! (not `assistant`, not `toolResult`) is not parsed again either: the handlers read only
+//! its role.
+
+use std::borrow::Cow;
+
+use super::hot::{unescape, Fallback, Scanner, R};
+use super::{Block, Content, Event, Lv, MessageBody, MsgField, Obj, PiCost, PiUsage, RawJson};
+
+/// Longest message body kept in the memo.
+const BODY_MAX: usize = 64 << 10;
+/// Bodies kept; when full (or past [`ARENA_MAX`] bytes) the memo starts over.
+const BODIES: usize = 16;
+/// Bytes kept in all.
+const ARENA_MAX: usize = 1 << 20;
+
+/// Message bodies already validated (see the module docs). Kept by the mapper between lines.
+#[derive(Debug, Default)]
+pub(super) struct Memo {
+    /// The bodies, end to end (one allocation for all).
+    arena: Vec<u8>,
+    bodies: Vec<Body>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Body {
+    start: usize,
+    len: usize,
+    /// Where the role string (plain, without escapes) stands in the body, when the role
+    /// makes the message nothing to the mapper.
+    inert_role: Option<(usize, usize)>,
+}
+
+impl Memo {
+    /// A remembered body that `rest` starts with (the latest first).
+    fn find(&self, rest: &[u8]) -> Option<Body> {
+        self.bodies
+            .iter()
+            .rev()
+            .find(|b| rest.starts_with(&self.arena[b.start..b.start + b.len]))
+            .copied()
+    }
+
+    fn remember(&mut self, bytes: &[u8], inert_role: Option<(usize, usize)>) {
+        if bytes.len() > BODY_MAX {
+            return;
+        }
+        if self.bodies.len() >= BODIES || self.arena.len() + bytes.len() > ARENA_MAX {
+            self.bodies.clear();
+            self.arena.clear();
+        }
+        self.bodies.push(Body {
+            start: self.arena.len(),
+            len: bytes.len(),
+            inert_role,
+        });
+        self.arena.extend_from_slice(bytes);
+    }
+}
+
+/// Read one line (without its `\n`) that is not a `message_update` into `ev` (a default
+/// one), with a string `type`; `false` when the serde path is to decide (`ev` may then hold
+/// part of the line).
+pub(super) fn scan<'a>(raw: &'a [u8], memo: &mut Memo, ev: &mut Event<'a>) -> bool {
+    let mut s = Scanner { b: raw, i: 0 };
+    line(&mut s, ev, memo).is_ok()
+}
+
+/// A `toolCall` value (its raw text, already validated in its line) read as the serde path
+/// reads it on its own (`Obj<ToolCallBlock>`), when it is an object read without fallback.
+pub(super) fn tool_call(text: &str) -> Option<Block<'_>> {
+    let mut s = Scanner {
+        b: text.as_bytes(),
+        i: 0,
+    };
+    s.ws();
+    if s.peek() != Some(b'{') {
+        return None;
+    }
+    // Read at depth 3 as in a content array: deeper than it stands here, so only more
+    // cautious about nesting.
+    let mut b = Block::default();
+    block(&mut s, &mut b).ok()?;
+    s.ws();
+    (s.i == s.b.len()).then_some(b)
+}
+
+fn line<'a>(s: &mut Scanner<'a>, ev: &mut Event<'a>, memo: &mut Memo) -> R<()> {
+    s.eat(b'{')?;
+    s.ws();
+    if s.peek() == Some(b'}') {
+        return Err(Fallback); // no `type`
+    }
+    // Keys of interest seen (one bit each): a repeated one falls back.
+    let mut seen = 0u32;
+    let mut kind: Option<&'a str> = None;
+    loop {
+        match key(s)? {
+            b"type" => {
+                field(&mut seen, 1)?;
+                if s.peek() != Some(b'"') {
+                    return Err(Fallback);
+                }
+                s.i += 1;
+                let v = s.string()?;
+                if v.escaped {
+                    return Err(Fallback);
+                }
+                let t = s.str_at(v)?;
+                if t == "message_update" {
+                    return Err(Fallback); // the hot path's lines; unusual ones go to serde
+                }
+                kind = Some(t);
+                ev.kind = Lv::Str(Cow::Borrowed(t));
+            }
+            b"message" => {
+                field(&mut seen, 1 << 1)?;
+                match kind {
+                    Some(k @ ("message_start" | "message_end")) => {
+                        ev.message = message(s, memo, k == "message_end")?;
+                    }
+                    Some(_) => skip(s, memo)?,
+                    // Kept raw by the serde path until the type is known: left to it.
+                    None => return Err(Fallback),
+                }
+            }
+            // Parsed by the serde path whatever the event: left to it.
+            b"assistantMessageEvent" => return Err(Fallback),
+            b"id" => {
+                field(&mut seen, 1 << 2)?;
+                ev.id = lv(s, 1)?;
+            }
+            b"toolCallId" => {
+                field(&mut seen, 1 << 3)?;
+                ev.tool_call_id = lv(s, 1)?;
+            }
+            b"toolName" => {
+                field(&mut seen, 1 << 4)?;
+                ev.tool_name = lv(s, 1)?;
+            }
+            b"args" => {
+                field(&mut seen, 1 << 5)?;
+                ev.args = Some(raw(s, 1)?);
+            }
+            b"partialResult" => {
+                field(&mut seen, 1 << 6)?;
+                ev.partial_result = Some(raw(s, 1)?);
+            }
+            b"result" => {
+                field(&mut seen, 1 << 7)?;
+                ev.result = Some(raw(s, 1)?);
+            }
+            b"isError" => {
+                field(&mut seen, 1 << 8)?;
+                ev.is_error = lv(s, 1)?;
+            }
+            b"willRetry" => {
+                field(&mut seen, 1 << 9)?;
+                ev.will_retry = lv(s, 1)?;
+            }
+            b"attempt" => {
+                field(&mut seen, 1 << 10)?;
+                ev.attempt = lv(s, 1)?;
+            }
+            b"maxAttempts" => {
+                field(&mut seen, 1 << 11)?;
+                ev.max_attempts = lv(s, 1)?;
+            }
+            b"delayMs" => {
+                field(&mut seen, 1 << 12)?;
+                ev.delay_ms = lv(s, 1)?;
+            }
+            b"errorMessage" => {
+                field(&mut seen, 1 << 13)?;
+                ev.error_message = lv(s, 1)?;
+            }
+            b"parentToolCallId" => {
+                field(&mut seen, 1 << 14)?;
+                ev.parent_tool_call_id = lv(s, 1)?;
+            }
+            b"aborted" => {
+                field(&mut seen, 1 << 15)?;
+                ev.aborted = lv(s, 1)?;
+            }
+            _ => skip(s, memo)?,
+        }
+        if !next(s, b'}')? {
+            break;
+        }
+    }
+    s.ws();
+    if s.i != s.b.len() || kind.is_none() {
+        return Err(Fallback);
+    }
+    Ok(())
+}
+
+/// An object key (plain: an escaped one falls back) and its colon; leaves `i` at the value.
+#[inline(always)]
+fn key<'a>(s: &mut Scanner<'a>) -> R<&'a [u8]> {
+    s.eat(b'"')?;
+    let k = s.string()?;
+    if k.escaped {
+        return Err(Fallback);
+    }
+    s.eat(b':')?;
+    s.ws();
+    Ok(&s.b[k.start..k.end])
+}
+
+/// After a member or element: `true` on a comma, `false` on the closing `close`.
+#[inline(always)]
+fn next(s: &mut Scanner<'_>, close: u8) -> R<bool> {
+    s.ws();
+    match s.peek() {
+        Some(b',') => {
+            s.i += 1;
+            Ok(true)
+        }
+        Some(c) if c == close => {
+            s.i += 1;
+            Ok(false)
+        }
+        _ => Err(Fallback),
+    }
+}
+
+/// The text of a value the scanner just read, `s.b[start..s.i]`.
+#[inline(always)]
+fn text<'a>(s: &Scanner<'a>, start: usize) -> R<&'a str> {
+    let bytes = &s.b[start..s.i];
+    debug_assert!(std::str::from_utf8(bytes).is_ok());
+    // SAFETY: the scanner accepted every byte of the value: outside strings only ASCII
+    // (structure, digits, literals, whitespace), inside strings ASCII or a body checked
+    // with `std::str::from_utf8` (see `Scanner::string`); the value starts and ends on
+    // ASCII bytes.
+    Ok(unsafe { std::str::from_utf8_unchecked(bytes) })
+}
+
+/// A top-level value nothing reads: validated, through the memo when it is a remembered
+/// body or an array of them (`turn_end`'s `message` and `toolResults`, `agent_end`'s
+/// `messages`). Remembered bodies were validated at depth 1; here they stand at depth 1
+/// or 2, far below serde_json's limit of 128.
+fn skip(s: &mut Scanner<'_>, memo: &Memo) -> R<()> {
+    match s.peek() {
+        Some(b'{') => {
+            if let Some(b) = memo.find(&s.b[s.i..]) {
+                s.i += b.len;
+                return Ok(());
+            }
+            s.value(1)
+        }
+        Some(b'[') => {
+            s.i += 1;
+            s.ws();
+            if s.peek() == Some(b']') {
+                s.i += 1;
+                return Ok(());
+            }
+            loop {
+                s.ws();
+                match (s.peek() == Some(b'{'))
+                    .then(|| memo.find(&s.b[s.i..]))
+                    .flatten()
+                {
+                    Some(b) => s.i += b.len,
+                    None => s.value(2)?,
+                }
+                if !next(s, b']')? {
+                    return Ok(());
+                }
+            }
+        }
+        _ => s.value(1),
+    }
+}
+
+/// A field the serde path reads as [`Lv`], at nesting `depth`.
+#[inline]
+fn lv<'a>(s: &mut Scanner<'a>, depth: u32) -> R<Lv<'a>> {
+    match s.peek() {
+        Some(b'"') => {
+            s.i += 1;
+            let v = s.string()?;
+            let t = s.str_at(v)?;
+            Ok(Lv::Str(if v.escaped {
+                Cow::Owned(unescape(t).ok_or(Fallback)?)
+            } else {
+                Cow::Borrowed(t)
+            }))
+        }
+        Some(b't') => s.literal(b"true").map(|_| Lv::Bool(true)),
+        Some(b'f') => s.literal(b"false").map(|_| Lv::Bool(false)),
+        Some(b'n') => s.literal(b"null").map(|_| Lv::Other),
+        Some(b'0'..=b'9') => {
+            let start = s.i;
+            match s.plain_uint() {
+                Ok(v) => Ok(Lv::U64(v)),
+                Err(Fallback) => {
+                    s.i = start;
+                    number_lv(s)
+                }
+            }
+        }
+        Some(b'-') => number_lv(s),
+        _ => s.container(depth).map(|_| Lv::Other),
+    }
+}
+
+/// A number that is not a plain unsigned integer: read by serde_json itself (floats, negative
+/// and big numbers, `-0`), so it reads as on the serde path; out of range falls back.
+fn number_lv<'a>(s: &mut Scanner<'a>) -> R<Lv<'a>> {
+    let start = s.i;
+    s.number()?;
+    serde_json::from_slice::<Lv<'a>>(&s.b[start..s.i]).map_err(|_| Fallback)
+}
+
+/// A value the serde path keeps as raw text (`&RawValue`): its bytes.
+fn raw<'a>(s: &mut Scanner<'a>, depth: u32) -> R<RawJson<'a>> {
+    let start = s.i;
+    s.value(depth)?;
+    text(s, start).map(RawJson)
+}
+
+/// `Option<&RawValue>` on the serde path: `null` is `None`.
+fn opt_raw<'a>(s: &mut Scanner<'a>, depth: u32) -> R<Option<RawJson<'a>>> {
+    if s.peek() == Some(b'n') {
+        return s.literal(b"null").map(|_| None);
+    }
+    raw(s, depth).map(Some)
+}
+
+/// The `message` of `message_start`/`message_end`, at depth 1.
+fn message<'a>(s: &mut Scanner<'a>, memo: &mut Memo, end: bool) -> R<MsgField<'a>> {
+    if s.peek() != Some(b'{') {
+        return Err(Fallback); // not an object: the serde path reports it
+    }
+    let start = s.i;
+    let seen = memo.find(&s.b[start..]);
+    if let Some(Body {
+        len,
+        inert_role: Some((rs, re)),
+        ..
+    }) = seen
+    {
+        let role = std::str::from_utf8(&s.b[start + rs..start + re]).map_err(|_| Fallback)?;
+        s.i += len;
+        let body = MessageBody {
+            role: Lv::Str(Cow::Borrowed(role)),
+            ..MessageBody::default()
+        };
+        return Ok(MsgField::Body(Some(Box::new(body))));
+    }
+    // Filled in place: a `MessageBody` is big.
+    let mut body = Box::<MessageBody>::default();
+    let role_at = message_body(s, &mut body)?;
+    let inert = match body.role.as_str() {
+        Some("assistant" | "toolResult") | None => None,
+        Some(_) => role_at.map(|(a, b)| (a - start, b - start)),
+    };
+    // message_end bodies come back in turn_end and agent_end; inert ones in their message_end.
+    if seen.is_none() && (end || inert.is_some()) {
+        memo.remember(&s.b[start..s.i], inert);
+    }
+    Ok(MsgField::Body(Some(body)))
+}
+
+/// A field of a struct read: its bit must not be seen yet (a derived struct refuses a
+/// repeated field; so does the serde path's reading of the event).
+#[inline(always)]
+fn field(seen: &mut u32, bit: u32) -> R<()> {
+    if *seen & bit != 0 {
+        return Err(Fallback);
+    }
+    *seen |= bit;
+    Ok(())
+}
+
+/// An agent message object (at `{`, depth 1), as the derived `MessageBody` reads it, into
+/// `m` (a default one); returns where its role string stands when it is plain.
+fn message_body<'a>(s: &mut Scanner<'a>, m: &mut MessageBody<'a>) -> R<Option<(usize, usize)>> {
+    s.i += 1;
+    let mut role_at = None;
+    s.ws();
+    if s.peek() == Some(b'}') {
+        s.i += 1;
+        return Ok(None);
+    }
+    let mut seen = 0u32;
+    loop {
+        match key(s)? {
+            b"role" => {
+                field(&mut seen, 1)?;
+                let at = s.i;
+                m.role = lv(s, 2)?;
+                if let Lv::Str(Cow::Borrowed(_)) = m.role {
+                    role_at = Some((at + 1, s.i - 1));
+                }
+            }
+            b"content" => {
+                field(&mut seen, 1 << 1)?;
+                content(s, &mut m.content)?;
+            }
+            b"stopReason" => {
+                field(&mut seen, 1 << 2)?;
+                m.stop_reason = lv(s, 2)?;
+            }
+            b"errorMessage" => {
+                field(&mut seen, 1 << 3)?;
+                m.error_message = lv(s, 2)?;
+            }
+            b"usage" => {
+                field(&mut seen, 1 << 4)?;
+                usage(s, &mut m.usage)?;
+            }
+            b"timestamp" => {
+                field(&mut seen, 1 << 5)?;
+                m.timestamp = opt_raw(s, 2)?;
+            }
+            b"toolCallId" => {
+                field(&mut seen, 1 << 6)?;
+                m.tool_call_id = lv(s, 2)?;
+            }
+            b"nestedCalls" => {
+                field(&mut seen, 1 << 7)?;
+                m.nested_calls = opt_raw(s, 2)?;
+            }
+            _ => s.value(2)?,
+        }
+        if !next(s, b'}')? {
+            return Ok(role_at);
+        }
+    }
+}
+
+/// `content` (depth 2): `null` is `None`, a string is the text, an array holds blocks
+/// (other elements ignored), anything else is `Other`.
+fn content<'a>(s: &mut Scanner<'a>, c: &mut Option<Content<'a>>) -> R<()> {
+    *c = match s.peek() {
+        Some(b'n') => return s.literal(b"null"),
+        Some(b'"') => match lv(s, 2)? {
+            Lv::Str(t) => Some(Content::Text(t)),
+            _ => return Err(Fallback),
+        },
+        Some(b'[') => {
+            s.i += 1;
+            let mut blocks = Vec::new();
+            s.ws();
+            if s.peek() == Some(b']') {
+                s.i += 1;
+            } else {
+                loop {
+                    s.ws();
+                    if s.peek() == Some(b'{') {
+                        blocks.push(Block::default());
+                        let last = blocks.last_mut().ok_or(Fallback)?;
+                        block(s, last)?;
+                    } else {
+                        s.value(3)?;
+                    }
+                    if !next(s, b']')? {
+                        break;
+                    }
+                }
+            }
+            Some(Content::Blocks(blocks))
+        }
+        _ => {
+            s.value(2)?;
+            Some(Content::Other)
+        }
+    };
+    Ok(())
+}
+
+/// One content block (at `{`, depth 3), into `b` (a default one).
+fn block<'a>(s: &mut Scanner<'a>, b: &mut Block<'a>) -> R<()> {
+    s.i += 1;
+    s.ws();
+    if s.peek() == Some(b'}') {
+        s.i += 1;
+        return Ok(());
+    }
+    let mut seen = 0u32;
+    loop {
+        match key(s)? {
+            b"type" => {
+                field(&mut seen, 1)?;
+                b.kind = lv(s, 4)?;
+            }
+            b"text" => {
+                field(&mut seen, 1 << 1)?;
+                b.text = lv(s, 4)?;
+            }
+            b"thinking" => {
+                field(&mut seen, 1 << 2)?;
+                b.thinking = lv(s, 4)?;
+            }
+            b"id" => {
+                field(&mut seen, 1 << 3)?;
+                b.id = lv(s, 4)?;
+            }
+            b"name" => {
+                field(&mut seen, 1 << 4)?;
+                b.name = lv(s, 4)?;
+            }
+            b"arguments" => {
+                field(&mut seen, 1 << 5)?;
+                b.arguments = opt_raw(s, 4)?;
+            }
+            _ => s.value(4)?,
+        }
+        if !next(s, b'}')? {
+            return Ok(());
+        }
+    }
+}
+
+/// `usage` (depth 2): an object read as `PiUsage` into `u` (left `None` for anything else).
+fn usage<'a>(s: &mut Scanner<'a>, u: &mut Obj<PiUsage<'a>>) -> R<()> {
+    if s.peek() != Some(b'{') {
+        return s.value(2);
+    }
+    s.i += 1;
+    let u = u.0.insert(PiUsage::default());
+    s.ws();
+    if s.peek() == Some(b'}') {
+        s.i += 1;
+        return Ok(());
+    }
+    let mut seen = 0u32;
+    loop {
+        match key(s)? {
+            b"input" => {
+                field(&mut seen, 1)?;
+                u.input = lv(s, 3)?;
+            }
+            b"output" => {
+                field(&mut seen, 1 << 1)?;
+                u.output = lv(s, 3)?;
+            }
+            b"cacheRead" => {
+                field(&mut seen, 1 << 2)?;
+                u.cache_read = lv(s, 3)?;
+            }
+            b"cacheWrite" => {
+                field(&mut seen, 1 << 3)?;
+                u.cache_write = lv(s, 3)?;
+            }
+            b"totalTokens" => {
+                field(&mut seen, 1 << 4)?;
+                u.total_tokens = lv(s, 3)?;
+            }
+            b"cost" => {
+                field(&mut seen, 1 << 5)?;
+                cost(s, &mut u.cost)?;
+            }
+            _ => s.value(3)?,
+        }
+        if !next(s, b'}')? {
+            return Ok(());
+        }
+    }
+}
+
+/// `usage.cost` (depth 3): an object read as `PiCost` into `c` (left `None` for anything else).
+fn cost<'a>(s: &mut Scanner<'a>, c: &mut Obj<PiCost<'a>>) -> R<()> {
+    if s.peek() != Some(b'{') {
+        return s.value(3);
+    }
+    s.i += 1;
+    let c = c.0.insert(PiCost::default());
+    s.ws();
+    if s.peek() == Some(b'}') {
+        s.i += 1;
+        return Ok(());
+    }
+    let mut seen = 0u32;
+    loop {
+        match key(s)? {
+            b"total" => {
+                field(&mut seen, 1)?;
+                c.total = lv(s, 4)?;
+            }
+            _ => s.value(4)?,
+        }
+        if !next(s, b'}')? {
+            return Ok(());
+        }
+    }
+}
