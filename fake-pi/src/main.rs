@@ -140,10 +140,12 @@ fn run() -> i32 {
         }
         Err(_) => {} // the loader names the error
     }
-    // The cassette is streamed, never held: the header now; then, unless the command line
-    // is answered from argv alone (`--version`, `--help`, pi's argument errors), a first pass
-    // checks every record before anything is written (a broken cassette is refused
-    // whole, as when it was read at once), and the replay reads the file a second time.
+    // The cassette is streamed, never held, and read once: the header now; then, unless the
+    // command line is answered from argv alone (`--version`, `--help`, pi's argument
+    // errors), the records up to the recording's `session` line (its id plans the session),
+    // and the replay reads the file again from its start, checking each record through the
+    // one reader as it reaches it. A broken record stops the replay at that line (exit 98,
+    // file:line); `pi-harness cassette lint` checks a whole cassette up front.
     let load_error = |e: CassetteError| match e {
         e @ CassetteError::Io { .. } => fail(EXIT_NO_CASSETTE, e.to_string()),
         e @ CassetteError::Invalid { .. } => {
@@ -174,10 +176,9 @@ fn run() -> i32 {
         )
     });
     let mut recorded = RecordedSession { id: None };
-    let mut checked = pi_cassette::Checked::default();
     if !from_argv_alone {
-        match check_records(first) {
-            Ok((r, c)) => (recorded, checked) = (r, c),
+        match recorded_session(first) {
+            Ok(r) => recorded = r,
             Err(e) => return load_error(e),
         }
     }
@@ -350,7 +351,7 @@ fn run() -> i32 {
         })
         .and_then(|_| CassetteReader::from_read(&path, &file))
     {
-        Ok(r) => r.with_checked(checked),
+        Ok(r) => r,
         Err(e) => return load_error(e),
     };
     replay::run(&mut records, Path::new(&path), speed, &mut hooks)
@@ -362,24 +363,24 @@ struct RecordedSession {
     id: Option<String>,
 }
 
-/// The first pass (`reader` past the header): every record of the cassette checked by the
-/// one reader (one line held at a time), what the recording's `session` line says, and what
-/// was checked, so that the replay does not parse unchanged lines again.
-fn check_records<R: BufRead>(
-    reader: CassetteReader<R>,
-) -> Result<(RecordedSession, pi_cassette::Checked), CassetteError> {
-    let mut reader = reader.remembering();
+/// What the recording's `session` line says: pi's first stdout record in json mode (a
+/// cassette whose first stdout record is something else recorded no session). Records up
+/// to it are checked on the way; nothing after it is read.
+fn recorded_session<R: BufRead>(
+    mut reader: CassetteReader<R>,
+) -> Result<RecordedSession, CassetteError> {
     let mut session_line: Option<Vec<u8>> = None;
     while let Some(record) = reader.next_ref() {
         if let ActionRef::Stdout { body, .. } = record?.action {
-            if session_line.is_none() && body.starts_with(b"{\"type\":\"session\"") {
+            if body.starts_with(b"{\"type\":\"session\"") {
                 session_line = Some(body.into_owned());
             }
+            break;
         }
     }
     let id = session_line
         .and_then(|l| serde_json::from_slice::<serde_json::Value>(l.trim_ascii_end()).ok())
         .and_then(|v| v["id"].as_str().map(str::to_string))
         .filter(|id| !id.starts_with('<'));
-    Ok((RecordedSession { id }, reader.checked()))
+    Ok(RecordedSession { id })
 }

@@ -195,12 +195,15 @@ pub fn run<R: BufRead>(
     loop {
         let record = match records.next_ref() {
             Some(Ok(r)) => r,
-            // A checked cassette always ends with a final record.
+            // The reader ends only after a final record (a missing one is an error).
             None => break,
             Some(Err(e)) => {
+                // Checked as it is reached: what came before the bad line has been
+                // replayed; stop here, loudly, and take the children we started along.
                 if !pending.flush(&mut out) {
                     return EXIT_STDOUT_CLOSED;
                 }
+                signals::kill_children();
                 let (code, what) = match &e {
                     CassetteError::Io { .. } => (crate::EXIT_NO_CASSETTE, e.to_string()),
                     CassetteError::Invalid { .. } => (
@@ -208,10 +211,7 @@ pub fn run<R: BufRead>(
                         format!("invalid cassette: {e}"),
                     ),
                 };
-                let _ = writeln!(
-                    err,
-                    "fake-pi: {what} (the cassette changed while it was replayed)"
-                );
+                let _ = writeln!(err, "fake-pi: {what} (the replay stopped there)");
                 return code;
             }
         };

@@ -97,6 +97,13 @@ fn kill_all(children: &mut [Tracked]) {
     }
 }
 
+/// SIGKILL every tracked child still there (see [`kill_all`]): fake-pi gives up on a
+/// replay it cannot finish and leaves nothing of its own behind.
+pub fn kill_children() {
+    let mut children = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
+    kill_all(&mut children);
+}
+
 fn reap() {
     let mut children = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
     for t in children.iter_mut().filter(|t| !t.reaped) {

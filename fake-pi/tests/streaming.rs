@@ -1,6 +1,6 @@
-//! fake-pi streams its cassette: `--version` reads only the header, a broken record late in
-//! a long cassette is still refused before anything is written, and batched stdout keeps
-//! its order with stderr.
+//! fake-pi streams its cassette, reading it once: `--version` reads only the header, a
+//! broken record late in a long cassette stops the replay at that line (exit 98, file:line,
+//! children taken along), and batched stdout keeps its order with stderr.
 
 mod common;
 
@@ -85,7 +85,7 @@ fn version_reads_only_the_header() {
 }
 
 #[test]
-fn a_late_bad_record_is_refused_before_anything_is_written() {
+fn a_late_bad_record_stops_the_replay_at_its_line() {
     let sb = World::new(module_path!());
     let n = 5000;
     let mut lines = many_lines(n);
@@ -97,17 +97,26 @@ fn a_late_bad_record_is_refused_before_anything_is_written() {
         .members("")
         .records(&lines)
         .write();
+    // Everything before the bad line, in order, and nothing of it or after it.
+    let before: String = (0..n).map(|i| format!("{}\n", payload(i))).collect();
     let out = cmd(&sb, &bad).output().unwrap();
-    assert_eq!(out.status.code(), Some(98));
-    assert!(out.stdout.is_empty(), "{} bytes written", out.stdout.len());
-    let err = String::from_utf8(out.stderr).unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(98), "{err}");
+    let got = String::from_utf8(out.stdout).unwrap();
     assert!(
-        err.starts_with(&format!(
-            "fake-pi: invalid cassette: {}:{}: record: unknown field `colour`",
+        got == before,
+        "{} bytes of {}; stderr: {err}",
+        got.len(),
+        before.len()
+    );
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        err,
+        format!(
+            "fake-pi: invalid cassette: {}:{}: record: unknown field `colour`, expected one of `dt_ms`, `stdout`, `stdout_text`, `stdout_b64`, `newline`, `stderr`, `stderr_b64`, `exit`, `signal`, `hang`, `spawn` at line 1 column 49 (the replay stopped there)\n",
             bad.display(),
             n + 2
-        )),
-        "{err}"
+        )
     );
     // A cassette that stops without its ending, the same.
     let cut = sb
@@ -118,7 +127,7 @@ fn a_late_bad_record_is_refused_before_anything_is_written() {
         .write();
     let out = cmd(&sb, &cut).output().unwrap();
     assert_eq!(out.status.code(), Some(98));
-    assert!(out.stdout.is_empty(), "{} bytes written", out.stdout.len());
+    assert!(String::from_utf8(out.stdout).unwrap() == before);
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
         err.starts_with(&format!(
@@ -179,5 +188,26 @@ fn batched_stdout_keeps_its_order_with_stderr() {
         expected.push_str(&err);
     }
     assert_eq!(got, expected);
+    sb.assert_none_left();
+}
+
+/// A child started before the bad line is not left behind when the replay stops there.
+#[test]
+fn a_bad_record_after_a_spawn_leaves_no_child() {
+    let sb = World::new(module_path!());
+    let c = sb
+        .cassette("spawn-then-bad")
+        .version("0.87.1")
+        .members("")
+        .records([
+            r#"{"dt_ms":0,"stdout":{"type":"session","id":"s"}}"#,
+            r#"{"dt_ms":0,"spawn":{"id":"tool","own_session":true}}"#,
+            r#"{"dt_ms":50,"stdout":{"type":"x"},"bogus":1}"#,
+            r#"{"dt_ms":0,"exit":0}"#,
+        ])
+        .write();
+    let out = cmd(&sb, &c).output().unwrap();
+    assert_eq!(out.status.code(), Some(98));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(":4: record: unknown field `bogus`"));
     sb.assert_none_left();
 }

@@ -1239,105 +1239,9 @@ pub struct CassetteReader<R> {
     last: Option<(&'static str, usize, bool)>,
     done: bool,
     max_line: usize,
-    memo: Memo,
     /// Bytes of the input's buffer holding the last line read in place (given back to the
     /// input before the next line is read).
     in_place: usize,
-}
-
-/// What a first reading of a cassette found, for a second reading of the same file (fake-pi
-/// checks a cassette whole before it replays it): for each `stdout` JSON record, its line's
-/// length and 64-bit hash, its delay and where its payload sits in the line. On the second
-/// reading ([`CassetteReader::with_checked`]) a line of the same length and hash is the line
-/// already checked and gets the same record without being parsed again; any other line (the
-/// file changed in between, or the memo is full) is parsed and checked as usual, and the
-/// rules on the ending are applied to every line either way. At most [`Checked::MAX_RECORDS`]
-/// records are remembered, so memory stays bounded.
-#[derive(Debug, Clone, Default)]
-pub struct Checked {
-    records: Vec<Option<Seen>>,
-}
-
-impl Checked {
-    /// How many records a [`Checked`] remembers (48 bytes each).
-    pub const MAX_RECORDS: usize = 1 << 16;
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Seen {
-    len: usize,
-    hash: u64,
-    dt_ms: f64,
-    body: (usize, usize),
-    newline: bool,
-}
-
-#[derive(Debug)]
-enum Memo {
-    Off,
-    Note(Checked),
-    Recall(Checked),
-}
-
-impl Memo {
-    /// The record remembered for record number `idx` (0-based), when `line` is the same.
-    fn recall(&self, idx: usize, line: &[u8]) -> Option<Seen> {
-        let Memo::Recall(c) = self else {
-            return None;
-        };
-        let seen = (*c.records.get(idx)?)?;
-        (seen.len == line.len() && seen.hash == line_hash(line)).then_some(seen)
-    }
-
-    fn note(&mut self, idx: usize, line: &[u8], record: &RecordRef<'_>) {
-        let Memo::Note(c) = self else {
-            return;
-        };
-        if idx != c.records.len() || idx >= Checked::MAX_RECORDS {
-            return;
-        }
-        let seen = match &record.action {
-            ActionRef::Stdout {
-                body: Cow::Borrowed(body),
-                form: Form::Json { newline },
-            } => {
-                // The payload is a slice of the line: where it starts and ends.
-                let start = body.as_ptr() as usize - line.as_ptr() as usize;
-                Some(Seen {
-                    len: line.len(),
-                    hash: line_hash(line),
-                    dt_ms: record.dt_ms,
-                    body: (start, start + body.len()),
-                    newline: *newline,
-                })
-            }
-            _ => None,
-        };
-        c.records.push(seen);
-    }
-}
-
-/// A fast 64-bit hash of a line (four multiply-rotate lanes over 8-byte words): any change
-/// of one word changes it; other changes collide with probability about 2^-64.
-fn line_hash(b: &[u8]) -> u64 {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let step = |h: u64, w: u64| (h.rotate_left(23) ^ w).wrapping_mul(K);
-    let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes"));
-    let mut lanes = [b.len() as u64, 1, 2, 3];
-    let mut blocks = b.chunks_exact(32);
-    for block in &mut blocks {
-        for (i, lane) in lanes.iter_mut().enumerate() {
-            *lane = step(*lane, word(&block[i * 8..i * 8 + 8]));
-        }
-    }
-    let mut tail = [0u8; 32];
-    let rest = blocks.remainder();
-    tail[..rest.len()].copy_from_slice(rest);
-    for (i, lane) in lanes.iter_mut().enumerate() {
-        *lane = step(*lane, word(&tail[i * 8..i * 8 + 8]));
-    }
-    let h = lanes.iter().fold(0, |h, l| step(h, *l));
-    h ^ (h >> 31)
 }
 
 impl CassetteReader<Box<dyn BufRead + Send>> {
@@ -1381,30 +1285,8 @@ impl<R: BufRead> CassetteReader<R> {
             last: None,
             done: false,
             max_line,
-            memo: Memo::Off,
             in_place: 0,
         })
-    }
-
-    /// Remember what this reading checks ([`Checked`]), for [`CassetteReader::checked`].
-    pub fn remembering(mut self) -> Self {
-        self.memo = Memo::Note(Checked::default());
-        self
-    }
-
-    /// What a [`CassetteReader::remembering`] reader has checked so far.
-    pub fn checked(self) -> Checked {
-        match self.memo {
-            Memo::Note(c) => c,
-            _ => Checked::default(),
-        }
-    }
-
-    /// Read the same file again with what a first reading checked: lines found unchanged
-    /// are not parsed again (see [`Checked`]).
-    pub fn with_checked(mut self, checked: Checked) -> Self {
-        self.memo = Memo::Recall(checked);
-        self
     }
 
     pub fn header(&self) -> &Header {
@@ -1468,28 +1350,11 @@ impl<R: BufRead> CassetteReader<R> {
             }
         };
         self.lineno += 1;
-        let idx = self.lineno - 2;
-        let record = match self.memo.recall(idx, line) {
-            Some(seen) => RecordRef {
-                dt_ms: seen.dt_ms,
-                action: ActionRef::Stdout {
-                    body: Cow::Borrowed(&line[seen.body.0..seen.body.1]),
-                    form: Form::Json {
-                        newline: seen.newline,
-                    },
-                },
-                line: self.lineno,
-            },
-            None => {
-                let record = parse_record_ref(
-                    &self.path,
-                    self.lineno,
-                    line_text(&self.path, self.lineno, line)?,
-                )?;
-                self.memo.note(idx, line, &record);
-                record
-            }
-        };
+        let record = parse_record_ref(
+            &self.path,
+            self.lineno,
+            line_text(&self.path, self.lineno, line)?,
+        )?;
         if let Some((key, line, true)) = self.last {
             return Err(CassetteError::invalid(
                 &self.path,
@@ -1710,65 +1575,6 @@ mod streaming_tests {
             "{e}"
         );
         assert!(reader.next_ref().is_none());
-    }
-
-    #[test]
-    fn a_second_reading_with_what_the_first_checked() {
-        let body = concat!(
-            "{\"dt_ms\":0,\"stdout\":{\"type\":\"a\"}}\n",
-            "{\"dt_ms\":1.5,\"stdout\":[1,2],\"newline\":false}\n",
-            "{\"dt_ms\":0,\"stderr\":\"e\"}\n",
-            "{\"dt_ms\":0,\"stdout\":{\"type\":\"b\"}}\n",
-            "{\"dt_ms\":2,\"exit\":3}\n",
-        );
-        let data = format!("{HEADER}\n{body}");
-        let path = Path::new("s.cassette.jsonl");
-        let read = |data: &str, checked: Option<Checked>| {
-            let mut r = CassetteReader::new(path, data.as_bytes()).unwrap();
-            if let Some(c) = checked {
-                r = r.with_checked(c);
-            }
-            r.map(|r| r.map_err(|e| e.to_string()))
-                .collect::<Result<Vec<Record>, String>>()
-        };
-        let mut first = CassetteReader::new(path, data.as_bytes())
-            .unwrap()
-            .remembering();
-        while let Some(r) = first.next_ref() {
-            r.unwrap();
-        }
-        let checked = first.checked();
-        assert_eq!(checked.records.iter().filter(|s| s.is_some()).count(), 3);
-        assert_eq!(read(&data, Some(checked.clone())), read(&data, None));
-        // The file changed in between: a line of the same length, now invalid or other JSON.
-        for (from, to) in [
-            ("{\"type\":\"b\"}", "{\"type\":\"b\"]"),
-            ("{\"type\":\"b\"}", "{\"type\":\"c\"}"),
-            ("[1,2]", "[1,3]"),
-        ] {
-            let changed = data.replace(from, to);
-            assert_eq!(changed.len(), data.len());
-            assert_eq!(
-                read(&changed, Some(checked.clone())),
-                read(&changed, None),
-                "{to}"
-            );
-        }
-        // A record after the ending is refused even when its line was remembered.
-        let twice = format!(
-            "{HEADER}\n{{\"dt_ms\":0,\"exit\":0}}\n{{\"dt_ms\":0,\"stdout\":{{\"type\":\"a\"}}}}\n"
-        );
-        let e = read(&twice, Some(checked)).unwrap_err();
-        assert!(e.contains(":3: record after the final `exit`"), "{e}");
-        // The hash tells one changed word anywhere.
-        let line =
-            b"{\"type\":\"message_update\",\"delta\":\"0123456789abcdefghijklmnopqrstuvwxyz\"}"
-                .to_vec();
-        for i in 0..line.len() {
-            let mut other = line.clone();
-            other[i] ^= 1;
-            assert_ne!(line_hash(&line), line_hash(&other), "byte {i}");
-        }
     }
 
     #[test]
