@@ -218,14 +218,21 @@ fn replay(path: &Path) -> Result<(), String> {
                 std::iter::once(child).chain(grandchild)
             })
             .collect();
-        let mut shown: Vec<String> = sb
-            .alive()
-            .into_iter()
-            .filter(|&p| p != fake_pi)
-            .map(cmdline)
-            .collect();
         want.sort();
-        shown.sort();
+        let shown = || {
+            let mut v: Vec<String> = sb
+                .alive()
+                .into_iter()
+                .filter(|&p| p != fake_pi)
+                .map(cmdline)
+                .collect();
+            v.sort();
+            v
+        };
+        // A grandchild shows its parent's command line between its fork and its own exec
+        // or title change: wait for the titles to settle, not only for the count.
+        wait_until(Duration::from_secs(5), || shown() == want);
+        let shown = shown();
         if want != shown {
             let _ = child.kill();
             let _ = child.wait();
