@@ -176,6 +176,36 @@ impl Pending {
     }
 }
 
+/// The cassette is read as it is replayed: a final record (exit, signal, hang) is acted on
+/// only once the rest of the input is known to be empty, so a record after it, or bytes
+/// after the last gzip member, get the verdict every other tool gives.
+fn nothing_after<R: BufRead>(records: &mut CassetteReader<R>) -> Result<(), CassetteError> {
+    match records.next_ref() {
+        None => Ok(()),
+        Some(Err(e)) => Err(e),
+        // The reader refuses any record after a final one; nothing else can come.
+        Some(Ok(_)) => Ok(()),
+    }
+}
+
+/// A record that cannot be read: what came before it has been replayed; stop here,
+/// loudly, and take the children fake-pi started along.
+fn stop_at(e: CassetteError, pending: &mut Pending, out: &mut File, err: &mut File) -> i32 {
+    if !pending.flush(out) {
+        return EXIT_STDOUT_CLOSED;
+    }
+    signals::kill_children();
+    let (code, what) = match &e {
+        CassetteError::Io { .. } => (crate::EXIT_NO_CASSETTE, e.to_string()),
+        CassetteError::Invalid { .. } => (
+            crate::EXIT_INVALID_CASSETTE,
+            format!("invalid cassette: {e}"),
+        ),
+    };
+    let _ = writeln!(err, "fake-pi: {what} (the replay stopped there)");
+    code
+}
+
 /// Play every record from `records` (the header already read). Returns only for a final
 /// `exit` record's code, or for a problem (the cassette changed since it was checked: 98,
 /// or 97 when it can no longer be read); `signal` and `hang` never return.
@@ -197,23 +227,7 @@ pub fn run<R: BufRead>(
             Some(Ok(r)) => r,
             // The reader ends only after a final record (a missing one is an error).
             None => break,
-            Some(Err(e)) => {
-                // Checked as it is reached: what came before the bad line has been
-                // replayed; stop here, loudly, and take the children we started along.
-                if !pending.flush(&mut out) {
-                    return EXIT_STDOUT_CLOSED;
-                }
-                signals::kill_children();
-                let (code, what) = match &e {
-                    CassetteError::Io { .. } => (crate::EXIT_NO_CASSETTE, e.to_string()),
-                    CassetteError::Invalid { .. } => (
-                        crate::EXIT_INVALID_CASSETTE,
-                        format!("invalid cassette: {e}"),
-                    ),
-                };
-                let _ = writeln!(err, "fake-pi: {what} (the replay stopped there)");
-                return code;
-            }
+            Some(Err(e)) => return stop_at(e, &mut pending, &mut out, &mut err),
         };
         due = due.saturating_add(speed.scale(record.dt_ms));
         if let Some(wait) = due.checked_sub(start.elapsed()) {
@@ -277,19 +291,28 @@ pub fn run<R: BufRead>(
                 }
             }
             ActionRef::Exit(code) => {
+                if let Err(e) = nothing_after(records) {
+                    return stop_at(e, &mut pending, &mut out, &mut err);
+                }
                 if !pending.flush(&mut out) {
                     return EXIT_STDOUT_CLOSED;
                 }
                 return code;
             }
             ActionRef::Signal(name) => {
+                let sig = Signal::from_str(&name).unwrap_or(Signal::SIGKILL);
+                if let Err(e) = nothing_after(records) {
+                    return stop_at(e, &mut pending, &mut out, &mut err);
+                }
                 if !pending.flush(&mut out) {
                     return EXIT_STDOUT_CLOSED;
                 }
-                let sig = Signal::from_str(&name).unwrap_or(Signal::SIGKILL);
                 signals::die_by(sig)
             }
             ActionRef::Hang => {
+                if let Err(e) = nothing_after(records) {
+                    return stop_at(e, &mut pending, &mut out, &mut err);
+                }
                 if !pending.flush(&mut out) {
                     return EXIT_STDOUT_CLOSED;
                 }

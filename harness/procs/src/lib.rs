@@ -321,6 +321,8 @@ pub fn pids_with_env(name: &str, value: &str) -> Vec<i32> {
                 && std::fs::read(format!("/proc/{pid}/environ"))
                     .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
                 && read_proc(*pid).is_some_and(|p| !p.is_zombie())
+                // SIGKILL pending: gone for every purpose but the kernel's bookkeeping.
+                && !sigkill_pending(*pid)
         })
         .collect()
 }

@@ -270,7 +270,7 @@ async fn cli_error_exit_carries_code_and_redacted_stderr() {
     assert_eq!(f.exit.as_ref().and_then(|e| e.code), Some(1));
     let tail = f.stderr_tail.as_deref().unwrap_or_default();
     assert!(
-        tail.contains("request failed with key <REDACTED>"),
+        tail.contains("request failed with key [REDACTED]"),
         "{tail:?}"
     );
     assert!(!tail.contains(&key));
