@@ -424,7 +424,8 @@ mod tests {
         let mut out = Vec::new();
         if let Value::Object(top) = serde_json::to_value(m).unwrap() {
             for (k, v) in &top {
-                if k != "type" {
+                // The protocol's own tags (`type`, the failure `reason`, the retry `source`) are not text.
+                if !["type", "reason", "source"].contains(&k.as_str()) {
                     let payload = ["arguments", "partial", "result", "error"].contains(&k.as_str());
                     all_strings(v, payload, &mut out);
                 }

@@ -127,7 +127,8 @@ fn reader_strings(m: &Message) -> Vec<String> {
     let mut out = Vec::new();
     if let Value::Object(top) = serde_json::to_value(m).expect("serializes") {
         for (k, v) in &top {
-            if k != "type" {
+            // The protocol's own tags (`type`, the failure `reason`, the retry `source`) are not text.
+            if !["type", "reason", "source"].contains(&k.as_str()) {
                 walk(
                     v,
                     ["arguments", "partial", "result", "error"].contains(&k.as_str()),
