@@ -416,33 +416,59 @@ impl<'a> Scanner<'a> {
         self.i - start
     }
 
-    /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`
+    /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`, within f64's range as
+    /// serde_json judges it (it refuses `1e400` even when the value is ignored): a number
+    /// that could come near the limit (over 300 integer digits plus exponent) is left to
+    /// the serde path.
     #[inline(always)]
     pub(super) fn number(&mut self) -> R<()> {
         if self.peek() == Some(b'-') {
             self.i += 1;
         }
-        match self.peek() {
-            Some(b'0') => self.i += 1,
-            Some(b'1'..=b'9') => {
-                self.digits();
+        let int_digits = match self.peek() {
+            Some(b'0') => {
+                self.i += 1;
+                1
             }
+            Some(b'1'..=b'9') => self.digits(),
             _ => return Err(Fallback),
-        }
+        };
         if self.peek() == Some(b'.') {
             self.i += 1;
             if self.digits() == 0 {
                 return Err(Fallback);
             }
         }
+        let mut exponent = 0usize;
         if let Some(b'e' | b'E') = self.peek() {
             self.i += 1;
-            if let Some(b'+' | b'-') = self.peek() {
-                self.i += 1;
-            }
-            if self.digits() == 0 {
+            let negative = match self.peek() {
+                Some(b'-') => {
+                    self.i += 1;
+                    true
+                }
+                Some(b'+') => {
+                    self.i += 1;
+                    false
+                }
+                _ => false,
+            };
+            let start = self.i;
+            let n = self.digits();
+            if n == 0 {
                 return Err(Fallback);
             }
+            if n > 4 {
+                return Err(Fallback);
+            }
+            if !negative {
+                exponent = self.b[start..self.i]
+                    .iter()
+                    .fold(0, |acc, d| acc * 10 + usize::from(d - b'0'));
+            }
+        }
+        if int_digits + exponent > 300 {
+            return Err(Fallback);
         }
         Ok(())
     }
