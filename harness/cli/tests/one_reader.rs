@@ -200,3 +200,88 @@ fn every_tool_gives_the_same_verdict_and_names_the_same_line() {
     w.assert_none_left();
     assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
 }
+
+/// The size limits hold in every tool, name the line and the variable that raises them,
+/// and a gzip bomb is cut off while it is inflated (before: a 498 KB `.gz` holding one
+/// 500 MB line took lint to 2 GB of memory, fake-pi and map to 1 GB).
+#[test]
+fn size_limits_hold_everywhere_and_say_how_to_raise_them() {
+    let w = World::new("one-reader-limits");
+    let big = format!(
+        "{}\n{{\"dt_ms\":0,\"stdout\":{{\"type\":\"session\",\"id\":\"s\",\"pad\":\"{}\"}}}}\n{{\"dt_ms\":0,\"exit\":0}}\n",
+        HEADER,
+        "y".repeat(20_000)
+    );
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(big.as_bytes()).unwrap();
+    let path = w.write("big.cassette.jsonl.gz", gz.finish().unwrap());
+    let harness = env!("CARGO_BIN_EXE_pi-harness");
+    let tools = |var: &str, limit: &str| -> Vec<(&'static str, Option<i32>, String)> {
+        let run = |args: &[&str]| {
+            let out = Command::new(harness)
+                .args(args)
+                .arg(&path)
+                .env(var, limit)
+                .stdout(Stdio::null())
+                .output()
+                .unwrap();
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        };
+        let lint = Command::new(harness)
+            .args(["cassette", "lint"])
+            .arg(&path)
+            .env(var, limit)
+            .output()
+            .unwrap();
+        let fake = w
+            .fake_pi(&path)
+            .env(var, limit)
+            .args(["--mode", "json", "hi"])
+            .output()
+            .unwrap();
+        let (map_code, map_err) = run(&["map", "--json"]);
+        let (show_code, show_err) = run(&["cassette", "show"]);
+        vec![
+            (
+                "lint",
+                lint.status.code(),
+                String::from_utf8_lossy(&lint.stdout).into_owned(),
+            ),
+            (
+                "fake-pi",
+                fake.status.code(),
+                String::from_utf8_lossy(&fake.stderr).into_owned(),
+            ),
+            ("map", map_code, map_err),
+            ("show", show_code, show_err),
+        ]
+    };
+    for (tool, code, text) in tools("PI_HARNESS_MAX_LINE_BYTES", "10000") {
+        assert!(matches!(code, Some(1 | 2 | 98)), "{tool}: {code:?} {text}");
+        assert!(
+            text.contains(&format!(
+                "{}:2: line longer than 10000 bytes",
+                path.display()
+            )) && text.contains("PI_HARNESS_MAX_LINE_BYTES"),
+            "{tool}: {text}"
+        );
+    }
+    for (tool, code, text) in tools("PI_HARNESS_MAX_INPUT_BYTES", "5000") {
+        assert!(
+            matches!(code, Some(1 | 2 | 97 | 98)),
+            "{tool}: {code:?} {text}"
+        );
+        assert!(
+            text.contains("PI_HARNESS_MAX_INPUT_BYTES"),
+            "{tool}: {text}"
+        );
+    }
+    // Under the default limits the same file is fine everywhere.
+    for (tool, code, text) in tools("PI_HARNESS_UNRELATED", "1") {
+        assert!(matches!(code, Some(0)), "{tool}: {code:?} {text}");
+    }
+    w.assert_none_left();
+}
