@@ -7,12 +7,15 @@
 //! bodies it repeats), and over synthesized message and tool lines whose fields come in any
 //! order, repeated, escaped, or of odd types and numbers.
 
+mod support;
+
 use std::sync::OnceLock;
 
 use pi_wire::mapper::{Mapper, MapperOptions, MapperStats, StreamEnd};
 use pi_wire::message::{ExitInfo, Message};
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
+use support::{apply, byte_or_field_edit};
 
 /// Recorded runs (stdout lines) small enough to map twice per case.
 fn runs() -> &'static [Vec<Vec<u8>>] {
@@ -55,59 +58,6 @@ fn map(lines: &[Vec<u8>], fast: bool) -> (Vec<Message>, MapperStats) {
     };
     m.finish(StreamEnd::eof(Some(exit)), &mut out);
     (out, m.stats())
-}
-
-#[derive(Debug, Clone)]
-enum Edit {
-    Truncate(Index),
-    Overwrite(Index, u8),
-    Insert(Index, Vec<u8>),
-}
-
-fn apply(mut line: Vec<u8>, edits: &[Edit]) -> Vec<u8> {
-    for e in edits {
-        match e {
-            Edit::Truncate(at) => line.truncate(at.index(line.len() + 1)),
-            Edit::Overwrite(at, b) if !line.is_empty() => {
-                let i = at.index(line.len());
-                line[i] = *b;
-            }
-            Edit::Overwrite(..) => {}
-            Edit::Insert(at, bytes) => {
-                let i = at.index(line.len() + 1);
-                line.splice(i..i, bytes.iter().copied());
-            }
-        }
-    }
-    line.retain(|&b| b != b'\n');
-    line
-}
-
-fn edit_strategy() -> impl Strategy<Value = Edit> {
-    let byte = prop_oneof![
-        select(b"{}[]\":,\\ 0-.eE\x00\x1f\x7f\xc3\xa9\xff\xed\xa0\x80tfnuUdD8aF".to_vec()),
-        any::<u8>(),
-    ];
-    let text = select(vec![
-        &b"\"role\":\"user\","[..],
-        b"\"usage\":null,",
-        b"\"content\":null,",
-        b"\"timestamp\":null,",
-        b"\"type\":\"message_end\",",
-        b"\"toolCallId\":\"call_1\",",
-        b"\"isError\":true,",
-        b"\"x\":[{\"y\":-0.5e-3}],",
-        b"\"total\":1.5,",
-        b"\\u00e9",
-        b"\\ud800",
-    ]);
-    prop_oneof![
-        any::<Index>().prop_map(Edit::Truncate),
-        (any::<Index>(), byte.clone()).prop_map(|(i, b)| Edit::Overwrite(i, b)),
-        (any::<Index>(), proptest::collection::vec(byte, 1..4))
-            .prop_map(|(i, v)| Edit::Insert(i, v)),
-        (any::<Index>(), text).prop_map(|(i, t)| Edit::Insert(i, t.to_vec())),
-    ]
 }
 
 /// A scalar or small value, in the shapes the serde path reads leniently.
@@ -300,7 +250,7 @@ proptest! {
     fn one_mutated_line_in_a_recorded_run(
         run in select(runs()),
         at in any::<Index>(),
-        edits in proptest::collection::vec(edit_strategy(), 0..4),
+        edits in proptest::collection::vec(byte_or_field_edit(), 0..4),
     ) {
         let mut lines = run.clone();
         let i = at.index(lines.len());
@@ -317,7 +267,7 @@ proptest! {
     #[test]
     fn synthesized_message_and_tool_lines(
         line in other_line(),
-        edits in proptest::collection::vec(edit_strategy(), 0..2),
+        edits in proptest::collection::vec(byte_or_field_edit(), 0..2),
     ) {
         let line = apply(line, &edits);
         let lines = with_context(&line);

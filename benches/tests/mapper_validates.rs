@@ -8,6 +8,8 @@
 //! on the same mutated lines and on synthesized `message_update` lines whose fields
 //! come in any order.
 
+mod support;
+
 use std::sync::OnceLock;
 
 use pi_wire::mapper::{Mapper, MapperOptions, StreamEnd};
@@ -15,6 +17,7 @@ use pi_wire::message::{ExitInfo, Message};
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use serde::de::IgnoredAny;
+use support::{apply, byte_edit};
 
 /// Lines of the benchmark inputs short enough to mutate quickly (every line of 0.87.1 and
 /// of the tool loop, the first lines of the 0.73.1 long answer).
@@ -59,47 +62,6 @@ fn mapper_flags_after(warm: &[u8], line: &[u8]) -> bool {
 
 fn serde_rejects(line: &[u8]) -> bool {
     serde_json::from_slice::<IgnoredAny>(line).is_err()
-}
-
-#[derive(Debug, Clone)]
-enum Edit {
-    Truncate(Index),
-    Overwrite(Index, u8),
-    Insert(Index, Vec<u8>),
-}
-
-fn apply(mut line: Vec<u8>, edits: &[Edit]) -> Vec<u8> {
-    for e in edits {
-        match e {
-            Edit::Truncate(at) => line.truncate(at.index(line.len() + 1)),
-            Edit::Overwrite(at, b) if !line.is_empty() => {
-                let i = at.index(line.len());
-                line[i] = *b;
-            }
-            Edit::Overwrite(..) => {}
-            Edit::Insert(at, bytes) => {
-                let i = at.index(line.len() + 1);
-                line.splice(i..i, bytes.iter().copied());
-            }
-        }
-    }
-    // A `\n` would make two lines: the property is about one.
-    line.retain(|&b| b != b'\n');
-    line
-}
-
-fn edit_strategy() -> impl Strategy<Value = Edit> {
-    // JSON-significant bytes, invalid UTF-8 and control characters are the interesting ones.
-    let byte = prop_oneof![
-        select(b"{}[]\":,\\ 0-.eE\x00\x1f\x7f\xc3\xa9\xff\xed\xa0\x80tfnuUdD8aF".to_vec()),
-        any::<u8>(),
-    ];
-    prop_oneof![
-        any::<Index>().prop_map(Edit::Truncate),
-        (any::<Index>(), byte.clone()).prop_map(|(i, b)| Edit::Overwrite(i, b)),
-        (any::<Index>(), proptest::collection::vec(byte, 1..4))
-            .prop_map(|(i, v)| Edit::Insert(i, v)),
-    ]
 }
 
 /// What the mapper makes of one line (after a `message_start`, so deltas land in an open
@@ -226,7 +188,7 @@ proptest! {
     #[test]
     fn the_fast_path_and_the_serde_path_agree_on_mutated_lines(
         line in select(lines()),
-        edits in proptest::collection::vec(edit_strategy(), 0..4),
+        edits in proptest::collection::vec(byte_edit(), 0..4),
     ) {
         // The unmutated line first: the scanner's memo then holds its values, and the
         // mutated line is read through it.
@@ -244,7 +206,7 @@ proptest! {
     #[test]
     fn the_fast_path_and_the_serde_path_agree_on_synthesized_updates(
         line in synthesized_update(),
-        edits in proptest::collection::vec(edit_strategy(), 0..2),
+        edits in proptest::collection::vec(byte_edit(), 0..2),
     ) {
         let line = apply(line, &edits);
         if let Some(slow) = via_serde(&line) {
@@ -258,7 +220,7 @@ proptest! {
     #[test]
     fn every_line_serde_rejects_is_reported_invalid(
         line in select(lines()),
-        edits in proptest::collection::vec(edit_strategy(), 0..4),
+        edits in proptest::collection::vec(byte_edit(), 0..4),
     ) {
         let mutated = apply(line.clone(), &edits);
         if serde_rejects(&mutated) {
