@@ -105,18 +105,15 @@ pub(super) fn tool_call(text: &str) -> Option<Block<'_>> {
 }
 
 fn line<'a>(s: &mut Scanner<'a>, ev: &mut Event<'a>, memo: &mut Memo) -> R<()> {
-    s.eat(b'{')?;
     s.ws();
-    if s.peek() == Some(b'}') {
-        return Err(Fallback); // no `type`
+    if s.peek() != Some(b'{') {
+        return Err(Fallback);
     }
-    // Keys of interest seen (one bit each): a repeated one falls back.
-    let mut seen = 0u32;
     let mut kind: Option<&'a str> = None;
-    loop {
-        match key(s)? {
+    // An empty object has no `type`: it falls back below.
+    members(s, |s, key| {
+        Ok(match key {
             b"type" => {
-                field(&mut seen, 1)?;
                 if s.peek() != Some(b'"') {
                     return Err(Fallback);
                 }
@@ -131,9 +128,9 @@ fn line<'a>(s: &mut Scanner<'a>, ev: &mut Event<'a>, memo: &mut Memo) -> R<()> {
                 }
                 kind = Some(t);
                 ev.kind = Lv::Str(Cow::Borrowed(t));
+                1
             }
             b"message" => {
-                field(&mut seen, 1 << 1)?;
                 match kind {
                     Some(k @ ("message_start" | "message_end")) => {
                         ev.message = message(s, memo, k == "message_end")?;
@@ -142,71 +139,72 @@ fn line<'a>(s: &mut Scanner<'a>, ev: &mut Event<'a>, memo: &mut Memo) -> R<()> {
                     // Kept raw by the serde path until the type is known: left to it.
                     None => return Err(Fallback),
                 }
+                1 << 1
             }
             // Parsed by the serde path whatever the event: left to it.
             b"assistantMessageEvent" => return Err(Fallback),
             b"id" => {
-                field(&mut seen, 1 << 2)?;
                 ev.id = lv(s, 1)?;
+                1 << 2
             }
             b"toolCallId" => {
-                field(&mut seen, 1 << 3)?;
                 ev.tool_call_id = lv(s, 1)?;
+                1 << 3
             }
             b"toolName" => {
-                field(&mut seen, 1 << 4)?;
                 ev.tool_name = lv(s, 1)?;
+                1 << 4
             }
             b"args" => {
-                field(&mut seen, 1 << 5)?;
                 ev.args = Some(raw(s, 1)?);
+                1 << 5
             }
             b"partialResult" => {
-                field(&mut seen, 1 << 6)?;
                 ev.partial_result = Some(raw(s, 1)?);
+                1 << 6
             }
             b"result" => {
-                field(&mut seen, 1 << 7)?;
                 ev.result = Some(raw(s, 1)?);
+                1 << 7
             }
             b"isError" => {
-                field(&mut seen, 1 << 8)?;
                 ev.is_error = lv(s, 1)?;
+                1 << 8
             }
             b"willRetry" => {
-                field(&mut seen, 1 << 9)?;
                 ev.will_retry = lv(s, 1)?;
+                1 << 9
             }
             b"attempt" => {
-                field(&mut seen, 1 << 10)?;
                 ev.attempt = lv(s, 1)?;
+                1 << 10
             }
             b"maxAttempts" => {
-                field(&mut seen, 1 << 11)?;
                 ev.max_attempts = lv(s, 1)?;
+                1 << 11
             }
             b"delayMs" => {
-                field(&mut seen, 1 << 12)?;
                 ev.delay_ms = lv(s, 1)?;
+                1 << 12
             }
             b"errorMessage" => {
-                field(&mut seen, 1 << 13)?;
                 ev.error_message = lv(s, 1)?;
+                1 << 13
             }
             b"parentToolCallId" => {
-                field(&mut seen, 1 << 14)?;
                 ev.parent_tool_call_id = lv(s, 1)?;
+                1 << 14
             }
             b"aborted" => {
-                field(&mut seen, 1 << 15)?;
                 ev.aborted = lv(s, 1)?;
+                1 << 15
             }
-            _ => skip(s, memo)?,
-        }
-        if !next(s, b'}')? {
-            break;
-        }
-    }
+            _ => {
+                skip(s, memo)?;
+                0
+            }
+        })
+    })?;
     s.ws();
     if s.i != s.b.len() || kind.is_none() {
         return Err(Fallback);
@@ -384,6 +382,31 @@ fn message<'a>(s: &mut Scanner<'a>, memo: &mut Memo, end: bool) -> R<MsgField<'a
     Ok(MsgField::Body(Some(body)))
 }
 
+/// The members of an object, from its `{` to its `}`: `each` reads the value of every key
+/// and answers the key's bit (0 for a key nothing reads, whose value it skipped). A bit seen
+/// twice falls back, as a derived struct refuses a repeated field.
+#[inline(always)]
+fn members<'a>(
+    s: &mut Scanner<'a>,
+    mut each: impl FnMut(&mut Scanner<'a>, &'a [u8]) -> R<u32>,
+) -> R<()> {
+    s.i += 1;
+    s.ws();
+    if s.peek() == Some(b'}') {
+        s.i += 1;
+        return Ok(());
+    }
+    let mut seen = 0u32;
+    loop {
+        let k = key(s)?;
+        let bit = each(s, k)?;
+        field(&mut seen, bit)?;
+        if !next(s, b'}')? {
+            return Ok(());
+        }
+    }
+}
+
 /// A field of a struct read: its bit must not be seen yet (a derived struct refuses a
 /// repeated field; so does the serde path's reading of the event).
 #[inline(always)]
@@ -398,58 +421,52 @@ fn field(seen: &mut u32, bit: u32) -> R<()> {
 /// An agent message object (at `{`, depth 1), as the derived `MessageBody` reads it, into
 /// `m` (a default one); returns where its role string stands when it is plain.
 fn message_body<'a>(s: &mut Scanner<'a>, m: &mut MessageBody<'a>) -> R<Option<(usize, usize)>> {
-    s.i += 1;
     let mut role_at = None;
-    s.ws();
-    if s.peek() == Some(b'}') {
-        s.i += 1;
-        return Ok(None);
-    }
-    let mut seen = 0u32;
-    loop {
-        match key(s)? {
+    members(s, |s, key| {
+        Ok(match key {
             b"role" => {
-                field(&mut seen, 1)?;
                 let at = s.i;
                 m.role = lv(s, 2)?;
                 if let Lv::Str(Cow::Borrowed(_)) = m.role {
                     role_at = Some((at + 1, s.i - 1));
                 }
+                1
             }
             b"content" => {
-                field(&mut seen, 1 << 1)?;
                 content(s, &mut m.content)?;
+                1 << 1
             }
             b"stopReason" => {
-                field(&mut seen, 1 << 2)?;
                 m.stop_reason = lv(s, 2)?;
+                1 << 2
             }
             b"errorMessage" => {
-                field(&mut seen, 1 << 3)?;
                 m.error_message = lv(s, 2)?;
+                1 << 3
             }
             b"usage" => {
-                field(&mut seen, 1 << 4)?;
                 usage(s, &mut m.usage)?;
+                1 << 4
             }
             b"timestamp" => {
-                field(&mut seen, 1 << 5)?;
                 m.timestamp = opt_raw(s, 2)?;
+                1 << 5
             }
             b"toolCallId" => {
-                field(&mut seen, 1 << 6)?;
                 m.tool_call_id = lv(s, 2)?;
+                1 << 6
             }
             b"nestedCalls" => {
-                field(&mut seen, 1 << 7)?;
                 m.nested_calls = opt_raw(s, 2)?;
+                1 << 7
             }
-            _ => s.value(2)?,
-        }
-        if !next(s, b'}')? {
-            return Ok(role_at);
-        }
-    }
+            _ => {
+                s.value(2)?;
+                0
+            }
+        })
+    })?;
+    Ok(role_at)
 }
 
 /// `content` (depth 2): `null` is `None`, a string is the text, an array holds blocks
@@ -494,45 +511,38 @@ fn content<'a>(s: &mut Scanner<'a>, c: &mut Option<Content<'a>>) -> R<()> {
 
 /// One content block (at `{`, depth 3), into `b` (a default one).
 fn block<'a>(s: &mut Scanner<'a>, b: &mut Block<'a>) -> R<()> {
-    s.i += 1;
-    s.ws();
-    if s.peek() == Some(b'}') {
-        s.i += 1;
-        return Ok(());
-    }
-    let mut seen = 0u32;
-    loop {
-        match key(s)? {
+    members(s, |s, key| {
+        Ok(match key {
             b"type" => {
-                field(&mut seen, 1)?;
                 b.kind = lv(s, 4)?;
+                1
             }
             b"text" => {
-                field(&mut seen, 1 << 1)?;
                 b.text = lv(s, 4)?;
+                1 << 1
             }
             b"thinking" => {
-                field(&mut seen, 1 << 2)?;
                 b.thinking = lv(s, 4)?;
+                1 << 2
             }
             b"id" => {
-                field(&mut seen, 1 << 3)?;
                 b.id = lv(s, 4)?;
+                1 << 3
             }
             b"name" => {
-                field(&mut seen, 1 << 4)?;
                 b.name = lv(s, 4)?;
+                1 << 4
             }
             b"arguments" => {
-                field(&mut seen, 1 << 5)?;
                 b.arguments = opt_raw(s, 4)?;
+                1 << 5
             }
-            _ => s.value(4)?,
-        }
-        if !next(s, b'}')? {
-            return Ok(());
-        }
-    }
+            _ => {
+                s.value(4)?;
+                0
+            }
+        })
+    })
 }
 
 /// `usage` (depth 2): an object read as `PiUsage` into `u` (left `None` for anything else).
@@ -540,46 +550,39 @@ fn usage<'a>(s: &mut Scanner<'a>, u: &mut Obj<PiUsage<'a>>) -> R<()> {
     if s.peek() != Some(b'{') {
         return s.value(2);
     }
-    s.i += 1;
     let u = u.0.insert(PiUsage::default());
-    s.ws();
-    if s.peek() == Some(b'}') {
-        s.i += 1;
-        return Ok(());
-    }
-    let mut seen = 0u32;
-    loop {
-        match key(s)? {
+    members(s, |s, key| {
+        Ok(match key {
             b"input" => {
-                field(&mut seen, 1)?;
                 u.input = lv(s, 3)?;
+                1
             }
             b"output" => {
-                field(&mut seen, 1 << 1)?;
                 u.output = lv(s, 3)?;
+                1 << 1
             }
             b"cacheRead" => {
-                field(&mut seen, 1 << 2)?;
                 u.cache_read = lv(s, 3)?;
+                1 << 2
             }
             b"cacheWrite" => {
-                field(&mut seen, 1 << 3)?;
                 u.cache_write = lv(s, 3)?;
+                1 << 3
             }
             b"totalTokens" => {
-                field(&mut seen, 1 << 4)?;
                 u.total_tokens = lv(s, 3)?;
+                1 << 4
             }
             b"cost" => {
-                field(&mut seen, 1 << 5)?;
                 cost(s, &mut u.cost)?;
+                1 << 5
             }
-            _ => s.value(3)?,
-        }
-        if !next(s, b'}')? {
-            return Ok(());
-        }
-    }
+            _ => {
+                s.value(3)?;
+                0
+            }
+        })
+    })
 }
 
 /// `usage.cost` (depth 3): an object read as `PiCost` into `c` (left `None` for anything else).
@@ -587,24 +590,17 @@ fn cost<'a>(s: &mut Scanner<'a>, c: &mut Obj<PiCost<'a>>) -> R<()> {
     if s.peek() != Some(b'{') {
         return s.value(3);
     }
-    s.i += 1;
     let c = c.0.insert(PiCost::default());
-    s.ws();
-    if s.peek() == Some(b'}') {
-        s.i += 1;
-        return Ok(());
-    }
-    let mut seen = 0u32;
-    loop {
-        match key(s)? {
+    members(s, |s, key| {
+        Ok(match key {
             b"total" => {
-                field(&mut seen, 1)?;
                 c.total = lv(s, 4)?;
+                1
             }
-            _ => s.value(4)?,
-        }
-        if !next(s, b'}')? {
-            return Ok(());
-        }
-    }
+            _ => {
+                s.value(4)?;
+                0
+            }
+        })
+    })
 }
