@@ -199,6 +199,10 @@ fn main() {
         println!("- `{}`: {}", input.name, input.description);
     }
     println!();
+    // `ratios mapper`: only the throughput table above.
+    if args.first().map(String::as_str) == Some("mapper") {
+        return;
+    }
 
     allocations(&inputs);
     let mapper_alone = inputs
