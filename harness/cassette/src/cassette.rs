@@ -22,6 +22,13 @@ pub const FORMAT_NAME: &str = "pi-cassette";
 /// The format version this code reads and writes.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// The two-way format (`pi --mode rpc`): version 1 plus what the client sends (see
+/// `cassettes/FORMAT.md`, "Version 2").
+pub const FORMAT_VERSION_TWO_WAY: u32 = 2;
+
+/// The two-way protocols a version 2 cassette may hold (its header's `mode`).
+pub const TWO_WAY_MODES: &[&str] = &["rpc"];
+
 /// A whole cassette: header plus records in replay order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cassette {
@@ -35,8 +42,11 @@ pub struct Cassette {
 pub struct Header {
     /// Always `"pi-cassette"`.
     pub format: String,
-    /// Always [`FORMAT_VERSION`] for this reader.
+    /// [`FORMAT_VERSION`], or [`FORMAT_VERSION_TWO_WAY`] for a two-way cassette.
     pub version: u32,
+    /// Version 2 only: the two-way protocol, `"rpc"` (pi's `--mode rpc`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
     /// Which pi produced (or is imitated by) this cassette.
     pub pi: PiSource,
     pub scenario: Scenario,
@@ -336,6 +346,10 @@ pub struct Record {
     /// Delay since the previous record (or since start), in milliseconds.
     pub dt_ms: f64,
     pub action: Action,
+    /// Version 2, on a `stdout` JSON object: it answers the client line with this index
+    /// (0-based, counting `stdin` and `stdin_text` records), so its `id` is the one the
+    /// client sent with that line (or absent when the client sent none).
+    pub reply: Option<u32>,
     /// 1-based line in the file it was read from (0 when built in memory).
     pub line: usize,
 }
@@ -355,12 +369,48 @@ pub enum Action {
     Hang,
     /// Spawn a child process like pi's bash tool does.
     Spawn(Spawn),
+    /// Version 2: the client writes this JSON line on stdin.
+    Stdin(ClientLine),
+    /// Version 2: the client writes this line on stdin, compared byte for byte (a line
+    /// that is not one JSON value: a malformed command, an empty line).
+    StdinText(String),
+    /// Version 2: the client closes stdin.
+    StdinClose,
+    /// Version 2: the client sends this signal (`SIGTERM`, `SIGINT`, `SIGHUP`).
+    ClientSignal(String),
+    /// Version 2: what the model was sent in its next request (the scripted server's log
+    /// entry, verbatim). Nothing is written; it is there to be asserted on.
+    Request(String),
+    /// Version 2: the child started by the `spawn` with this id is gone now (pi's tool
+    /// ended or was aborted): its process group is killed if it is still there.
+    Reap(String),
 }
+
+/// A JSON line the client must send.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientLine {
+    /// The line as recorded (a JSON value, verbatim).
+    pub json: String,
+    /// The fields compared with what a client sends (`type` always); absent: every field
+    /// but `id`.
+    pub fields: Option<Vec<String>>,
+}
+
+/// The signals a client record may send: the ones pi answers.
+pub const CLIENT_SIGNALS: &[&str] = &["SIGTERM", "SIGINT", "SIGHUP"];
 
 impl Action {
     /// True for records after which nothing else can happen.
     pub fn is_final(&self) -> bool {
         matches!(self, Action::Exit(_) | Action::Signal(_) | Action::Hang)
+    }
+
+    /// True for what the client does (version 2), as opposed to what pi does.
+    pub fn is_client(&self) -> bool {
+        matches!(
+            self,
+            Action::Stdin(_) | Action::StdinText(_) | Action::StdinClose | Action::ClientSignal(_)
+        )
     }
 }
 
@@ -497,6 +547,27 @@ struct RawRecord<'a> {
     hang: Option<bool>,
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
     spawn: Option<&'a RawValue>,
+    #[serde(
+        borrow,
+        default,
+        deserialize_with = "present_raw",
+        skip_serializing_if = "Option::is_none"
+    )]
+    stdin: Option<&'a RawValue>,
+    #[serde(rename = "match", default, skip_serializing_if = "Option::is_none")]
+    fields: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stdin_text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stdin_close: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    client_signal: Option<String>,
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    request: Option<&'a RawValue>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reap: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reply: Option<u32>,
 }
 
 /// A present field, whatever its JSON value (`null` included).
@@ -644,6 +715,12 @@ impl Action {
             Action::Signal(_) => "signal",
             Action::Hang => "hang",
             Action::Spawn(_) => "spawn",
+            Action::Stdin(_) => "stdin",
+            Action::StdinText(_) => "stdin_text",
+            Action::StdinClose => "stdin_close",
+            Action::ClientSignal(_) => "client_signal",
+            Action::Request(_) => "request",
+            Action::Reap(_) => "reap",
         }
     }
 }
@@ -667,6 +744,7 @@ impl Record {
         Record {
             dt_ms,
             action: Action::Stdout(Bytes { data, form }),
+            reply: None,
             line: 0,
         }
     }
@@ -684,6 +762,7 @@ impl Record {
                 data: chunk.to_vec(),
                 form,
             }),
+            reply: None,
             line: 0,
         }
     }
@@ -692,6 +771,7 @@ impl Record {
         Record {
             dt_ms,
             action,
+            reply: None,
             line: 0,
         }
     }
@@ -699,11 +779,13 @@ impl Record {
     fn write_to(&self, out: &mut impl Write) -> std::io::Result<()> {
         let mut raw = RawRecord {
             dt_ms: Some(self.dt_ms),
+            reply: self.reply,
             ..RawRecord::default()
         };
         let b64 = base64::engine::general_purpose::STANDARD;
         let json_line;
         let spawn_json;
+        let client_json;
         match &self.action {
             Action::Stdout(b) => match b.form {
                 Form::Json { newline } => {
@@ -740,6 +822,21 @@ impl Record {
                 spawn_json = serde_json::value::to_raw_value(s).map_err(std::io::Error::other)?;
                 raw.spawn = Some(&spawn_json);
             }
+            Action::Stdin(c) => {
+                client_json =
+                    serde_json::from_str::<&RawValue>(&c.json).map_err(std::io::Error::other)?;
+                raw.stdin = Some(client_json);
+                raw.fields = c.fields.clone();
+            }
+            Action::StdinText(t) => raw.stdin_text = Some(t.clone()),
+            Action::StdinClose => raw.stdin_close = Some(true),
+            Action::ClientSignal(sig) => raw.client_signal = Some(sig.clone()),
+            Action::Request(r) => {
+                client_json =
+                    serde_json::from_str::<&RawValue>(r).map_err(std::io::Error::other)?;
+                raw.request = Some(client_json);
+            }
+            Action::Reap(id) => raw.reap = Some(id.clone()),
         }
         serde_json::to_writer(out, &raw).map_err(std::io::Error::other)
     }
@@ -797,12 +894,14 @@ pub(crate) fn parse_header(
         }
     }
     match probe.get("version").and_then(|v| v.as_u64()) {
-        Some(v) if v == u64::from(FORMAT_VERSION) && probe["version"].is_u64() => {}
+        Some(v)
+            if (v == u64::from(FORMAT_VERSION) || v == u64::from(FORMAT_VERSION_TWO_WAY))
+                && probe["version"].is_u64() => {}
         Some(v) => {
             return Err(CassetteError::invalid(
                 path,
                 lineno,
-                format!("header field `version`: this reader knows format version {FORMAT_VERSION}, the file says {v}"),
+                format!("header field `version`: this reader knows format versions {FORMAT_VERSION} and {FORMAT_VERSION_TWO_WAY}, the file says {v}"),
             ))
         }
         None => {
@@ -814,6 +913,29 @@ pub(crate) fn parse_header(
                 lineno,
                 format!("header field `version`: expected the integer {FORMAT_VERSION}, found {found}"),
             ));
+        }
+    }
+    let two_way = probe["version"] == FORMAT_VERSION_TWO_WAY;
+    match (two_way, probe.get("mode")) {
+        (false, None) => {}
+        (true, Some(serde_json::Value::String(m))) if TWO_WAY_MODES.contains(&m.as_str()) => {}
+        (false, Some(_)) => {
+            return Err(CassetteError::invalid(
+                path,
+                lineno,
+                format!("header field `mode`: only a version {FORMAT_VERSION_TWO_WAY} (two-way) cassette has one"),
+            ))
+        }
+        (true, found) => {
+            return Err(CassetteError::invalid(
+                path,
+                lineno,
+                format!(
+                    "header field `mode`: a version {FORMAT_VERSION_TWO_WAY} cassette names its two-way protocol, one of {}; found {}",
+                    TWO_WAY_MODES.join(", "),
+                    found.map_or("nothing".to_string(), |v| v.to_string())
+                ),
+            ))
         }
     }
     crate::shape::check_header(&probe, text)
@@ -860,8 +982,9 @@ pub(crate) fn parse_record(
     path: &Path,
     lineno: usize,
     text: &str,
+    version: u32,
 ) -> Result<Record, CassetteError> {
-    parse_record_ref(path, lineno, text).map(RecordRef::into_owned)
+    parse_record_ref(path, lineno, text, version).map(RecordRef::into_owned)
 }
 
 /// Read and check one record line; a `stdout` JSON payload borrows from `text`.
@@ -869,6 +992,7 @@ pub(crate) fn parse_record_ref<'a>(
     path: &Path,
     lineno: usize,
     text: &'a str,
+    version: u32,
 ) -> Result<RecordRef<'a>, CassetteError> {
     let bad = |msg: String| CassetteError::invalid(path, lineno, msg);
     let raw: RawRecord = serde_json::from_str(text).map_err(|e| bad(format!("record: {e}")))?;
@@ -913,8 +1037,41 @@ pub(crate) fn parse_record_ref<'a>(
     if raw.spawn.is_some() {
         present.push("spawn");
     }
+    let two_way = [
+        ("stdin", raw.stdin.is_some()),
+        ("stdin_text", raw.stdin_text.is_some()),
+        ("stdin_close", raw.stdin_close.is_some()),
+        ("client_signal", raw.client_signal.is_some()),
+        ("request", raw.request.is_some()),
+        ("reap", raw.reap.is_some()),
+    ];
+    for (key, set) in two_way {
+        if set {
+            present.push(key);
+        }
+    }
+    if version < FORMAT_VERSION_TWO_WAY {
+        let only_two_way = two_way
+            .iter()
+            .map(|(k, set)| (*k, *set))
+            .chain([
+                ("match", raw.fields.is_some()),
+                ("reply", raw.reply.is_some()),
+            ])
+            .find(|(_, set)| *set);
+        if let Some((key, _)) = only_two_way {
+            return Err(bad(format!(
+                "record field `{key}`: a two-way record; only a version {FORMAT_VERSION_TWO_WAY} cassette (\"version\":2,\"mode\":\"rpc\") has them"
+            )));
+        }
+    }
     let key = match present.as_slice() {
         [one] => *one,
+        [] if version >= FORMAT_VERSION_TWO_WAY => {
+            return Err(bad(
+                "record has no action: expected one of stdout, stdout_text, stdout_b64, stderr, stderr_b64, exit, signal, hang, spawn, stdin, stdin_text, stdin_close, client_signal, request, reap".into(),
+            ))
+        }
         [] => {
             return Err(bad(
                 "record has no action: expected one of stdout, stdout_text, stdout_b64, stderr, stderr_b64, exit, signal, hang, spawn".into(),
@@ -926,6 +1083,21 @@ pub(crate) fn parse_record_ref<'a>(
         return Err(bad(format!(
             "record field `newline` only applies to stdout and stdout_text, not `{key}`"
         )));
+    }
+    if raw.fields.is_some() && key != "stdin" {
+        return Err(bad(format!(
+            "record field `match` only applies to stdin, not `{key}`"
+        )));
+    }
+    if raw.reply.is_some() && key != "stdout" {
+        return Err(bad(format!(
+            "record field `reply` only applies to stdout (a JSON response), not `{key}`"
+        )));
+    }
+    if raw.reply.is_some() && !raw.stdout.is_some_and(|v| v.get().starts_with('{')) {
+        return Err(bad(
+            "record field `reply`: the stdout line must be a JSON object (a response)".into(),
+        ));
     }
     let newline = raw.newline.unwrap_or(true);
     let b64 = base64::engine::general_purpose::STANDARD;
@@ -983,11 +1155,67 @@ pub(crate) fn parse_record_ref<'a>(
             let spawn = crate::shape::spawn(raw.spawn.unwrap().get()).map_err(bad)?;
             ActionRef::Spawn(spawn)
         }
+        "stdin" => {
+            if let Some(fields) = &raw.fields {
+                if let Some(f) = fields.iter().find(|f| f.is_empty() || *f == "id") {
+                    return Err(bad(format!(
+                        "record field `match`: {f:?} is not a field to compare (the client's own `id` is echoed, never compared)"
+                    )));
+                }
+            }
+            ActionRef::Stdin(ClientLine {
+                json: raw.stdin.unwrap().get().to_string(),
+                fields: raw.fields,
+            })
+        }
+        "stdin_text" => {
+            let t = raw.stdin_text.unwrap();
+            if t.contains('\n') {
+                return Err(bad(
+                    "record field `stdin_text`: one line, without `\\n` (each stdin record is one line the client writes)".into(),
+                ));
+            }
+            ActionRef::StdinText(t)
+        }
+        "stdin_close" => {
+            if raw.stdin_close != Some(true) {
+                return Err(bad("record field `stdin_close`: must be true".into()));
+            }
+            ActionRef::StdinClose
+        }
+        "client_signal" => {
+            let name = raw.client_signal.unwrap();
+            if !CLIENT_SIGNALS.contains(&name.as_str()) {
+                return Err(bad(format!(
+                    "record field `client_signal`: {name:?} is not one pi answers; expected one of {} (a client's SIGKILL is the end of a cassette that ends with `hang`)",
+                    CLIENT_SIGNALS.join(", ")
+                )));
+            }
+            ActionRef::ClientSignal(name)
+        }
+        "request" => {
+            let r = raw.request.unwrap().get();
+            if !r.starts_with('{') {
+                return Err(bad(
+                    "record field `request`: must be a JSON object (the model request's log entry)"
+                        .into(),
+                ));
+            }
+            ActionRef::Request(r.to_string())
+        }
+        "reap" => {
+            let id = raw.reap.unwrap();
+            if id.is_empty() {
+                return Err(bad("record field `reap`: the id of a `spawn` record".into()));
+            }
+            ActionRef::Reap(id)
+        }
         _ => unreachable!("every key is matched above"),
     };
     Ok(RecordRef {
         dt_ms,
         action,
+        reply: raw.reply,
         line: lineno,
     })
 }
@@ -1000,6 +1228,8 @@ pub struct RecordRef<'a> {
     /// Delay since the previous record (or since start), in milliseconds.
     pub dt_ms: f64,
     pub action: ActionRef<'a>,
+    /// As [`Record::reply`].
+    pub reply: Option<u32>,
     /// 1-based line in the file it was read from.
     pub line: usize,
 }
@@ -1014,6 +1244,12 @@ pub enum ActionRef<'a> {
     Signal(String),
     Hang,
     Spawn(Spawn),
+    Stdin(ClientLine),
+    StdinText(String),
+    StdinClose,
+    ClientSignal(String),
+    Request(String),
+    Reap(String),
 }
 
 impl Form {
@@ -1044,10 +1280,17 @@ impl RecordRef<'_> {
             ActionRef::Signal(name) => Action::Signal(name),
             ActionRef::Hang => Action::Hang,
             ActionRef::Spawn(s) => Action::Spawn(s),
+            ActionRef::Stdin(c) => Action::Stdin(c),
+            ActionRef::StdinText(t) => Action::StdinText(t),
+            ActionRef::StdinClose => Action::StdinClose,
+            ActionRef::ClientSignal(s) => Action::ClientSignal(s),
+            ActionRef::Request(r) => Action::Request(r),
+            ActionRef::Reap(id) => Action::Reap(id),
         };
         Record {
             dt_ms: self.dt_ms,
             action,
+            reply: self.reply,
             line: self.line,
         }
     }
@@ -1070,6 +1313,12 @@ impl ActionRef<'_> {
             ActionRef::Signal(_) => "signal",
             ActionRef::Hang => "hang",
             ActionRef::Spawn(_) => "spawn",
+            ActionRef::Stdin(_) => "stdin",
+            ActionRef::StdinText(_) => "stdin_text",
+            ActionRef::StdinClose => "stdin_close",
+            ActionRef::ClientSignal(_) => "client_signal",
+            ActionRef::Request(_) => "request",
+            ActionRef::Reap(_) => "reap",
         }
     }
 
@@ -1079,6 +1328,12 @@ impl ActionRef<'_> {
             self,
             ActionRef::Exit(_) | ActionRef::Signal(_) | ActionRef::Hang
         )
+    }
+
+    /// True for a line the client writes on stdin (`stdin`, `stdin_text`): what a `reply`
+    /// counts.
+    pub fn is_client_line(&self) -> bool {
+        matches!(self, ActionRef::Stdin(_) | ActionRef::StdinText(_))
     }
 }
 
@@ -1183,11 +1438,14 @@ mod tests {
         assert!(e.contains("f:1: header field `format` missing"), "{e}");
         let e = Cassette::parse(
             Path::new("f"),
-            b"{\"format\":\"pi-cassette\",\"version\":2}\n",
+            b"{\"format\":\"pi-cassette\",\"version\":3}\n",
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("knows format version 1, the file says 2"), "{e}");
+        assert!(
+            e.contains("knows format versions 1 and 2, the file says 3"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -1237,6 +1495,7 @@ pub struct CassetteReader<R> {
     buf: Vec<u8>,
     /// Key and line of the previous record, and whether it was final.
     last: Option<(&'static str, usize, bool)>,
+    replies: Replies,
     done: bool,
     max_line: usize,
     /// Bytes of the input's buffer holding the last line read in place (given back to the
@@ -1283,6 +1542,7 @@ impl<R: BufRead> CassetteReader<R> {
             lineno: 1,
             buf,
             last: None,
+            replies: Replies::default(),
             done: false,
             max_line,
             in_place: 0,
@@ -1354,7 +1614,16 @@ impl<R: BufRead> CassetteReader<R> {
             &self.path,
             self.lineno,
             line_text(&self.path, self.lineno, line)?,
+            self.header.version,
         )?;
+        let (spawn, reap) = match &record.action {
+            ActionRef::Spawn(s) => (Some(s.id.as_str()), None),
+            ActionRef::Reap(id) => (None, Some(id.as_str())),
+            _ => (None, None),
+        };
+        self.replies
+            .check(record.action.is_client_line(), spawn, reap, record.reply)
+            .map_err(|what| CassetteError::invalid(&self.path, self.lineno, what))?;
         if let Some((key, line, true)) = self.last {
             return Err(CassetteError::invalid(
                 &self.path,
@@ -1460,9 +1729,55 @@ fn line_text<'a>(path: &Path, lineno: usize, line: &'a [u8]) -> Result<&'a str, 
     })
 }
 
-/// Parse one record line (`lineno` is 1-based; `path` only names the source in errors).
-pub fn parse_record_line(path: &Path, lineno: usize, text: &str) -> Result<Record, CassetteError> {
-    parse_record(path, lineno, text)
+/// Parse one record line (`lineno` is 1-based; `path` only names the source in errors) of
+/// a cassette of format `version`.
+pub fn parse_record_line(
+    path: &Path,
+    lineno: usize,
+    text: &str,
+    version: u32,
+) -> Result<Record, CassetteError> {
+    parse_record(path, lineno, text, version)
+}
+
+/// The rules across lines of a two-way cassette: a `reply` names a client line that came
+/// before it, a `reap` a `spawn` that came before it. Every reader applies them (the
+/// streaming reader, lint).
+#[derive(Debug, Default)]
+pub(crate) struct Replies {
+    client_lines: u32,
+    spawned: std::collections::HashSet<String>,
+}
+
+impl Replies {
+    /// Check one record: `client_line` (a `stdin` or `stdin_text`), the id it spawns or
+    /// reaps, and its `reply`.
+    pub(crate) fn check(
+        &mut self,
+        client_line: bool,
+        spawn: Option<&str>,
+        reap: Option<&str>,
+        reply: Option<u32>,
+    ) -> Result<(), String> {
+        if client_line {
+            self.client_lines += 1;
+        }
+        if let Some(id) = spawn {
+            self.spawned.insert(id.to_string());
+        }
+        if let Some(id) = reap.filter(|id| !self.spawned.contains(*id)) {
+            return Err(format!(
+                "record field `reap`: no `spawn` with the id {id:?} before it"
+            ));
+        }
+        match reply {
+            Some(k) if k >= self.client_lines => Err(format!(
+                "record field `reply`: {k} names no client line before it (client lines are counted from 0; {} came before)",
+                self.client_lines
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// True when `line` (one line, without its `\n`) looks like a cassette header: a JSON object

@@ -244,6 +244,7 @@ pub fn import(input: &Path, raw: &[u8], opts: &ImportOptions) -> Result<Cassette
         header: Header {
             format: FORMAT_NAME.to_string(),
             version: FORMAT_VERSION,
+            mode: None,
             pi: PiSource {
                 version: opts.pi_version.clone(),
                 dialect,

@@ -40,12 +40,14 @@
 
 mod cassette;
 pub mod import;
+pub mod import_rpc;
 pub mod input;
 pub mod lint;
 pub mod matching;
 pub mod output;
 pub mod redact;
 mod shape;
+pub mod two_way;
 
 pub use cassette::*;
 pub use input::Limits;

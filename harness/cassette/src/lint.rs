@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cassette::{
     parse_header, parse_record, Action, Cassette, CassetteError, Dialect, Form, Header, OriginKind,
-    Record, TimingKind,
+    Record, Replies, TimingKind, FORMAT_VERSION,
 };
 
 /// A single `dt_ms` above this is almost surely a timestamp, not a delay (10 minutes).
@@ -128,6 +128,7 @@ fn check_lines(report: &mut Report, data: &[u8]) -> (Option<Header>, Vec<Record>
     let mut header = None;
     let mut records: Vec<Record> = Vec::new();
     let mut ending: Option<(usize, &'static str)> = None;
+    let mut replies = Replies::default();
     // The last line is a record that could not be read: its error says enough.
     let mut unreadable_last = false;
     let total_lines = body.split(|&b| b == b'\n').count();
@@ -164,8 +165,18 @@ fn check_lines(report: &mut Report, data: &[u8]) -> (Option<Header>, Vec<Record>
             }
             continue;
         }
-        match parse_record(report.file, lineno, text) {
+        let version = header.as_ref().map_or(FORMAT_VERSION, |h| h.version);
+        match parse_record(report.file, lineno, text, version) {
             Ok(r) => {
+                let (spawn, reap) = match &r.action {
+                    Action::Spawn(s) => (Some(s.id.as_str()), None),
+                    Action::Reap(id) => (None, Some(id.as_str())),
+                    _ => (None, None),
+                };
+                let client_line = matches!(r.action, Action::Stdin(_) | Action::StdinText(_));
+                if let Err(what) = replies.check(client_line, spawn, reap, r.reply) {
+                    report.add(lineno, what);
+                }
                 if let Some((at, key)) = ending {
                     report.add(
                         lineno,
@@ -310,7 +321,8 @@ fn check_stream(report: &mut Report, c: &Cassette) {
         let is_session = serde_json::from_slice::<serde_json::Value>(data)
             .ok()
             .is_some_and(|v| v.get("type").and_then(|t| t.as_str()) == Some("session"));
-        if !is_session {
+        // In RPC mode pi writes no `session` line (its first line answers a command).
+        if !is_session && h.mode.is_none() {
             report.add(
                 line,
                 "the first stdout line of a real pi run is the `session` header event",

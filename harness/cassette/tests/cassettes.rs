@@ -49,9 +49,12 @@ struct Schema {
 }
 
 impl Schema {
-    fn load() -> Schema {
-        let text =
-            std::fs::read_to_string(cassettes_dir().join("cassette-v1.schema.json")).unwrap();
+    /// The committed schema of format `version` (`cassette-v1.schema.json`, `-v2`).
+    fn load(version: u32) -> Schema {
+        let text = std::fs::read_to_string(
+            cassettes_dir().join(format!("cassette-v{version}.schema.json")),
+        )
+        .unwrap();
         let schema: Value = serde_json::from_str(&text).unwrap();
         jsonschema::draft202012::meta::validate(&schema)
             .unwrap_or_else(|e| panic!("the schema itself is not valid 2020-12: {e}"));
@@ -100,7 +103,7 @@ impl Schema {
 
 #[test]
 fn every_committed_cassette_parses_validates_and_round_trips() {
-    let schema = Schema::load();
+    let schemas = [Schema::load(1), Schema::load(2)];
     let files = all_cassette_files();
     let names: Vec<String> = files
         .iter()
@@ -126,9 +129,9 @@ fn every_committed_cassette_parses_validates_and_round_trips() {
     let mut problems = Vec::new();
     for path in &files {
         let data = read_plain(path);
-        problems.extend(schema.check(path, &data));
         match Cassette::load(path) {
             Ok(c) => {
+                problems.extend(schemas[c.header.version as usize - 1].check(path, &data));
                 // The writer gives back the committed bytes: files are byte-stable.
                 if c.to_jsonl().as_bytes() != data {
                     problems.push(format!(
@@ -280,8 +283,8 @@ const BROKEN_HEADERS: &[(&str, &str, &str)] = &[
     ),
     (
         "future_version",
-        r#"{"format":"pi-cassette","version":2,"pi":{"version":"0.87.1","dialect":"delta-only"},"scenario":{"name":"b","description":"d"},"origin":{"kind":"hand-made","timing":"synthetic"}}"#,
-        "knows format version 1, the file says 2",
+        r#"{"format":"pi-cassette","version":3,"pi":{"version":"0.87.1","dialect":"delta-only"},"scenario":{"name":"b","description":"d"},"origin":{"kind":"hand-made","timing":"synthetic"}}"#,
+        "knows format versions 1 and 2, the file says 3",
     ),
     (
         "unknown_header_field",
@@ -297,7 +300,7 @@ const BROKEN_HEADERS: &[(&str, &str, &str)] = &[
 
 #[test]
 fn broken_cassettes_are_rejected_by_parser_and_schema_naming_file_and_line() {
-    let schema = Schema::load();
+    let schema = Schema::load(1);
     let dir = tempfile::tempdir().unwrap();
     let mut cases: Vec<(String, String, usize, &str)> = BROKEN
         .iter()
@@ -345,7 +348,7 @@ fn broken_cassettes_are_rejected_by_parser_and_schema_naming_file_and_line() {
 #[test]
 fn cross_line_rules_are_the_parsers_job() {
     // Valid line by line, wrong as a whole: the schema cannot see these, the parser does.
-    let schema = Schema::load();
+    let schema = Schema::load(1);
     for (body, want) in [
         (
             "{\"dt_ms\":0,\"exit\":0}\n{\"dt_ms\":0,\"stdout\":{}}\n",
@@ -367,14 +370,22 @@ fn cross_line_rules_are_the_parsers_job() {
 
 #[test]
 fn the_examples_in_format_md_are_valid() {
-    let schema = Schema::load();
+    let schema = Schema::load(1);
     let doc = std::fs::read_to_string(cassettes_dir().join("FORMAT.md")).unwrap();
     let blocks: Vec<&str> = doc
         .split("```jsonl\n")
         .skip(1)
         .map(|b| b.split("```").next().unwrap())
         .collect();
-    assert_eq!(blocks.len(), 2, "FORMAT.md has two jsonl examples");
+    assert_eq!(blocks.len(), 3, "FORMAT.md has three jsonl examples");
+    // The third is a complete two-way cassette.
+    let path = Path::new("FORMAT.md example 3");
+    let two_way = Cassette::parse(path, blocks[2].as_bytes()).unwrap();
+    assert_eq!(two_way.header.version, 2);
+    assert_eq!(
+        Schema::load(2).check(path, blocks[2].as_bytes()),
+        Vec::<String>::new()
+    );
     // The first is a complete cassette.
     let path = Path::new("FORMAT.md example 1");
     Cassette::parse(path, blocks[0].as_bytes()).unwrap();
@@ -392,16 +403,127 @@ fn the_examples_in_format_md_are_valid() {
             .collect();
         assert!(errors.is_empty(), "{line}: {errors:?}");
     }
-    // Every record example in the records table is valid too.
-    let mut checked = 0;
-    for example in doc
-        .lines()
-        .filter(|l| l.starts_with("| `") && l.contains("| `{\"dt_ms\""))
-    {
-        let json = example.split('`').nth(3).unwrap();
-        let value: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{json}: {e}"));
-        assert!(schema.record.is_valid(&value), "{json}");
-        checked += 1;
+    // Every record example in the records tables is valid too: version 1's under its
+    // schema, the client records of version 2 under version 2's.
+    let (v1_part, v2_part) = doc.split_once("## Version 2").expect("a Version 2 section");
+    for (part, schema, want) in [(v1_part, &schema, 9), (v2_part, &Schema::load(2), 4)] {
+        let mut checked = 0;
+        for example in part
+            .lines()
+            .filter(|l| l.starts_with("| `") && l.contains("| `{\"dt_ms\""))
+        {
+            let json = example.split('`').nth(3).unwrap();
+            let value: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{json}: {e}"));
+            assert!(schema.record.is_valid(&value), "{json}");
+            checked += 1;
+        }
+        assert_eq!(checked, want, "one example per action");
     }
-    assert_eq!(checked, 9, "one example per action");
+}
+
+const TWO_WAY_HEADER: &str = r#"{"format":"pi-cassette","version":2,"mode":"rpc","pi":{"version":"1.5.2","dialect":"delta-only"},"scenario":{"name":"t","description":"d"},"origin":{"kind":"hand-made","timing":"synthetic"}}"#;
+
+#[test]
+fn two_way_records_are_checked_with_file_and_line() {
+    let v1 = GOOD_HEADER;
+    let v2 = TWO_WAY_HEADER;
+    let v2_no_mode = TWO_WAY_HEADER.replace(r#""mode":"rpc","#, "");
+    let v1_with_mode = GOOD_HEADER.replace(r#""version":1,"#, r#""version":1,"mode":"rpc","#);
+    let exit = r#"{"dt_ms":0,"exit":0}"#;
+    for (header, body, want) in [
+        (
+            v1,
+            r#"{"dt_ms":0,"stdin":{"type":"get_state"}}"#,
+            "x:2: record field `stdin`: a two-way record; only a version 2 cassette",
+        ),
+        (
+            v1,
+            r#"{"dt_ms":0,"stdout":{"type":"response"},"reply":0}"#,
+            "x:2: record field `reply`: a two-way record",
+        ),
+        (
+            v2_no_mode.as_str(),
+            exit,
+            "x:1: header field `mode`: a version 2 cassette names its two-way protocol",
+        ),
+        (
+            v1_with_mode.as_str(),
+            exit,
+            "x:1: header field `mode`: only a version 2",
+        ),
+        (
+            v2,
+            r#"{"dt_ms":0,"stdout":{"type":"response"},"reply":0}"#,
+            "x:2: record field `reply`: 0 names no client line before it",
+        ),
+        (
+            v2,
+            r#"{"dt_ms":0,"reap":"call_1"}"#,
+            "x:2: record field `reap`: no `spawn` with the id \"call_1\"",
+        ),
+        (
+            v2,
+            r#"{"dt_ms":0,"client_signal":"SIGKILL"}"#,
+            "x:2: record field `client_signal`: \"SIGKILL\" is not one pi answers",
+        ),
+        (
+            v2,
+            r#"{"dt_ms":0,"stdin":{"type":"prompt"},"match":["id"]}"#,
+            "x:2: record field `match`: \"id\" is not a field to compare",
+        ),
+        (
+            v2,
+            r#"{"dt_ms":0,"stdin_close":false}"#,
+            "x:2: record field `stdin_close`: must be true",
+        ),
+        (
+            v2,
+            r#"{"dt_ms":0,"stdout":"ready","reply":0}"#,
+            "x:2: record field `reply`: the stdout line must be a JSON object",
+        ),
+        (
+            v2,
+            r#"{"dt_ms":0,"stderr":"x","match":["a"]}"#,
+            "x:2: record field `match` only applies to stdin",
+        ),
+        (
+            v2,
+            r#"{"dt_ms":0,"request":[1]}"#,
+            "x:2: record field `request`: must be a JSON object",
+        ),
+    ] {
+        let text = format!("{header}\n{body}\n{exit}\n");
+        let text = if body == exit {
+            format!("{header}\n{exit}\n")
+        } else {
+            text
+        };
+        let err = Cassette::parse(Path::new("x"), text.as_bytes())
+            .expect_err(body)
+            .to_string();
+        assert!(err.starts_with(want), "{body}: {err}");
+        // lint gives the same verdict on the same line.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.cassette.jsonl");
+        std::fs::write(&path, &text).unwrap();
+        let problems = pi_cassette::lint::lint_file(&path).unwrap();
+        let line = want.split(':').nth(1).unwrap();
+        assert!(
+            problems.iter().any(|p| p.line.to_string() == line),
+            "{body}: lint {problems:?}"
+        );
+    }
+    // A good two-way cassette: a client line, its answer, a spawn and its reap.
+    let good = format!(
+        "{v2}\n{}\n{}\n{}\n{}\n{exit}\n",
+        r#"{"dt_ms":0,"stdin":{"id":1,"type":"get_state"},"match":["type"]}"#,
+        r#"{"dt_ms":0,"stdout":{"id":1,"type":"response"},"reply":0}"#,
+        r#"{"dt_ms":0,"spawn":{"id":"call_1","own_session":true,"ignore_sigterm":false,"hold_stdout":false}}"#,
+        r#"{"dt_ms":0,"reap":"call_1"}"#,
+    );
+    let c = Cassette::parse(Path::new("good"), good.as_bytes()).unwrap();
+    assert_eq!(c.to_jsonl(), good, "written back byte for byte");
+    assert!(Schema::load(2)
+        .check(Path::new("good"), good.as_bytes())
+        .is_empty());
 }

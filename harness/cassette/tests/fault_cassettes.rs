@@ -84,6 +84,7 @@ impl Builder {
             header: Header {
                 format: FORMAT_NAME.into(),
                 version: FORMAT_VERSION,
+                mode: None,
                 pi: base.header.pi.clone(),
                 scenario: Scenario {
                     name: scenario.into(),

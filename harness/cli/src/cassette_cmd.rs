@@ -6,6 +6,7 @@ use pi_cassette::import::{
     build_expect, import_file, parse_dialect, parse_redaction, parse_signal_action, Ending,
     ImportError, ImportOptions, SpawnAtTool, DEFAULT_SPACING_MS,
 };
+use pi_cassette::import_rpc;
 use pi_cassette::lint::lint_file;
 use pi_cassette::{Dialect, Grandchild, ProcessBehaviour, SignalAction};
 
@@ -13,9 +14,23 @@ use pi_cassette::{Dialect, Grandchild, ProcessBehaviour, SignalAction};
 #[derive(Debug, clap::Args)]
 #[command(after_help = IMPORT_EXAMPLE)]
 pub struct ImportArgs {
-    /// Captured stdout of one `pi --mode json` run (JSONL, exactly as pi wrote it).
+    /// Captured stdout of one `pi --mode json` run (JSONL, exactly as pi wrote it); with
+    /// `--mode rpc`, a client's transcript (`{"stdin":…}` / `{"stdout":…}` lines, see
+    /// cassettes/FORMAT.md).
     #[arg(value_name = "RAW.jsonl")]
     pub raw: PathBuf,
+    /// What RAW holds: `json` (pi's stdout) or `rpc` (a two-way transcript: a version 2 cassette).
+    #[arg(long, value_name = "MODE", default_value = "json", value_parser = ["json", "rpc"])]
+    pub mode: String,
+    /// --mode rpc: pi's stdout byte for byte; every stdout entry of the transcript must be its next line, and the cassette keeps pi's exact bytes.
+    #[arg(long, value_name = "FILE")]
+    pub raw_stdout: Option<PathBuf>,
+    /// --mode rpc: the scripted server's request log (one JSON object per model request), stored as `request` records.
+    #[arg(long, value_name = "FILE")]
+    pub requests: Option<PathBuf>,
+    /// --mode rpc: model pi's bash tool processes: spawned at each bash `tool_execution_start`, gone at its end (or when pi's exit kills them).
+    #[arg(long)]
+    pub spawn_tools: bool,
     /// Cassette to write (`.cassette.jsonl`, or `.cassette.jsonl.gz` for gzip).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
@@ -129,6 +144,8 @@ impl ImportArgs {
             (Some(code), None, false) => Ending::Exit(code),
             (None, Some(sig), false) => Ending::Signal(sig),
             (None, None, true) => Ending::Hang,
+            // A transcript says how pi ended; [`run_import`] takes the option only if given.
+            (None, None, false) if self.mode == "rpc" => Ending::Hang,
             _ => {
                 return Err(ImportError::Usage(
                     "say how the process ended: one of --exit CODE, --signal SIG, --hang".into(),
@@ -198,9 +215,32 @@ impl ImportArgs {
 pub fn run_import(args: ImportArgs) -> i32 {
     let raw = args.raw.clone();
     let out = args.out.clone();
-    let result = args
-        .into_options()
-        .and_then(|o| import_file(&raw, &out, &o));
+    let rpc = args.mode == "rpc";
+    let (raw_stdout, requests) = (args.raw_stdout.clone(), args.requests.clone());
+    let spawn_tools = args.spawn_tools;
+    let given_ending = args.exit.is_some() || args.signal.is_some() || args.hang;
+    let result = if !rpc && (raw_stdout.is_some() || requests.is_some() || spawn_tools) {
+        Err(ImportError::Usage(
+            "--raw-stdout, --requests and --spawn-tools belong to --mode rpc (a json-mode RAW is pi's stdout itself)".into(),
+        ))
+    } else {
+        args.into_options().and_then(|o| {
+            if rpc {
+                let ending = given_ending.then(|| o.ending.clone());
+                import_rpc::import_transcript_file(
+                    &raw,
+                    &out,
+                    &o,
+                    raw_stdout.as_deref(),
+                    requests.as_deref(),
+                    ending,
+                    spawn_tools,
+                )
+            } else {
+                import_file(&raw, &out, &o)
+            }
+        })
+    };
     match result {
         Ok(c) => {
             crate::say(format_args!(

@@ -169,6 +169,12 @@ pub fn map_stream<W: Write>(
     if is_cassette {
         let reader =
             CassetteReader::new(name, Cursor::new(first).chain(input)).map_err(cassette_err)?;
+        if let Some(mode) = &reader.header().mode {
+            return Err(MapError::Input(format!(
+                "{}:1: a two-way ({mode}) cassette: `map` reads json-mode runs; its stdout holds responses to a client's commands (replay it with fake-pi --mode {mode})",
+                name.display()
+            )));
+        }
         for record in reader {
             match record.map_err(cassette_err)?.action {
                 Action::Stdout(b) => mapper.push(&b.data, &mut sink.buf),
@@ -185,7 +191,14 @@ pub fn map_stream<W: Write>(
                         signal: Some(sig),
                     })
                 }
-                Action::Hang | Action::Spawn(_) => {}
+                Action::Hang
+                | Action::Spawn(_)
+                | Action::Stdin(_)
+                | Action::StdinText(_)
+                | Action::StdinClose
+                | Action::ClientSignal(_)
+                | Action::Request(_)
+                | Action::Reap(_) => {}
             }
             if !sink.buf.is_empty() {
                 sink.drain().map_err(MapError::Output)?;

@@ -99,6 +99,9 @@ pub enum Feature {
     SettingsDefaultTools,
     /// `settings.json` `modelThinkingLevels` sets a thinking level per model.
     ModelThinkingLevels,
+    /// In RPC mode, stdin closing while a bash tool runs kills the tool's processes (before,
+    /// they survive pi, reparented to init).
+    RpcEofKillsTools,
 }
 
 /// Each feature and the release it appeared in: the CHANGELOG's release where it names
@@ -116,6 +119,7 @@ pub const FEATURES: &[(Feature, Version)] = &[
     (Feature::ToolPatterns, Version::new(1, 0, 4)),
     (Feature::ToolModifiers, Version::new(1, 1, 0)),
     (Feature::SettledAborted, Version::new(1, 1, 0)),
+    (Feature::RpcEofKillsTools, Version::new(0, 87, 1)),
     (Feature::HelpReportsRuntimeErrors, Version::new(1, 5, 2)),
     (Feature::SettingsDefaultTools, Version::new(0, 87, 1)),
     (Feature::ModelThinkingLevels, Version::new(0, 87, 1)),
@@ -238,12 +242,13 @@ mod tests {
             SettledAborted,
             SettingsDefaultTools,
             ModelThinkingLevels,
+            RpcEofKillsTools,
         ] {
             since(f);
         }
         assert_eq!(
             FEATURES.len(),
-            14,
+            15,
             "a feature listed twice or missing above"
         );
     }

@@ -321,6 +321,11 @@ pub fn wire_stream(c: &Cassette) -> Vec<String> {
                             .unwrap_or_default()
                     )),
                     "session" => out.push(format!("session version={}", v["version"])),
+                    "response" => out.push(format!(
+                        "response {} success={}",
+                        v["command"].as_str().unwrap_or("?"),
+                        v["success"]
+                    )),
                     other => out.push(other.to_string()),
                 }
             }
@@ -345,6 +350,34 @@ pub fn wire_stream(c: &Cassette) -> Vec<String> {
             Action::Signal(s) => {
                 flush(&mut updates, &mut out);
                 out.push(format!("signal {s}"));
+            }
+            Action::Stdin(line) => {
+                flush(&mut updates, &mut out);
+                let v: Value = serde_json::from_str(&line.json).unwrap_or(Value::Null);
+                out.push(format!(
+                    "client stdin {}",
+                    v["type"].as_str().unwrap_or("(no type)")
+                ));
+            }
+            Action::StdinText(t) => {
+                flush(&mut updates, &mut out);
+                out.push(format!("client stdin_text {}", short(t)));
+            }
+            Action::StdinClose => {
+                flush(&mut updates, &mut out);
+                out.push("client stdin_close".into());
+            }
+            Action::ClientSignal(sig) => {
+                flush(&mut updates, &mut out);
+                out.push(format!("client signal {sig}"));
+            }
+            Action::Request(_) => {
+                flush(&mut updates, &mut out);
+                out.push("model request".into());
+            }
+            Action::Reap(id) => {
+                flush(&mut updates, &mut out);
+                out.push(format!("reap {id}"));
             }
             Action::Hang => {
                 flush(&mut updates, &mut out);

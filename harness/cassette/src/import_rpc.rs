@@ -1,0 +1,706 @@
+//! Turning a two-way transcript (what a client logged while it drove `pi --mode rpc`)
+//! into a version 2 cassette: `pi-harness cassette import --mode rpc`.
+//!
+//! A transcript has one JSON object per line, one entry each, in the order the client saw
+//! them, with an optional `t_ms` (milliseconds since pi was started):
+//!
+//! | entry | meaning |
+//! |---|---|
+//! | `{"stdin": COMMAND}` | the client wrote this JSON line |
+//! | `{"stdin_text": "..."}` (or `stdin_raw`) | the client wrote this line as is (not JSON, or not one value) |
+//! | `{"stdin_close": true}` | the client closed stdin |
+//! | `{"send_signal": "SIGTERM"}` | the client sent pi this signal |
+//! | `{"stdout": RECORD}` | pi wrote this JSON line |
+//! | `{"stdout_text": "..."}` (or `stdout_raw`) | pi wrote this line, not JSON |
+//! | `{"stderr": "..."}` | pi wrote this on stderr |
+//! | `{"exit": N}` / `{"signal": "SIGINT"}` | pi exited / died by a signal |
+//! | `{"note"}`, `{"ps"}`, `{"final"}`, `{"stdout_eof"}` | annotations a client may log: skipped |
+//!
+//! A response (`"type":"response"`) is tied to the client line it answers (`reply`): the
+//! latest line with the same `id`, or, for a response without `id`, the first unanswered
+//! line without `id` whose `type` is the response's `command`. A client's SIGKILL is not
+//! something pi answers: the cassette then ends with `hang`, and the replaying client's
+//! own SIGKILL ends it.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::cassette::{
+    Action, Cassette, ClientLine, Dialect, FlagRule, Header, Origin, OriginKind, PiSource, Record,
+    Scenario, Spawn, TimingKind, CLIENT_SIGNALS, FORMAT_NAME, FORMAT_VERSION_TWO_WAY,
+};
+use crate::import::{parse_signal_name, split_lines, Ending, ImportError, ImportOptions};
+
+/// Entries a client may log that say nothing about the protocol.
+pub const ANNOTATIONS: &[&str] = &["note", "ps", "final", "stdout_eof"];
+
+/// What a two-way import reads besides the transcript.
+#[derive(Debug, Clone, Default)]
+pub struct TwoWayInputs<'a> {
+    /// pi's stdout byte for byte (`--raw-stdout`): each `stdout` entry must be the same
+    /// JSON value as the next line, and the cassette keeps the line's exact bytes.
+    pub raw_stdout: Option<(&'a Path, &'a [u8])>,
+    /// The scripted server's request log (`--requests`), one JSON object per request.
+    pub requests: Option<(&'a Path, &'a [u8])>,
+    /// How pi ended, when the transcript does not say (`--exit`, `--signal`, `--hang`).
+    pub ending: Option<Ending>,
+    /// Model pi's bash tool processes (`--spawn-tools`): a `spawn` after each bash
+    /// `tool_execution_start` (`/bin/bash -c COMMAND`, its own session), a `reap` when its
+    /// `tool_execution_end` comes, and at an exit whose cause kills tools in this pi version
+    /// (a signal pi handles; stdin closing on pi 0.87.1 and later).
+    pub spawn_tools: bool,
+}
+
+fn input_err(file: &Path, line: usize, message: String) -> ImportError {
+    ImportError::Input {
+        file: file.to_path_buf(),
+        line,
+        message,
+    }
+}
+
+/// Convert a transcript into a two-way cassette. `input` only names the source in errors.
+pub fn import_transcript(
+    input: &Path,
+    transcript: &[u8],
+    opts: &ImportOptions,
+    more: &TwoWayInputs<'_>,
+) -> Result<Cassette, ImportError> {
+    let dialect = match opts.dialect {
+        Some(d) => d,
+        None => Dialect::for_pi_version(&opts.pi_version).ok_or_else(|| {
+            ImportError::Usage(format!(
+                "pi version {:?} has no known wire dialect; give --dialect",
+                opts.pi_version
+            ))
+        })?,
+    };
+    if opts.scenario.is_empty() {
+        return Err(ImportError::Usage("--scenario is empty".into()));
+    }
+    let mut expect = opts.expect.clone();
+    match expect.flags.get("mode") {
+        None => {
+            expect
+                .flags
+                .insert("mode".into(), FlagRule::Value("rpc".into()));
+        }
+        Some(FlagRule::Value(m)) if m == "rpc" => {}
+        Some(other) => {
+            return Err(ImportError::Usage(format!(
+                "--mode rpc imports an RPC session, but --flag mode says {other:?}"
+            )))
+        }
+    }
+    let mut raw_lines = more
+        .raw_stdout
+        .map(|(p, raw)| (p, split_lines(raw).into_iter()));
+    let mut requests: Vec<String> = Vec::new();
+    if let Some((path, raw)) = more.requests {
+        for (i, (line, _)) in split_lines(raw).into_iter().enumerate() {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let text = std::str::from_utf8(line)
+                .map_err(|_| input_err(path, i + 1, "not UTF-8".into()))?;
+            match serde_json::from_str::<Value>(text) {
+                Ok(Value::Object(_)) => requests.push(text.trim().to_string()),
+                _ => {
+                    return Err(input_err(
+                        path,
+                        i + 1,
+                        "not a JSON object (a request log has one object per line)".into(),
+                    ))
+                }
+            }
+        }
+    }
+    let mut requests = requests.into_iter();
+
+    let mut records: Vec<Record> = Vec::new();
+    let mut ending: Option<(usize, Action)> = None;
+    let mut last_t: Option<f64> = None;
+    let mut timed = true;
+    // The `id` (JSON text) and `type` of each client line, and which were answered.
+    let mut client: Vec<(Option<String>, Option<String>)> = Vec::new();
+    let mut answered: HashSet<usize> = HashSet::new();
+    let mut killed = false;
+    let mut spawn_pending = opts.spawn_at_tool.as_ref();
+    // Tool children spawned and not reaped yet, in order; the last client action.
+    let mut running: Vec<String> = Vec::new();
+    let mut last_client: Option<&'static str> = None;
+
+    for (idx, (line, _)) in split_lines(transcript).into_iter().enumerate() {
+        let n = idx + 1;
+        let bad = |m: String| input_err(input, n, m);
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let text = std::str::from_utf8(line).map_err(|_| bad("not UTF-8".into()))?;
+        let entry: serde_json::Map<String, Value> =
+            serde_json::from_str(text).map_err(|e| bad(format!("not a JSON object: {e}")))?;
+        let raw_entry: std::collections::HashMap<String, &RawValue> =
+            serde_json::from_str(text).map_err(|e| bad(format!("not a JSON object: {e}")))?;
+        let keys: Vec<&str> = entry
+            .keys()
+            .map(String::as_str)
+            .filter(|k| *k != "t_ms")
+            .collect();
+        if keys.iter().any(|k| ANNOTATIONS.contains(k)) {
+            continue;
+        }
+        let key = match keys.as_slice() {
+            [one] => *one,
+            [] => return Err(bad("an entry without an action".into())),
+            many => {
+                return Err(bad(format!(
+                    "several actions in one entry ({}); one per line",
+                    many.join(", ")
+                )))
+            }
+        };
+        let dt = match entry.get("t_ms") {
+            Some(Value::Number(t)) => {
+                let t = t.as_f64().unwrap_or(0.0);
+                if !t.is_finite() || t < 0.0 {
+                    return Err(bad(format!(
+                        "`t_ms` must be a non-negative number, found {t}"
+                    )));
+                }
+                let dt = (t - last_t.unwrap_or(0.0)).max(0.0);
+                last_t = Some(t.max(last_t.unwrap_or(0.0)));
+                (dt * 10.0).round() / 10.0
+            }
+            Some(other) => return Err(bad(format!("`t_ms` must be a number, found {other}"))),
+            None => {
+                timed = false;
+                opts.spacing_ms
+            }
+        };
+        if let Some((at, _)) = &ending {
+            return Err(bad(format!(
+                "`{key}` after pi ended (line {at}); nothing but annotations may follow"
+            )));
+        }
+        let value = &entry[key];
+        let record = match key {
+            "stdin" => {
+                let json = raw_entry[key].get().to_string();
+                client.push((
+                    value.get("id").map(Value::to_string),
+                    value.get("type").and_then(Value::as_str).map(str::to_string),
+                ));
+                last_client = Some("stdin");
+                Record::new(dt, Action::Stdin(ClientLine { json, fields: None }))
+            }
+            "stdin_text" | "stdin_raw" => {
+                let Value::String(t) = value else {
+                    return Err(bad(format!("`{key}` must be a string")));
+                };
+                let t = t.strip_suffix('\n').unwrap_or(t);
+                if t.contains('\n') {
+                    return Err(bad(format!("`{key}` holds more than one line")));
+                }
+                client.push((None, None));
+                last_client = Some("stdin");
+                Record::new(dt, Action::StdinText(t.to_string()))
+            }
+            "stdin_close" => {
+                if value != &Value::Bool(true) {
+                    return Err(bad("`stdin_close` must be true".into()));
+                }
+                last_client = Some("stdin_close");
+                Record::new(dt, Action::StdinClose)
+            }
+            "send_signal" => {
+                let Value::String(s) = value else {
+                    return Err(bad("`send_signal` must be a signal name".into()));
+                };
+                let name = parse_signal_name(s).map_err(|e| bad(e.to_string()))?;
+                if name == "SIGKILL" {
+                    killed = true;
+                    continue;
+                }
+                if !CLIENT_SIGNALS.contains(&name.as_str()) {
+                    return Err(bad(format!(
+                        "`send_signal`: pi does not answer {name}; a cassette holds {}",
+                        CLIENT_SIGNALS.join(", ")
+                    )));
+                }
+                last_client = Some("signal");
+                Record::new(dt, Action::ClientSignal(name))
+            }
+            "stdout" | "stdout_text" | "stdout_raw" => {
+                let (bytes, newline) = match &mut raw_lines {
+                    Some((path, lines)) => {
+                        let Some((raw, newline)) = lines.next() else {
+                            return Err(bad(format!(
+                                "a stdout entry, but {} has no more lines",
+                                path.display()
+                            )));
+                        };
+                        let same = if key == "stdout" {
+                            serde_json::from_slice::<Value>(raw).ok().as_ref() == Some(value)
+                        } else {
+                            value.as_str().map(str::as_bytes) == Some(raw)
+                        };
+                        if !same {
+                            return Err(bad(format!(
+                                "this stdout entry is not the next line of {}: {}",
+                                path.display(),
+                                crate::two_way::excerpt(raw)
+                            )));
+                        }
+                        (raw.to_vec(), newline)
+                    }
+                    None if key == "stdout" => (raw_entry[key].get().as_bytes().to_vec(), true),
+                    None => match value {
+                        Value::String(t) => (t.as_bytes().to_vec(), true),
+                        _ => return Err(bad(format!("`{key}` must be a string"))),
+                    },
+                };
+                if is_assistant_start(value) {
+                    if let Some(r) = requests.next() {
+                        records.push(Record::new(0.0, Action::Request(r)));
+                    }
+                }
+                let mut record = Record::stdout_line(dt, &bytes, newline);
+                if key == "stdout" && value.get("type").and_then(Value::as_str) == Some("response")
+                {
+                    record.reply = reply_to(value, &client, &mut answered);
+                }
+                let ended = (value.get("type").and_then(Value::as_str)
+                    == Some("tool_execution_end"))
+                .then(|| value["toolCallId"].as_str())
+                .flatten();
+                if let Some(at) = ended.and_then(|id| running.iter().position(|r| r == id)) {
+                    // The child goes when the end is written: the reap takes the end's delay.
+                    let id = running.remove(at);
+                    records.push(Record::new(record.dt_ms, Action::Reap(id)));
+                    record.dt_ms = 0.0;
+                }
+                records.push(record);
+                if more.spawn_tools {
+                    if let Some((Some(id), Some(command))) = tool_start(value) {
+                        records.push(Record::new(0.0, bash_child(&id, &command)));
+                        running.push(id);
+                    }
+                }
+                if let Some(spawn) = spawn_pending {
+                    if let Some((call_id, command)) = tool_start(value) {
+                        records.push(Record::new(
+                            0.0,
+                            Action::Spawn(Spawn {
+                                id: spawn.id.clone().or(call_id).unwrap_or_else(|| format!("tool-line-{n}")),
+                                own_session: spawn.own_session,
+                                ignore_sigterm: spawn.ignore_sigterm,
+                                hold_stdout: spawn.hold_stdout,
+                                grandchild: spawn.grandchild.clone(),
+                                lifetime_ms: None,
+                                argv: command.map(|c| vec!["/bin/bash".into(), "-c".into(), c]),
+                            }),
+                        ));
+                        spawn_pending = None;
+                    }
+                }
+                continue;
+            }
+            "stderr" => {
+                let Value::String(t) = value else {
+                    return Err(bad("`stderr` must be a string".into()));
+                };
+                Record::stderr_chunk(dt, t.as_bytes())
+            }
+            "exit" => {
+                let code = value
+                    .as_i64()
+                    .filter(|c| (0..=255).contains(c))
+                    .ok_or_else(|| bad(format!("`exit` must be 0..=255, found {value}")))?;
+                ending = Some((n, Action::Exit(code as i32)));
+                records.push(Record::new(dt, Action::Hang));
+                continue;
+            }
+            "signal" => {
+                let Value::String(s) = value else {
+                    return Err(bad("`signal` must be a signal name".into()));
+                };
+                let name = parse_signal_name(s).map_err(|e| bad(e.to_string()))?;
+                ending = Some((n, Action::Signal(name)));
+                records.push(Record::new(dt, Action::Hang));
+                continue;
+            }
+            other => {
+                return Err(bad(format!(
+                    "unknown entry `{other}`: expected stdin, stdin_text, stdin_close, send_signal, stdout, stdout_text, stderr, exit, signal (or an annotation: {})",
+                    ANNOTATIONS.join(", ")
+                )))
+            }
+        };
+        records.push(record);
+    }
+    if let Some((path, mut lines)) = raw_lines {
+        if lines.next().is_some() {
+            return Err(input_err(
+                path,
+                0,
+                "has more lines than the transcript has stdout entries".into(),
+            ));
+        }
+    }
+    if spawn_pending.is_some() {
+        return Err(input_err(
+            input,
+            0,
+            "--spawn-at-tool: no `tool_execution_start` in the transcript".into(),
+        ));
+    }
+    // The ending: what the transcript says (its placeholder replaced), else the option.
+    let end = match (ending, &more.ending) {
+        (Some((_, Action::Signal(s))), _) if killed && s == "SIGKILL" => Action::Hang,
+        (Some((_, a)), _) => a,
+        (None, Some(Ending::Exit(c))) => Action::Exit(*c),
+        (None, Some(Ending::Signal(s))) => Action::Signal(parse_signal_name(s)?),
+        (None, Some(Ending::Hang)) => Action::Hang,
+        (None, None) if killed => Action::Hang,
+        (None, None) => {
+            return Err(input_err(
+                input,
+                0,
+                "the transcript does not say how pi ended: add an {\"exit\":N} or {\"signal\":\"SIG\"} entry, or give --exit, --signal or --hang".into(),
+            ))
+        }
+    };
+    let leftover: Vec<String> = requests.collect();
+    let end_dt = match records.last() {
+        Some(Record {
+            action: Action::Hang,
+            dt_ms,
+            ..
+        }) => {
+            let dt = *dt_ms;
+            records.pop();
+            dt
+        }
+        _ => opts.spacing_ms,
+    };
+    for r in leftover {
+        records.push(Record::new(0.0, Action::Request(r)));
+    }
+    // pi kills its tools when it exits on a signal it handles, and on stdin closing from
+    // the version that does so.
+    let kills_tools = match last_client {
+        Some("stdin_close") => pi_grammar::Grammar::for_version(&opts.pi_version)
+            .is_some_and(|g| g.has(pi_grammar::Feature::RpcEofKillsTools)),
+        _ => true,
+    };
+    if matches!(end, Action::Exit(_)) && kills_tools {
+        for id in running.drain(..) {
+            records.push(Record::new(0.0, Action::Reap(id)));
+        }
+    }
+    records.push(Record::new(end_dt, end));
+    Ok(Cassette {
+        header: Header {
+            format: FORMAT_NAME.to_string(),
+            version: FORMAT_VERSION_TWO_WAY,
+            mode: Some("rpc".into()),
+            pi: PiSource {
+                version: opts.pi_version.clone(),
+                dialect,
+            },
+            scenario: Scenario {
+                name: opts.scenario.clone(),
+                description: opts.description.clone(),
+                tags: opts.tags.clone(),
+            },
+            expect,
+            process: opts.process.clone(),
+            redactions: opts.redactions.clone(),
+            origin: Origin {
+                kind: OriginKind::Imported,
+                source: opts.source.clone(),
+                timing: if timed {
+                    TimingKind::Measured
+                } else {
+                    TimingKind::Synthetic
+                },
+                notes: opts.notes.clone(),
+            },
+        },
+        records,
+    })
+}
+
+/// A `spawn` for pi's bash tool running `command`: `/bin/bash -c COMMAND` in its own
+/// session, as pi starts it.
+fn bash_child(id: &str, command: &str) -> Action {
+    Action::Spawn(Spawn {
+        id: id.to_string(),
+        own_session: true,
+        ignore_sigterm: false,
+        hold_stdout: false,
+        grandchild: None,
+        lifetime_ms: None,
+        argv: Some(vec!["/bin/bash".into(), "-c".into(), command.to_string()]),
+    })
+}
+
+/// `message_start` of an assistant message: the model was called just before.
+fn is_assistant_start(v: &Value) -> bool {
+    v.get("type").and_then(Value::as_str) == Some("message_start")
+        && v["message"]["role"].as_str() == Some("assistant")
+}
+
+/// `Some((toolCallId, bash command))` for a `tool_execution_start` event.
+fn tool_start(v: &Value) -> Option<(Option<String>, Option<String>)> {
+    if v.get("type")?.as_str()? != "tool_execution_start" {
+        return None;
+    }
+    let id = v["toolCallId"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+    let command = (v["toolName"].as_str() == Some("bash"))
+        .then(|| v["args"]["command"].as_str().map(str::to_string))
+        .flatten();
+    Some((id, command))
+}
+
+/// Which client line a response answers (see the module doc).
+fn reply_to(
+    response: &Value,
+    client: &[(Option<String>, Option<String>)],
+    answered: &mut HashSet<usize>,
+) -> Option<u32> {
+    let k = match response.get("id") {
+        Some(id) => {
+            let id = id.to_string();
+            client
+                .iter()
+                .rposition(|(i, _)| i.as_deref() == Some(id.as_str()))?
+        }
+        None => {
+            let command = response.get("command")?.as_str()?;
+            client.iter().enumerate().position(|(k, (id, ty))| {
+                id.is_none() && ty.as_deref() == Some(command) && !answered.contains(&k)
+            })?
+        }
+    };
+    answered.insert(k);
+    u32::try_from(k).ok()
+}
+
+/// Read the transcript (and the files `raw_stdout` / `requests` name), import it, write
+/// `out` (gzip when it ends in `.gz`), reading it back first: it must be the cassette
+/// built, and replay `--raw-stdout` byte for byte when given. On any failure nothing is
+/// written.
+pub fn import_transcript_file(
+    transcript_path: &Path,
+    out: &Path,
+    opts: &ImportOptions,
+    raw_stdout: Option<&Path>,
+    requests: Option<&Path>,
+    ending: Option<Ending>,
+    spawn_tools: bool,
+) -> Result<Cassette, ImportError> {
+    if pi_grammar::Grammar::for_version(&opts.pi_version).is_none() {
+        return Err(ImportError::Usage(format!(
+            "--pi-version {}: not a pinned pi version ({})",
+            opts.pi_version,
+            pi_grammar::KNOWN_VERSIONS.join(", ")
+        )));
+    }
+    let read = |p: &Path| -> Result<Vec<u8>, ImportError> {
+        let mut r = crate::input::open(p, &crate::Limits::from_env())
+            .map_err(|e| input_err(p, 0, format!("cannot read: {e}")))?;
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut r, &mut buf)
+            .map_err(|e| input_err(p, 0, format!("cannot read: {e}")))?;
+        Ok(buf)
+    };
+    let transcript = read(transcript_path)?;
+    if transcript.is_empty() {
+        return Err(input_err(transcript_path, 0, "is empty".into()));
+    }
+    let first = transcript
+        .split(|&b| b == b'\n')
+        .next()
+        .unwrap_or(&transcript);
+    if crate::is_header_line(first) {
+        return Err(input_err(
+            transcript_path,
+            0,
+            "is already a cassette (its first line is a cassette header); import takes a client's transcript".into(),
+        ));
+    }
+    let raw = raw_stdout.map(read).transpose()?;
+    let req = requests.map(read).transpose()?;
+    let more = TwoWayInputs {
+        raw_stdout: raw_stdout.zip(raw.as_deref()),
+        requests: requests.zip(req.as_deref()),
+        ending,
+        spawn_tools,
+    };
+    let cassette = import_transcript(transcript_path, &transcript, opts, &more)?;
+    let out_err = |message: String| ImportError::Output {
+        file: out.to_path_buf(),
+        message,
+    };
+    let gz = out.to_string_lossy().ends_with(".gz");
+    let bytes = cassette
+        .encoded(gz)
+        .map_err(|e| out_err(format!("cannot encode: {e}")))?;
+    let back = Cassette::parse(out, &bytes)
+        .map_err(|e| out_err(format!("written cassette does not read back: {e}")))?;
+    let mut built = cassette.clone();
+    for (r, b) in built.records.iter_mut().zip(&back.records) {
+        r.line = b.line;
+    }
+    if back != built {
+        return Err(out_err(
+            "written cassette reads back different from what was written".into(),
+        ));
+    }
+    if let Some(raw) = &raw {
+        crate::import::verify_round_trip(&back, raw, Some(&cassette.stderr_bytes()))
+            .map_err(|e| out_err(format!("refused: {e}")))?;
+    }
+    let mut inputs: Vec<&Path> = vec![transcript_path];
+    inputs.extend(raw_stdout);
+    inputs.extend(requests);
+    crate::output::write(out, &bytes, &inputs).map_err(|e| {
+        let prefix = format!("{}: ", out.display());
+        ImportError::Output {
+            file: out.to_path_buf(),
+            message: e.0.strip_prefix(&prefix).unwrap_or(&e.0).to_string(),
+        }
+    })?;
+    Ok(cassette)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::Ending;
+
+    fn opts() -> ImportOptions {
+        ImportOptions::new("1.5.2", "t", "d", Ending::Exit(0))
+    }
+
+    const TRANSCRIPT: &str = r#"{"t_ms": 1, "note": "started"}
+{"t_ms": 2.5, "stdin": {"id": "p1", "type": "prompt", "message": "hi"}}
+{"t_ms": 600, "stdout": {"id": "p1", "type": "response", "command": "prompt", "success": true}}
+{"t_ms": 601, "stdout": {"type": "message_start", "message": {"role": "assistant"}}}
+{"t_ms": 602, "stdin": {"type": "get_state"}}
+{"t_ms": 603, "stdout": {"type": "response", "command": "get_state", "success": true}}
+{"t_ms": 604, "stdin_raw": "not json"}
+{"t_ms": 605, "stdout": {"type": "response", "command": "parse", "success": false}}
+{"t_ms": 700, "stdin_close": true}
+{"t_ms": 730, "exit": 0}
+{"t_ms": 731, "ps": []}
+"#;
+
+    #[test]
+    fn a_transcript_becomes_a_two_way_cassette() {
+        let requests = br#"{"index":1,"messages":[]}"#;
+        let more = TwoWayInputs {
+            requests: Some((Path::new("r"), requests)),
+            ..TwoWayInputs::default()
+        };
+        let c = import_transcript(Path::new("t"), TRANSCRIPT.as_bytes(), &opts(), &more).unwrap();
+        assert_eq!(c.header.version, 2);
+        assert_eq!(c.header.mode.as_deref(), Some("rpc"));
+        assert_eq!(c.header.origin.timing, TimingKind::Measured);
+        let keys: Vec<&str> = c.records.iter().map(|r| r.action.key()).collect();
+        assert_eq!(
+            keys,
+            [
+                "stdin",
+                "stdout",
+                "request",
+                "stdout",
+                "stdin",
+                "stdout",
+                "stdin_text",
+                "stdout",
+                "stdin_close",
+                "exit"
+            ]
+        );
+        let replies: Vec<Option<u32>> = c.records.iter().map(|r| r.reply).collect();
+        assert_eq!(
+            replies[1],
+            Some(0),
+            "the prompt's response names line 0 by id"
+        );
+        assert_eq!(replies[5], Some(1), "get_state without id: by command");
+        assert_eq!(replies[7], None, "a parse error answers no command");
+        assert_eq!(c.records[1].dt_ms, 597.5);
+        assert_eq!(c.records[9].dt_ms, 30.0);
+        // Written and read back: the same cassette.
+        let back = Cassette::parse(Path::new("x"), c.to_jsonl().as_bytes()).unwrap();
+        assert_eq!(back.records.len(), c.records.len());
+        assert_eq!(back.stdout_bytes(), c.stdout_bytes());
+    }
+
+    #[test]
+    fn raw_stdout_keeps_pis_bytes_and_must_agree() {
+        let t = "{\"stdin\": {\"type\": \"get_state\"}}\n{\"stdout\": {\"type\": \"response\", \"command\": \"get_state\"}}\n{\"exit\": 0}\n";
+        let raw = b"{\"type\":\"response\",\"command\":\"get_state\"}\n";
+        let more = TwoWayInputs {
+            raw_stdout: Some((Path::new("raw"), raw)),
+            ..TwoWayInputs::default()
+        };
+        let c = import_transcript(Path::new("t"), t.as_bytes(), &opts(), &more).unwrap();
+        assert_eq!(c.stdout_bytes(), raw);
+        let other = b"{\"type\":\"response\",\"command\":\"get_messages\"}\n";
+        let more = TwoWayInputs {
+            raw_stdout: Some((Path::new("raw"), other)),
+            ..TwoWayInputs::default()
+        };
+        let e = import_transcript(Path::new("t"), t.as_bytes(), &opts(), &more).unwrap_err();
+        assert!(e.to_string().contains("t:2:"), "{e}");
+        assert!(e.to_string().contains("not the next line of raw"), "{e}");
+    }
+
+    #[test]
+    fn bad_transcripts_name_the_line() {
+        for (t, want) in [
+            (
+                "{\"stdin\": {}}\n{\"bogus\": 1}\n",
+                "t:2: unknown entry `bogus`",
+            ),
+            ("{\"stdin\": {}, \"stdout\": {}}\n", "t:1: several actions"),
+            ("[1]\n", "t:1: not a JSON object"),
+            (
+                "{\"send_signal\": \"SIGUSR1\"}\n",
+                "does not answer SIGUSR1",
+            ),
+            (
+                "{\"exit\": 0}\n{\"stdout\": {}}\n",
+                "t:2: `stdout` after pi ended (line 1)",
+            ),
+            ("{\"stdin\": {}}\n", "does not say how pi ended"),
+        ] {
+            let more = TwoWayInputs::default();
+            let e = import_transcript(Path::new("t"), t.as_bytes(), &opts(), &more).unwrap_err();
+            assert!(e.to_string().contains(want), "{t}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_client_sigkill_ends_in_hang() {
+        let t = "{\"stdin\": {\"type\": \"prompt\", \"message\": \"x\"}}\n{\"send_signal\": \"SIGKILL\"}\n{\"signal\": \"SIGKILL\"}\n";
+        let c = import_transcript(
+            Path::new("t"),
+            t.as_bytes(),
+            &opts(),
+            &TwoWayInputs::default(),
+        )
+        .unwrap();
+        assert_eq!(c.ending(), &Action::Hang);
+    }
+}
