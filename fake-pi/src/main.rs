@@ -13,6 +13,7 @@
 mod agent;
 mod args;
 mod child;
+mod client;
 mod replay;
 mod session;
 mod signals;
@@ -312,6 +313,39 @@ fn run() -> i32 {
         }
         return EXIT_EXPECTATION;
     }
+    // A two-way cassette holds a client's side too: only a client speaking that protocol
+    // can replay it.
+    let client = match &header.mode {
+        None => None,
+        Some(m) if mode != AppMode::Rpc => {
+            eprintln!(
+                "fake-pi: expectation mismatch: the cassette holds a `--mode {m}` session (its header's `mode`); this call runs pi in another mode (cassette {})",
+                path.display()
+            );
+            return EXIT_EXPECTATION;
+        }
+        Some(_) => {
+            let wait = match env("FAKE_PI_RPC_WAIT_MS").map(|v| v.trim().parse::<u64>()) {
+                None => None,
+                Some(Ok(ms)) if ms > 0 => Some(std::time::Duration::from_millis(ms)),
+                Some(_) => {
+                    return fail(
+                        EXIT_MISUSE,
+                        "FAKE_PI_RPC_WAIT_MS: expected a whole number of milliseconds above 0"
+                            .into(),
+                    )
+                }
+            };
+            match client::Client::start(wait) {
+                Ok(c) => Some(c),
+                Err(e) => return fail(EXIT_MISUSE, format!("cannot read stdin: {e}")),
+            }
+        }
+    };
+    let requests = match client::RequestLog::open(env("FAKE_PI_REQUEST_LOG").as_deref()) {
+        Ok(r) => r,
+        Err(e) => return fail(EXIT_MISUSE, format!("FAKE_PI_REQUEST_LOG: {e}")),
+    };
     let effective = grammar.effective(&parsed, mode, stdin.as_deref(), &agent.settings);
     let meta = session::SessionMeta {
         provider: effective.provider.clone(),
@@ -341,6 +375,8 @@ fn run() -> i32 {
         values,
         recorded_session_id: recorded.id,
         session_line_done: keep_recorded,
+        client,
+        requests,
     };
     // The second pass: the same file, from its start.
     let mut records = match (&file)

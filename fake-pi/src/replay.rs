@@ -24,7 +24,7 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
-use pi_cassette::{ActionRef, CassetteError, CassetteReader};
+use pi_cassette::{two_way, ActionRef, CassetteError, CassetteReader};
 
 use crate::session::{Session, SessionMeta};
 use crate::values::Values;
@@ -91,6 +91,10 @@ pub struct Hooks {
     pub recorded_session_id: Option<String>,
     /// The `session` line was written (or is to be left as recorded).
     pub session_line_done: bool,
+    /// A two-way (RPC) replay: the client whose lines are checked and whose ids are echoed.
+    pub client: Option<crate::client::Client>,
+    /// Where `request` records go (`FAKE_PI_REQUEST_LOG`).
+    pub requests: crate::client::RequestLog,
 }
 
 impl Hooks {
@@ -240,9 +244,16 @@ pub fn run<R: BufRead>(
             }
         }
         let line = record.line;
+        let reply = record.reply;
         match record.action {
             ActionRef::Stdout { body, form } => {
                 let from = pending.buf.len();
+                let body = match (reply, &hooks.client) {
+                    (Some(k), Some(client)) => {
+                        std::borrow::Cow::Owned(two_way::with_id(&body, client.id_for(k)))
+                    }
+                    _ => body,
+                };
                 hooks.stdout_into(&body, form.newline(), &mut pending.buf);
                 if hooks.session.observes(&pending.buf[from..]) {
                     // The line reaches the reader before the session file has it, as before.
@@ -275,6 +286,7 @@ pub fn run<R: BufRead>(
                 let mut children = signals::CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
                 match child::spawn(&spec) {
                     Ok(c) => children.push(signals::Tracked {
+                        id: spec.id.clone(),
                         child: c,
                         own_group: spec.own_session,
                         reaped: false,
@@ -288,6 +300,62 @@ pub fn run<R: BufRead>(
                         );
                         return crate::EXIT_MISUSE;
                     }
+                }
+            }
+            ref client_action @ (ActionRef::Stdin(_)
+            | ActionRef::StdinText(_)
+            | ActionRef::StdinClose
+            | ActionRef::ClientSignal(_)) => {
+                if !pending.flush(&mut out) {
+                    return EXIT_STDOUT_CLOSED;
+                }
+                let Some(client) = hooks.client.as_mut() else {
+                    // main only replays a two-way cassette with a client.
+                    let _ = writeln!(
+                        err,
+                        "fake-pi: {}:{line}: a client record in a replay without a client",
+                        path.display()
+                    );
+                    return crate::EXIT_MISUSE;
+                };
+                match client.expect(client_action) {
+                    // What follows is timed from when the client acted.
+                    Ok(at) => due = due.max(at.saturating_duration_since(start)),
+                    Err(problems) => {
+                        signals::kill_children();
+                        for p in problems {
+                            let _ = writeln!(
+                                err,
+                                "fake-pi: client mismatch: {}:{line}: {p}",
+                                path.display()
+                            );
+                        }
+                        return crate::EXIT_EXPECTATION;
+                    }
+                }
+            }
+            ActionRef::Reap(id) => {
+                if !pending.flush(&mut out) {
+                    return EXIT_STDOUT_CLOSED;
+                }
+                if !signals::reap_child(&id) {
+                    let _ = writeln!(
+                        err,
+                        "fake-pi: invalid cassette: {}:{line}: record field `reap`: no `spawn` with the id {id:?} before it",
+                        path.display()
+                    );
+                    signals::kill_children();
+                    return crate::EXIT_INVALID_CASSETTE;
+                }
+            }
+            ActionRef::Request(request) => {
+                if let Err(e) = hooks.requests.write(&request) {
+                    let _ = writeln!(
+                        err,
+                        "fake-pi: cannot write FAKE_PI_REQUEST_LOG ({}:{line}): {e}",
+                        path.display()
+                    );
+                    return crate::EXIT_MISUSE;
                 }
             }
             ActionRef::Exit(code) => {

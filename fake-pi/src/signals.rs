@@ -17,6 +17,8 @@ use pi_cassette::{ProcessBehaviour, SignalAction};
 
 /// A child fake-pi started (a `spawn` record).
 pub struct Tracked {
+    /// The `spawn` record's id.
+    pub id: String,
     pub child: Child,
     /// Started in its own session: SIGTERM cleanup kills its whole process group.
     pub own_group: bool,
@@ -56,6 +58,8 @@ pub fn start(behaviour: ProcessBehaviour) -> std::io::Result<()> {
                     reap();
                     continue;
                 }
+                // An RPC client's signal the replay waits for: the cassette says what follows.
+                s if crate::client::take_awaited(s) => continue,
                 Signal::SIGTERM => &behaviour.on_sigterm,
                 Signal::SIGINT => &behaviour.on_sigint,
                 Signal::SIGHUP => &behaviour.on_sighup,
@@ -95,6 +99,19 @@ fn kill_all(children: &mut [Tracked]) {
             signal::kill(pid, Signal::SIGKILL)
         };
     }
+}
+
+/// A `reap` record: the tracked child `id` (the latest with that id) is gone now; SIGKILL
+/// its process group (or it alone) if it is still there. False when no child has that id.
+pub fn reap_child(id: &str) -> bool {
+    let mut children = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(t) = children.iter_mut().rev().find(|t| t.id == id) else {
+        return false;
+    };
+    kill_all(std::slice::from_mut(t));
+    let _ = t.child.wait();
+    t.reaped = true;
+    true
 }
 
 /// SIGKILL every tracked child still there (see [`kill_all`]): fake-pi gives up on a

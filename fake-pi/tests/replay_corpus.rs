@@ -135,6 +135,9 @@ fn ending_signal(c: &Cassette) -> (&'static str, i32) {
 
 fn replay(path: &Path) -> Result<(), String> {
     let c = Cassette::load(path).map_err(|e| e.to_string())?;
+    if c.header.mode.is_some() {
+        return replay_two_way(path, &c);
+    }
     let sb = World::new(module_path!());
     let (mut argv, stdin, env) = invocation(&c);
     if c.header.expect.session == Some(pi_cassette::SessionUse::Resumed) {
@@ -313,6 +316,50 @@ fn replay(path: &Path) -> Result<(), String> {
             return Err(format!("expected death by {name}, got {status:?}"))
         }
         _ => {}
+    }
+    sb.assert_none_left();
+    Ok(())
+}
+
+/// A two-way (RPC) cassette: a client that does what the recorded client did, with ids of
+/// its own, gets the recorded stdout byte for byte (responses carrying its ids), the
+/// recorded stderr and ending, and no process is left (tool children reaped).
+fn replay_two_way(path: &Path, c: &Cassette) -> Result<(), String> {
+    let sb = World::new(module_path!());
+    let (argv, _, env) = invocation(c);
+    let mut cmd = sb.fake_pi(path);
+    cmd.args(&argv).envs(env).env("FAKE_PI_VALUES", "recorded");
+    let run = pi_testkit::rpc::drive(cmd, c);
+    if run.stdout != run.expected {
+        let at = run
+            .stdout
+            .iter()
+            .zip(&run.expected)
+            .position(|(a, b)| a != b)
+            .unwrap_or(run.stdout.len().min(run.expected.len()));
+        return Err(format!(
+            "stdout differs from byte {at} (got {} bytes, expected {}); stderr: {}",
+            run.stdout.len(),
+            run.expected.len(),
+            String::from_utf8_lossy(&run.stderr)
+        ));
+    }
+    if run.stderr != stderr_bytes(c) {
+        return Err(format!("stderr: {}", String::from_utf8_lossy(&run.stderr)));
+    }
+    let ok = match c.ending() {
+        Action::Exit(code) => run.status.code() == Some(*code),
+        Action::Signal(name) => run.status.signal().is_some_and(|s| {
+            name.parse::<nix::sys::signal::Signal>().ok() == Some(s.try_into().unwrap())
+        }),
+        _ => false,
+    };
+    if !ok {
+        return Err(format!(
+            "ended {:?}, the recording: {:?}",
+            run.status,
+            c.ending()
+        ));
     }
     sb.assert_none_left();
     Ok(())

@@ -113,7 +113,7 @@ fn a_late_bad_record_stops_the_replay_at_its_line() {
     assert_eq!(
         err,
         format!(
-            "fake-pi: invalid cassette: {}:{}: record: unknown field `colour`, expected one of `dt_ms`, `stdout`, `stdout_text`, `stdout_b64`, `newline`, `stderr`, `stderr_b64`, `exit`, `signal`, `hang`, `spawn` at line 1 column 49 (the replay stopped there)\n",
+            "fake-pi: invalid cassette: {}:{}: record: unknown field `colour`, expected one of `dt_ms`, `stdout`, `stdout_text`, `stdout_b64`, `newline`, `stderr`, `stderr_b64`, `exit`, `signal`, `hang`, `spawn`, `stdin`, `match`, `stdin_text`, `stdin_close`, `client_signal`, `request`, `reap`, `reply` at line 1 column 49 (the replay stopped there)\n",
             bad.display(),
             n + 2
         )

@@ -22,7 +22,8 @@
 //! pi-supervisor are), [`records`] (cassette lines for hand-made runs), [`invariants`]
 //! (the normalized stream's rules, checked independently of the mapper), [`messages`]
 //! (reading a message list in assertions), [`process`]
-//! (reading a process's state while a test runs).
+//! (reading a process's state while a test runs), `rpc` (a client that does what a two-way
+//! cassette's client did).
 
 pub mod bins;
 #[cfg(feature = "invariants")]
@@ -30,6 +31,8 @@ pub mod invariants;
 pub mod messages;
 pub mod process;
 pub mod records;
+#[cfg(feature = "rpc")]
+pub mod rpc;
 pub mod world;
 
 #[cfg(feature = "provider")]
