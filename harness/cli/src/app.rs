@@ -96,6 +96,11 @@ enum Command {
         /// (those requests got HTTP 500); by default that fails and writes nothing.
         #[arg(long)]
         allow_exhausted: bool,
+        /// Record an RPC session: pi's stdin is driven by this client script (steps: when,
+        /// then send a command, a raw line, close stdin or a signal; see cassettes/FORMAT.md).
+        /// pi's arguments must include `--mode rpc`. Writes a version 2 (two-way) cassette.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["stdin", "signal"])]
+        client_script: Option<PathBuf>,
         /// pi's arguments; `{TMP}`/`{CWD}` name the run's temp and working dirs.
         #[arg(last = true, required = true)]
         pi_args: Vec<String>,
@@ -277,9 +282,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             timeout,
             api,
             allow_exhausted,
+            client_script,
             pi_args,
         } => {
+            let rpc_args = pi_args
+                .windows(2)
+                .any(|w| w[0] == "--mode" && w[1] == "rpc")
+                || pi_args.iter().any(|a| a == "--mode=rpc");
+            if client_script.is_some() != rpc_args {
+                anyhow::bail!(
+                    "--client-script and pi's `--mode rpc` go together: an RPC session needs a client, and a client script drives only RPC mode"
+                );
+            }
             let mut opts = recorder::RecordOptions::new(script, out, pi, pi_args);
+            opts.client_script = client_script;
             opts.allow_exhausted = allow_exhausted;
             opts.pi_version = pi_version;
             opts.stdin = stdin;

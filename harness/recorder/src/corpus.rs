@@ -71,6 +71,10 @@ pub struct ScenarioSpec {
     /// Texts that must reach the model: request index (1-based) -> text.
     #[serde(default)]
     pub delivered: Vec<Delivered>,
+    /// An RPC session: the client script (relative to the manifest) that drives pi's stdin
+    /// (see `pi_recorder::client_script`); the manifest's arguments then say `--mode rpc`.
+    #[serde(default)]
+    pub client: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -91,6 +95,15 @@ impl Manifest {
             if !names.insert(&s.name) {
                 bail!(
                     "{}: scenarios[{i}].name {:?} is used twice",
+                    path.display(),
+                    s.name
+                );
+            }
+            if s.client.is_some()
+                && (s.stdin.is_some() || s.message.is_some() || s.signal.is_some())
+            {
+                bail!(
+                    "{}: scenarios[{i}] ({}): a `client` script drives the session; `message`, `stdin` and `signal` belong to json-mode scenarios",
                     path.display(),
                     s.name
                 );
@@ -194,6 +207,7 @@ pub fn options_for(
         args,
     );
     o.stdin = s.stdin.clone();
+    o.client_script = s.client.as_ref().map(|c| manifest_dir.join(c));
     o.scenario = s.name.clone();
     o.description = s.description.clone();
     o.tags = s.tags.clone();
@@ -204,10 +218,16 @@ pub fn options_for(
     }
     o.timeout = Duration::from_secs(150);
     o.progress = true;
-    o.source = Some(format!(
-        "pi-harness record-corpus (scenario {}, script cassettes/scripts/{})",
-        s.name, s.script
-    ));
+    o.source = Some(match &s.client {
+        Some(c) => format!(
+            "pi-harness record-corpus (scenario {}, script cassettes/scripts/{}, client cassettes/scripts/{c})",
+            s.name, s.script
+        ),
+        None => format!(
+            "pi-harness record-corpus (scenario {}, script cassettes/scripts/{})",
+            s.name, s.script
+        ),
+    });
     if let Some(m) = &s.prelude_message {
         o.prelude = Some(Prelude {
             args: args_for(manifest, s, tag, Some(m)),

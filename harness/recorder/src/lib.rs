@@ -40,6 +40,7 @@
 //! rt.block_on(server.shutdown());
 //! ```
 
+pub mod client_script;
 pub mod corpus;
 pub mod drift;
 pub mod llm_script;

@@ -22,6 +22,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
+use crate::client_script::{Act, ClientScript, When};
 use crate::llm_script::{Api, Script};
 use crate::llm_server::{LlmServer, LoggedRequest, ServerOptions};
 use pi_cassette::redact::{self, Redactor};
@@ -128,6 +129,9 @@ pub struct RecordOptions {
     /// Write the cassette even when pi asked the scripted LLM more often than the script
     /// answers (the extra requests got HTTP 500); by default that is an error.
     pub allow_exhausted: bool,
+    /// Record an RPC session (`--mode rpc`) driven by this client script (see
+    /// [`crate::client_script`]): a version 2 cassette.
+    pub client_script: Option<PathBuf>,
 }
 
 impl RecordOptions {
@@ -153,6 +157,7 @@ impl RecordOptions {
             source: None,
             allow_exhausted: false,
             api: Api::OpenAi,
+            client_script: None,
         }
     }
 }
@@ -490,6 +495,10 @@ fn substitute(args: &[String], tmp: &Path, cwd: &Path) -> Vec<String> {
 pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
     let script = Script::load(&opts.script_path)?;
     let capacity = script.capacity();
+    let client = match &opts.client_script {
+        Some(p) => Some(ClientScript::load(p).map_err(anyhow::Error::msg)?),
+        None => None,
+    };
     procs::become_subreaper().map_err(|e| anyhow!("cannot become a child subreaper: {e}"))?;
 
     // The pi to record first: a missing one is the problem, not its package.json.
@@ -553,7 +562,7 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
         script,
         ServerOptions {
             port: 0,
-            log_path: Some(log_path),
+            log_path: Some(log_path.clone()),
         },
     )
     .await
@@ -619,19 +628,105 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
     }
 
     let args = substitute(&opts.pi_args, &tmp, &work);
+    if let Some(client) = &client {
+        let client = client.substituted(&tmp.display().to_string(), &work.display().to_string());
+        let run = run_rpc(opts, &client, &args, &env).await;
+        let requests = server.requests();
+        server.shutdown().await;
+        let run = run?;
+        check_exhausted(opts, &requests, capacity)?;
+        let mut redactor =
+            base_redactor(&key, &tmp, &work, &agent, &home, pi_root.as_deref(), port);
+        if let Some(id) = rpc_session_id(&run.timeline) {
+            redactor.literal(&id, "<SESSION_ID>", "pi's session id");
+        }
+        let (transcript, stdout) =
+            rpc_transcript(&run.timeline, (run.ending, run.exited_at), &mut redactor);
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let log: String = log
+            .lines()
+            .map(|l| format!("{}\n", redactor.apply(l)))
+            .collect();
+        let mut iopts = pi_cassette::import::ImportOptions::new(
+            &version,
+            &if opts.scenario.is_empty() {
+                stem_of(&opts.out)
+            } else {
+                opts.scenario.clone()
+            },
+            &if opts.description.is_empty() {
+                format!("recorded from pi {version}")
+            } else {
+                opts.description.clone()
+            },
+            pi_cassette::import::Ending::Hang,
+        );
+        iopts.tags = opts.tags.clone();
+        let mut cassette = pi_cassette::import_rpc::import_transcript(
+            Path::new("(the recording's transcript)"),
+            &transcript,
+            &iopts,
+            &pi_cassette::import_rpc::TwoWayInputs {
+                raw_stdout: Some((Path::new("(pi's stdout)"), &stdout)),
+                requests: Some((Path::new("(the request log)"), log.as_bytes())),
+                ending: None,
+                spawn_tools: true,
+            },
+        )
+        .map_err(|e| anyhow!("building the cassette: {e}"))?;
+        let redacted_args: Vec<String> = args.iter().map(|a| redactor.apply(a)).collect();
+        cassette.header.expect = expect_from_args(
+            &version,
+            &redacted_args,
+            None,
+            &recording_settings(opts),
+            session_use(opts, &redacted_args),
+        )
+        .map_err(anyhow::Error::msg)?;
+        cassette.header.origin = Origin {
+            kind: OriginKind::Recorded,
+            source: Some(opts.source.clone().unwrap_or_else(|| {
+                format!(
+                    "pi-harness record --script {} --client-script {} -- {}",
+                    opts.script_path.display(),
+                    opts.client_script
+                        .as_deref()
+                        .map_or(String::new(), |p| p.display().to_string()),
+                    redacted_args.join(" ")
+                )
+            })),
+            timing: TimingKind::Measured,
+            notes: (!run.leftovers.is_empty()).then(|| {
+                format!(
+                    "processes left after pi ended (killed by the recorder): {}",
+                    run.leftovers.join(", ")
+                )
+            }),
+        };
+        let body = cassette.to_jsonl();
+        cassette.header.redactions = redactor
+            .used()
+            .iter()
+            .filter(|(p, _)| body.contains(p.as_str()))
+            .map(|(p, d)| (p.clone(), d.clone()))
+            .collect();
+        let path = write_checked(&cassette, &opts.out, &key, &tmp)?;
+        let bytes = std::fs::metadata(&path)?.len();
+        drop(tmp_dir);
+        return Ok(RecordOutcome {
+            path,
+            cassette,
+            bytes,
+            requests,
+            children: Vec::new(),
+            leftovers: run.leftovers,
+        });
+    }
     let run = run_pi(opts, &args, &env).await;
     let requests = server.requests();
     server.shutdown().await;
     let run = run?;
-    let unanswered = requests.iter().filter(|r| r.exhausted).count();
-    if unanswered > 0 && !opts.allow_exhausted {
-        bail!(
-            "{}: the script answers {} model request(s), pi made {} ({unanswered} got HTTP 500; pi retries, so check the script's turns or pi's retry settings); nothing written (--allow-exhausted records it anyway)",
-            opts.script_path.display(),
-            capacity.unwrap_or(0),
-            requests.iter().filter(|r| r.turn.is_some() || r.exhausted).count()
-        );
-    }
+    check_exhausted(opts, &requests, capacity)?;
     if let (Some(plan), None) = (&opts.signal, &run.signalled) {
         bail!(
             "--at {}+{}: pi never printed a `{}` line, or ended before the delay ran out; nothing written",
@@ -642,45 +737,7 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
     }
 
     // Redaction: longest literals first (the Redactor sorts), then the patterns.
-    let mut redactor = Redactor::new();
-    redactor.literal(&key, "<API_KEY>", "the API key given to pi");
-    redactor.literal(
-        &work.display().to_string(),
-        "<CWD>",
-        "pi's working directory",
-    );
-    redactor.literal(
-        &agent.display().to_string(),
-        "<AGENT_DIR>",
-        "PI_CODING_AGENT_DIR",
-    );
-    redactor.literal(&home.display().to_string(), "<HOME>", "HOME given to pi");
-    redactor.literal(
-        &tmp.display().to_string(),
-        "<TMP>",
-        "the recording's temp dir",
-    );
-    if let Some(name) = tmp.file_name().and_then(|n| n.to_str()) {
-        redactor.literal(
-            name,
-            "<TMP_NAME>",
-            "the temp dir's name (inside encoded paths)",
-        );
-    }
-    if let Some(root) = &pi_root {
-        redactor.literal(
-            &root.display().to_string(),
-            "<PI_ROOT>",
-            "pi's install directory",
-        );
-    }
-    for host in ["127.0.0.1", "localhost"] {
-        redactor.literal(
-            &format!("{host}:{port}"),
-            &format!("{host}:<PORT>"),
-            "the LLM server's port",
-        );
-    }
+    let mut redactor = base_redactor(&key, &tmp, &work, &agent, &home, pi_root.as_deref(), port);
     if let Some(id) = session_id(&run.captured) {
         if !args.iter().any(|a| a.contains(&id)) {
             redactor.literal(&id, "<SESSION_ID>", "pi's session id");
@@ -702,6 +759,7 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
     let header = Header {
         format: FORMAT_NAME.into(),
         version: FORMAT_VERSION,
+        mode: None,
         pi: PiSource {
             version: version.clone(),
             dialect,
@@ -759,6 +817,77 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
         children: run.children,
         leftovers: run.leftovers,
     })
+}
+
+/// Refuse a recording in which pi asked the script for more answers than it has.
+fn check_exhausted(
+    opts: &RecordOptions,
+    requests: &[LoggedRequest],
+    capacity: Option<usize>,
+) -> anyhow::Result<()> {
+    let unanswered = requests.iter().filter(|r| r.exhausted).count();
+    if unanswered > 0 && !opts.allow_exhausted {
+        bail!(
+            "{}: the script answers {} model request(s), pi made {} ({unanswered} got HTTP 500; pi retries, so check the script's turns or pi's retry settings); nothing written (--allow-exhausted records it anyway)",
+            opts.script_path.display(),
+            capacity.unwrap_or(0),
+            requests.iter().filter(|r| r.turn.is_some() || r.exhausted).count()
+        );
+    }
+    Ok(())
+}
+
+/// The redactions every recording applies: the key, the run's directories, pi's install
+/// directory and the server's port.
+fn base_redactor(
+    key: &str,
+    tmp: &Path,
+    work: &Path,
+    agent: &Path,
+    home: &Path,
+    pi_root: Option<&Path>,
+    port: u16,
+) -> Redactor {
+    let mut redactor = Redactor::new();
+    redactor.literal(key, "<API_KEY>", "the API key given to pi");
+    redactor.literal(
+        &work.display().to_string(),
+        "<CWD>",
+        "pi's working directory",
+    );
+    redactor.literal(
+        &agent.display().to_string(),
+        "<AGENT_DIR>",
+        "PI_CODING_AGENT_DIR",
+    );
+    redactor.literal(&home.display().to_string(), "<HOME>", "HOME given to pi");
+    redactor.literal(
+        &tmp.display().to_string(),
+        "<TMP>",
+        "the recording's temp dir",
+    );
+    if let Some(name) = tmp.file_name().and_then(|n| n.to_str()) {
+        redactor.literal(
+            name,
+            "<TMP_NAME>",
+            "the temp dir's name (inside encoded paths)",
+        );
+    }
+    if let Some(root) = pi_root {
+        redactor.literal(
+            &root.display().to_string(),
+            "<PI_ROOT>",
+            "pi's install directory",
+        );
+    }
+    for host in ["127.0.0.1", "localhost"] {
+        redactor.literal(
+            &format!("{host}:{port}"),
+            &format!("{host}:<PORT>"),
+            "the LLM server's port",
+        );
+    }
+    redactor
 }
 
 fn stem_of(out: &Path) -> String {
@@ -1479,4 +1608,324 @@ mod tests {
             SignalAction::Exit { code: 0 }
         );
     }
+}
+
+/// What happened in an RPC recording, in order: the client's actions and pi's output.
+#[derive(Debug, Clone)]
+pub enum Timed {
+    /// The client wrote this line (without `\n`).
+    Wrote(String),
+    /// The client closed pi's stdin.
+    Closed,
+    /// The client sent pi this signal.
+    Signalled(Signal),
+    /// pi's output.
+    Out(Captured),
+}
+
+struct RpcRun {
+    timeline: Vec<(Duration, Timed)>,
+    ending: Ending,
+    /// When pi's exit was seen.
+    exited_at: Duration,
+    leftovers: Vec<String>,
+}
+
+/// Drive `pi --mode rpc` with a client script: every step waits for its trigger, acts, and
+/// is logged with the output in one timeline.
+async fn run_rpc(
+    opts: &RecordOptions,
+    script: &ClientScript,
+    args: &[String],
+    env: &PiEnv,
+) -> anyhow::Result<RpcRun> {
+    let mut cmd = pi_command(&opts.pi, args, env);
+    cmd.stdin(Stdio::piped());
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("starting {}", opts.pi.display()))?;
+    let pi_pid = child.id().map(|p| p as i32).unwrap_or(0);
+    let mut stdin = child.stdin.take();
+    let (tx, mut rx) = mpsc::unbounded_channel::<(Duration, Captured)>();
+    let mut stdout = BufReader::with_capacity(1 << 16, child.stdout.take().expect("piped stdout"));
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let tx_out = tx.clone();
+    let out_task = tokio::spawn(async move {
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match stdout.read_until(b'\n', &mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let newline = buf.last() == Some(&b'\n');
+                    if newline {
+                        buf.pop();
+                    }
+                    if tx_out
+                        .send((start.elapsed(), Captured::Line(buf.clone(), newline)))
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    let err_task = tokio::spawn(async move {
+        let mut buf = vec![0u8; 8192];
+        loop {
+            match stderr.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if tx
+                        .send((start.elapsed(), Captured::Stderr(buf[..n].to_vec())))
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    let deadline = tokio::time::Instant::now() + opts.timeout;
+    let mut timeline: Vec<(Duration, Timed)> = Vec::new();
+    let mut seen = crate::client_script::Seen::default();
+    let mut status = None;
+    let mut exited_at = Duration::ZERO;
+    let mut channel_open = true;
+    // When pi last wrote a stdout line (for idle triggers): its start when it has not yet.
+    let last_line = |timeline: &[(Duration, Timed)]| {
+        start
+            + timeline
+                .iter()
+                .rev()
+                .find_map(|(t, e)| matches!(e, Timed::Out(Captured::Line(..))).then_some(*t))
+                .unwrap_or_default()
+    };
+    let mut failure: Option<String> = None;
+    // One event from pi: false when the run is over (or the deadline passed).
+    macro_rules! pump {
+        ($until:expr) => {{
+            tokio::select! {
+                msg = rx.recv(), if channel_open => match msg {
+                    Some((at, c)) => {
+                        if let Captured::Line(l, _) = &c {
+                            seen.push(l);
+                        }
+                        timeline.push((at, Timed::Out(c)));
+                    }
+                    None => channel_open = false,
+                },
+                st = child.wait(), if status.is_none() => {
+                    status = Some(st.context("waiting for pi")?);
+                    exited_at = start.elapsed();
+                },
+                _ = tokio::time::sleep_until($until) => {},
+            }
+        }};
+    }
+    'steps: for (i, step) in script.steps.iter().enumerate() {
+        loop {
+            let fired = match &step.when {
+                When::Previous | When::Start => true,
+                w @ When::Event { .. } => seen.fired(w),
+                When::Idle(ms) => last_line(&timeline).elapsed() >= *ms,
+            };
+            if fired {
+                break;
+            }
+            if status.is_some() && !channel_open {
+                failure = Some(format!(
+                    "client script step {i}: pi ended before its trigger ({:?})",
+                    step.when
+                ));
+                break 'steps;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                failure = Some(format!(
+                    "client script step {i}: its trigger ({:?}) did not fire within {:?}",
+                    step.when, opts.timeout
+                ));
+                break 'steps;
+            }
+            let until = match &step.when {
+                When::Idle(ms) => {
+                    tokio::time::Instant::from_std(last_line(&timeline) + *ms).min(deadline)
+                }
+                _ => deadline,
+            };
+            pump!(until);
+        }
+        if !step.delay.is_zero() {
+            let until = tokio::time::Instant::now() + step.delay;
+            while tokio::time::Instant::now() < until {
+                pump!(until);
+            }
+        }
+        let at = start.elapsed();
+        match &step.act {
+            Act::Line(line) => {
+                let Some(w) = stdin.as_mut() else {
+                    failure = Some(format!("client script step {i}: stdin is already closed"));
+                    break;
+                };
+                let mut bytes = line.clone().into_bytes();
+                bytes.push(b'\n');
+                if let Err(e) = w.write_all(&bytes).await {
+                    failure = Some(format!(
+                        "client script step {i}: writing to pi's stdin: {e}"
+                    ));
+                    break;
+                }
+                let _ = w.flush().await;
+                timeline.push((at, Timed::Wrote(line.clone())));
+            }
+            Act::CloseStdin => {
+                if let Some(mut w) = stdin.take() {
+                    let _ = w.shutdown().await;
+                }
+                timeline.push((at, Timed::Closed));
+            }
+            Act::Signal(sig) => {
+                if status.is_some() {
+                    failure = Some(format!("client script step {i}: pi had exited already"));
+                    break;
+                }
+                kill(Pid::from_raw(pi_pid), *sig).context("sending the signal to pi")?;
+                timeline.push((at, Timed::Signalled(*sig)));
+            }
+        }
+    }
+    // After the last step: pi's exit, then its pipes drained.
+    while failure.is_none() && (status.is_none() || channel_open) {
+        if tokio::time::Instant::now() >= deadline {
+            failure = Some(format!(
+                "pi did not exit within {:?} after the client script's last step",
+                opts.timeout
+            ));
+            break;
+        }
+        let until = if status.is_some() {
+            // Orphans holding the pipes get a bounded drain.
+            deadline.min(tokio::time::Instant::now() + Duration::from_secs(1))
+        } else {
+            deadline
+        };
+        pump!(until);
+        if status.is_some() && channel_open && tokio::time::Instant::now() >= until {
+            break;
+        }
+    }
+    drop(stdin);
+    if failure.is_some() && status.is_none() {
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    }
+    let leftovers = cleanup_leftovers(&env.marker).await;
+    out_task.abort();
+    err_task.abort();
+    if let Some(f) = failure {
+        bail!("{f}; nothing written");
+    }
+    let status = status.expect("the loop ends after pi exited");
+    use std::os::unix::process::ExitStatusExt as _;
+    let ending = match (status.code(), status.signal()) {
+        (Some(c), _) => Ending::Code(c),
+        (None, Some(s)) => Ending::Signal(Signal::try_from(s).unwrap_or(Signal::SIGKILL)),
+        (None, None) => Ending::Code(255),
+    };
+    timeline.sort_by_key(|(t, _)| *t);
+    Ok(RpcRun {
+        timeline,
+        ending,
+        exited_at,
+        leftovers,
+    })
+}
+
+/// The session id an RPC session reports (`get_state`'s `data.sessionId`), if any.
+fn rpc_session_id(timeline: &[(Duration, Timed)]) -> Option<String> {
+    timeline.iter().find_map(|(_, e)| {
+        let Timed::Out(Captured::Line(l, _)) = e else {
+            return None;
+        };
+        memchr::memmem::find(l, b"\"sessionId\"")?;
+        let v: Value = serde_json::from_slice(l).ok()?;
+        v["data"]["sessionId"].as_str().map(str::to_string)
+    })
+}
+
+/// The client's transcript of an RPC recording, redacted, as `import --mode rpc` reads it,
+/// and pi's stdout bytes (redacted the same way) for the byte-for-byte check (pure).
+pub fn rpc_transcript(
+    timeline: &[(Duration, Timed)],
+    (ending, exited_at): (Ending, Duration),
+    redactor: &mut Redactor,
+) -> (Vec<u8>, Vec<u8>) {
+    let mut transcript = Vec::new();
+    let mut stdout = Vec::new();
+    let mut last = Duration::ZERO;
+    let push = |t: Duration, key: &str, value: String, transcript: &mut Vec<u8>| {
+        let _ = writeln!(transcript, "{{\"t_ms\":{},\"{key}\":{value}}}", ms(t));
+    };
+    for (t, e) in timeline {
+        last = *t;
+        match e {
+            Timed::Wrote(line) => {
+                let red = redactor.apply(line);
+                if pi_cassette::is_verbatim_json(&red) {
+                    push(*t, "stdin", red, &mut transcript);
+                } else {
+                    push(
+                        *t,
+                        "stdin_text",
+                        Value::from(red).to_string(),
+                        &mut transcript,
+                    );
+                }
+            }
+            Timed::Closed => push(*t, "stdin_close", "true".into(), &mut transcript),
+            Timed::Signalled(sig) => push(
+                *t,
+                "send_signal",
+                Value::from(sig.as_str()).to_string(),
+                &mut transcript,
+            ),
+            Timed::Out(Captured::Line(bytes, newline)) => {
+                let text = String::from_utf8_lossy(bytes);
+                let red = redactor.apply(&text);
+                stdout.extend_from_slice(red.as_bytes());
+                if *newline {
+                    stdout.push(b'\n');
+                }
+                if pi_cassette::is_verbatim_json(&red) {
+                    push(*t, "stdout", red, &mut transcript);
+                } else {
+                    push(
+                        *t,
+                        "stdout_text",
+                        Value::from(red).to_string(),
+                        &mut transcript,
+                    );
+                }
+            }
+            Timed::Out(Captured::Stderr(bytes)) => {
+                let red = redactor.apply(&String::from_utf8_lossy(bytes));
+                push(*t, "stderr", Value::from(red).to_string(), &mut transcript);
+            }
+        }
+    }
+    // The exit, when it was seen (after the last output, which may drain after it).
+    let last = last.max(exited_at);
+    match ending {
+        Ending::Code(c) => push(last, "exit", c.to_string(), &mut transcript),
+        Ending::Signal(s) => push(
+            last,
+            "signal",
+            Value::from(s.as_str()).to_string(),
+            &mut transcript,
+        ),
+    }
+    (transcript, stdout)
 }
