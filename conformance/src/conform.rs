@@ -227,13 +227,17 @@ pub fn case_of(root: &Path, path: &Path, c: &Cassette) -> Case {
     }
 }
 
-/// Every case under `root`.
+/// Every case under `root`: the json-mode cassettes. Two-way (RPC) cassettes are not
+/// cases of this suite yet: a case is one prompt through a provider, and scoring an RPC
+/// client needs the request document's sequence of client actions (fake-pi replays them
+/// and checks the client meanwhile: `fake-pi/tests/replay_corpus.rs`).
 pub fn discover(root: &Path) -> Result<Vec<Case>, String> {
     cassette_files(root)?
         .into_iter()
-        .map(|p| {
-            let c = Cassette::load(&p).map_err(|e| e.to_string())?;
-            Ok(case_of(root, &p, &c))
+        .filter_map(|p| match Cassette::load(&p) {
+            Ok(c) if c.header.mode.is_some() => None,
+            Ok(c) => Some(Ok(case_of(root, &p, &c))),
+            Err(e) => Some(Err(e.to_string())),
         })
         .collect()
 }

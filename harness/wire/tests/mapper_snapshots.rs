@@ -54,6 +54,9 @@ fn shorten_message(m: &mut Message) {
 fn mapper_output_for_every_cassette() {
     insta::glob!("../../../cassettes", "**/*.cassette.jsonl*", |path| {
         let c = Cassette::load(path).unwrap_or_else(|e| panic!("{e}"));
+        if c.header.mode.is_some() {
+            return; // an RPC session: its stdout answers commands, not one json-mode run
+        }
         let out = map_and_check(&c).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let mut shown = out;
         shown.iter_mut().for_each(shorten_message);
