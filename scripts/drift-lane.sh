@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The live drift lane: install real pi, re-record the corpus into a temp dir, and compare the
-# fresh cassettes with the committed ones (cassettes/recorded). Fails with a readable diff when
-# their normalized streams differ (timing and redacted fields aside).
+# fresh cassettes with the committed ones (cassettes/recorded, and the RPC sessions in
+# cassettes/rpc). Fails with a readable diff when their normalized streams differ (timing and
+# redacted fields aside).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 fresh="$(mktemp -d "${TMPDIR:-/tmp}/pi-harness-drift.XXXXXX")"
 bash scripts/record-corpus.sh "$fresh"
-if cargo run -q -p pi-harness -- drift --committed cassettes/recorded --fresh "$fresh"; then
+if cargo run -q -p pi-harness -- drift --committed cassettes/recorded --fresh "$fresh" \
+  && cargo run -q -p pi-harness -- drift --committed cassettes/rpc --fresh "$fresh/rpc"; then
   rm -rf "$fresh"
   echo "drift lane: passed in $(( $(date +%s) - start )) s"
 else

@@ -198,6 +198,11 @@ fn message_lines(prefix: &str, m: &Value, out: &mut Vec<String>) {
 /// are sorted (parallel tools finish in any order).
 pub fn normalize(c: &Cassette) -> Vec<String> {
     let mut out = wire_stream(c);
+    if c.header.mode.is_some() {
+        // An RPC session: the wire stream holds the client's actions and pi's answers;
+        // the json-mode mapper's stream does not apply to it.
+        return out;
+    }
     out.push("--- normalized stream ---".into());
     out.extend(normalized_stream(c));
     out
