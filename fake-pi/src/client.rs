@@ -132,9 +132,13 @@ impl Client {
                     self.ids.push(id);
                     Ok(at)
                 }
+                // A field names what differs; the recorded line shows the rest.
                 Err(differences) => Err(differences
                     .iter()
-                    .map(|d| format!("{d} (recorded: {wanted})"))
+                    .map(|d| match d.field {
+                        Some(_) => format!("{d} (recorded: {wanted})"),
+                        None => d.to_string(),
+                    })
                     .collect()),
             };
         }

@@ -27,7 +27,7 @@ const ARGS: &[&str] = &[
     "fake-model",
 ];
 
-fn start(world: &World, cassette: &PathBuf, env: &[(&str, &str)]) -> Child {
+fn start(world: &World, cassette: &std::path::Path, env: &[(&str, &str)]) -> Child {
     world
         .fake_pi(cassette)
         .args(ARGS)

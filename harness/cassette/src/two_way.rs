@@ -119,8 +119,8 @@ pub fn match_text(expected: &str, line: &[u8]) -> Result<Matched, Vec<Difference
     } else {
         Err(vec![Difference {
             field: None,
-            expected: excerpt(expected.as_bytes()),
-            actual: excerpt(line),
+            expected: format!("the line {}", excerpt(expected.as_bytes())),
+            actual: format!("the line {}", excerpt(line)),
         }])
     }
 }

@@ -142,6 +142,9 @@ pub struct Replay {
     pub argv: Vec<String>,
     /// Piped to stdin (`printf %s ... |`); stdin is `/dev/null` otherwise.
     pub stdin: Option<String>,
+    /// A two-way (RPC) cassette: the client's lines, piped one per line
+    /// (`printf '%s\n' ... |`); fake-pi checks them in order.
+    pub stdin_lines: Option<Vec<String>>,
     /// The first line of a session file the call continues (`--session SESSION_FILE`).
     pub session_file: Option<String>,
     /// The replay hangs until a signal ends it.
@@ -463,14 +466,76 @@ fn replay(
     {
         notes.push("it starts processes that may outlive it: `pi-harness leftovers -- sh -c '...'` around the command finds and kills them".into());
     }
+    let client = client_steps(c);
+    let stdin_lines = c.header.mode.is_some().then(|| {
+        client
+            .iter()
+            .filter_map(|s| match &s.action {
+                ClientAction::Line(l) | ClientAction::Raw(l) => Some(l.clone()),
+                _ => None,
+            })
+            .collect()
+    });
+    if client
+        .iter()
+        .any(|s| matches!(s.action, ClientAction::Signal(_)))
+    {
+        notes.push("the recording's client sends a signal (see above): a pipe cannot; send it by hand at that point".into());
+    }
     Replay {
         env,
         argv,
         stdin: prompts.stdin.clone(),
+        stdin_lines,
         session_file,
         hangs,
         notes,
     }
+}
+
+/// What a two-way cassette's client does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientAction {
+    /// Writes this JSON line (as recorded).
+    Line(String),
+    /// Writes this line as it is (not JSON, or an empty line).
+    Raw(String),
+    Close,
+    Signal(String),
+}
+
+/// One client action, where it stands: its cassette line and how many stdout lines come
+/// before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientStep {
+    pub line: usize,
+    pub after_stdout_lines: usize,
+    pub action: ClientAction,
+}
+
+/// The client's actions of a two-way cassette, in order (none for a json-mode one).
+pub fn client_steps(c: &Cassette) -> Vec<ClientStep> {
+    let mut out = Vec::new();
+    let mut seen = 0;
+    for r in &c.records {
+        let action = match &r.action {
+            Action::Stdout(_) => {
+                seen += 1;
+                continue;
+            }
+            Action::Stdin(l) => ClientAction::Line(l.json.clone()),
+            Action::StdinText(t) => ClientAction::Raw(t.clone()),
+            Action::StdinClose => ClientAction::Close,
+            Action::ClientSignal(s) => ClientAction::Signal(s.clone()),
+            _ => continue,
+        };
+        out.push(ClientStep {
+            line: r.line,
+            after_stdout_lines: seen,
+            action,
+        });
+    }
+    out
 }
 
 /// A word for `sh`: as it is when it is safe, else in single quotes.
@@ -515,6 +580,19 @@ impl Replay {
         if let Some(stdin) = &self.stdin {
             let _ = write!(out, "printf %s {} | ", sh_quote(stdin));
         }
+        if let Some(lines) = &self.stdin_lines {
+            out.push_str("printf '%s\\n'");
+            for l in lines {
+                out.push(' ');
+                // An empty line is a line too: quoted, never dropped.
+                out.push_str(&if l.is_empty() {
+                    "''".to_string()
+                } else {
+                    sh_quote(l)
+                });
+            }
+            out.push_str(" | ");
+        }
         for (k, v) in &self.env {
             let _ = write!(out, "{k}={} ", sh_quote(v));
         }
@@ -527,7 +605,7 @@ impl Replay {
                 out.push_str(&sh_quote(a));
             }
         }
-        if self.stdin.is_none() {
+        if self.stdin.is_none() && self.stdin_lines.is_none() {
             out.push_str(" </dev/null");
         }
         out
@@ -921,6 +999,35 @@ pub fn render_text(f: &Facts, color: bool) -> String {
         row(&mut o, &format!("on {sig}"), &text);
     }
 
+    // The client (two-way cassettes).
+    let steps = client_steps(c);
+    if c.header.mode.is_some() {
+        let _ = writeln!(o);
+        let _ = writeln!(
+            o,
+            "{}",
+            bold(
+                "What the client does (fake-pi waits for each, in order; anything else is exit 99)"
+            )
+        );
+        for s in &steps {
+            let what = match &s.action {
+                ClientAction::Line(l) => format!("writes {l}"),
+                ClientAction::Raw(l) => format!("writes the raw line {}", quoted(l)),
+                ClientAction::Close => "closes stdin".to_string(),
+                ClientAction::Signal(sig) => format!("sends {sig}"),
+            };
+            row(
+                &mut o,
+                &format!("line {}", s.line),
+                &format!("after {} stdout lines: {what}", s.after_stdout_lines),
+            );
+        }
+        if steps.is_empty() {
+            let _ = writeln!(o, "  nothing");
+        }
+    }
+
     // Processes.
     let _ = writeln!(o);
     let spawned = spawns(c);
@@ -1134,11 +1241,21 @@ pub fn render_json(f: &Facts) -> Value {
             "stderr_bytes": c.stderr_bytes().len(),
             "duration_ms": total,
         },
+        "client": client_steps(c).iter().map(|s| {
+            let (kind, value) = match &s.action {
+                ClientAction::Line(l) => ("line", json!(l)),
+                ClientAction::Raw(l) => ("raw_line", json!(l)),
+                ClientAction::Close => ("close_stdin", Value::Null),
+                ClientAction::Signal(sig) => ("signal", json!(sig)),
+            };
+            json!({"line": s.line, "after_stdout_lines": s.after_stdout_lines, "action": kind, "value": value})
+        }).collect::<Vec<_>>(),
         "replay": {
             "command": r.command_line(),
             "env": env,
             "argv": r.argv,
             "stdin": r.stdin,
+            "stdin_lines": r.stdin_lines,
             "session_file": r.session_file,
             "hangs": r.hangs,
             "notes": r.notes,
@@ -1241,6 +1358,7 @@ mod tests {
             ],
             argv: vec!["--mode".into(), "json".into(), "Say hello.".into()],
             stdin: None,
+            stdin_lines: None,
             session_file: None,
             hangs: false,
             notes: vec![],
@@ -1260,6 +1378,18 @@ mod tests {
         assert_eq!(
             r.command_line(),
             r#"d="$(mktemp -d)" && printf '{"type":"session","version":3,"id":"x","timestamp":"T","cwd":"%s"}\n' "$PWD" > "$d/session.jsonl" && printf %s 'it'\''s' | FAKE_PI_CASSETTE='/c/x y.jsonl' FAKE_PI_SPEED=0 PI_CODING_AGENT_DIR="$d" fake-pi --session "$d/session.jsonl""#
+        );
+        // A two-way cassette: the client's lines piped one per line, an empty one kept.
+        let r = Replay {
+            argv: vec!["--mode".into(), "rpc".into()],
+            stdin: None,
+            stdin_lines: Some(vec![r#"{"type":"get_state"}"#.into(), String::new()]),
+            session_file: None,
+            ..r
+        };
+        assert_eq!(
+            r.command_line(),
+            r#"printf '%s\n' '{"type":"get_state"}' '' | FAKE_PI_CASSETTE='/c/x y.jsonl' FAKE_PI_SPEED=0 PI_CODING_AGENT_DIR="$(mktemp -d)" fake-pi --mode rpc"#
         );
     }
 
