@@ -10,8 +10,9 @@
 # manifest is recorded (the other manifest records nothing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out="${1:-cassettes/recorded}"
-[ $# -gt 0 ] && shift
+# OUT_DIR is optional: an option in its place (`--only x`) leaves the default.
+out=cassettes/recorded
+if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then out="$1"; shift; fi
 paths=()
 while IFS= read -r line; do paths+=("$line"); done < <(bash scripts/install-pi.sh)
 [ "${#paths[@]}" -ge 1 ] || { echo "record-corpus.sh: install-pi.sh printed no pi path" >&2; exit 1; }
