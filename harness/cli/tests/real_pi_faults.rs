@@ -102,3 +102,85 @@ fn group_kill_mid_tool_real_pi_0_87_1() {
 fn group_kill_mid_tool_real_pi_1_5_2() {
     group_kill_mid_tool("PI_HARNESS_REAL_PI152");
 }
+
+/// The RPC session of the reference provider, on real pi: a prompt whose bash tool runs
+/// `sleep 30.517`, then the session shut down mid-tool. The prompt's stream ends cancelled
+/// and nothing carrying the test's marker is left: not pi, not `bash -c`, not `sleep`.
+fn rpc_session_shutdown_mid_tool(var: &str, version: &str) {
+    use pi_provider::message::Message;
+    use tokio_stream::StreamExt;
+    let Some(pi) = std::env::var_os(var).map(PathBuf::from) else {
+        eprintln!("skip: {var} not set");
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let script =
+        Script::load(&repo().join("cassettes/scripts/rpc/rpc_abort_tool.llm.json")).unwrap();
+    let server = rt
+        .block_on(LlmServer::start(script, ServerOptions::default()))
+        .unwrap();
+    let w = World::new("real-rpc-session");
+    let models = models_json(Api::OpenAi, &server.base_url(), "k-real-pi-rpc");
+    w.write("agent/models.json", models.to_string());
+    let req = pi_provider::Request {
+        pi_path: Some(pi.clone()),
+        pi_version: Some(version.into()),
+        provider: Some("fake".into()),
+        model: Some("fake-model".into()),
+        no_session: true,
+        env: vec![
+            w.marker_env(),
+            (
+                "PI_CODING_AGENT_DIR".into(),
+                w.agent_dir().display().to_string(),
+            ),
+            ("PATH".into(), node_path(&pi)),
+        ],
+        cwd: Some(w.path().to_path_buf()),
+        ..pi_provider::Request::default()
+    };
+    let sleeping = || {
+        w.alive()
+            .into_iter()
+            .any(|p| pi_testkit::process::cmdline(p) == "sleep 30.517")
+    };
+    let rest = rt.block_on(async {
+        let s = pi_provider::rpc::RpcSession::start(pi_testkit::provider_options(), req)
+            .await
+            .unwrap_or_else(|f| panic!("{f:?}"));
+        let mut stream = s.prompt("run the tool").await.unwrap();
+        loop {
+            match stream.next().await {
+                Some(Message::ToolCall { .. }) => break,
+                Some(_) => {}
+                None => panic!("the run ended before the tool call"),
+            }
+        }
+        pi_testkit::process::wait_until(Duration::from_secs(30), sleeping);
+        assert!(sleeping(), "{var}: the tool's sleep runs");
+        let (exit, rest) = tokio::join!(s.shutdown(), stream.collect::<Vec<_>>());
+        eprintln!("{var}: pi ended {exit:?}");
+        rest
+    });
+    assert!(
+        matches!(rest.last(), Some(Message::TerminalCancelled { .. })),
+        "{var}: {rest:?}"
+    );
+    w.assert_none_left_within(Duration::from_secs(10));
+    rt.block_on(server.shutdown());
+    eprintln!("{var}: RPC session shut down mid-tool, nothing left");
+}
+
+#[test]
+fn rpc_session_shutdown_mid_tool_real_pi_0_87_1() {
+    rpc_session_shutdown_mid_tool("PI_HARNESS_REAL_PI87", "0.87.1");
+}
+
+#[test]
+fn rpc_session_shutdown_mid_tool_real_pi_1_5_2() {
+    rpc_session_shutdown_mid_tool("PI_HARNESS_REAL_PI152", "1.5.2");
+}

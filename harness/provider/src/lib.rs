@@ -53,6 +53,7 @@
 pub mod embedded;
 mod provider;
 pub mod retry;
+pub mod rpc;
 pub mod supervisor;
 
 pub use pi_wire::message;

@@ -545,97 +545,14 @@ impl Run {
         supervisor: Option<PathBuf>,
         cancel: CancellationToken,
     ) {
-        use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
-        let (ours, theirs) = match socketpair(
-            AddressFamily::Unix,
-            SockType::Stream,
-            None,
-            SockFlag::SOCK_CLOEXEC,
-        ) {
-            Ok(p) => p,
-            Err(e) => {
-                return self
-                    .fail_early(
-                        FailureReason::SpawnFailed,
-                        format!("cannot create control socket: {e}"),
-                    )
-                    .await
-            }
+        let Spawned {
+            mut child,
+            mut ctl_lines,
+            mut ctl_write,
+        } = match spawn_supervised(&self.opts, &req, &pi, &argv, supervisor.as_deref()) {
+            Ok(s) => s,
+            Err(e) => return self.fail_early(FailureReason::SpawnFailed, e).await,
         };
-        let mut cmd = match &supervisor {
-            Some(binary) => Command::new(binary),
-            None => {
-                crate::embedded::ensure_linked();
-                let mut c = Command::new(crate::embedded::SELF_EXE);
-                c.arg0("pi-supervisor")
-                    .env(crate::embedded::SUPERVISOR_ENV, "1");
-                c
-            }
-        };
-        let supervisor_name = supervisor
-            .as_ref()
-            .map_or("the embedded supervisor".to_string(), |p| {
-                p.display().to_string()
-            });
-        // Its own process group: a signal to the caller's group (a terminal's Ctrl-C, a CI
-        // job's kill) does not take the supervisor down before it has stopped pi.
-        cmd.process_group(0);
-        cmd.arg("--control-fd")
-            .arg("3")
-            .arg("--grace-ms")
-            .arg(self.opts.grace.min(MAX_WAIT).as_millis().to_string())
-            .arg("--kill-wait-ms")
-            .arg(self.opts.kill_wait.min(MAX_WAIT).as_millis().to_string())
-            .arg("--")
-            .arg(&pi)
-            .args(&argv)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if self.opts.offline {
-            cmd.env("PI_OFFLINE", "1");
-        }
-        for (k, v) in &req.env {
-            cmd.env(k, v);
-        }
-        if let Some(key) = &req.api_key {
-            cmd.env(&key.env_var, &key.value);
-        }
-        if let Some(dir) = &req.cwd {
-            cmd.current_dir(dir);
-        }
-        let theirs_fd = theirs.as_raw_fd();
-        unsafe {
-            cmd.pre_exec(move || {
-                // dup2 clears close-on-exec on the new descriptor.
-                nix::unistd::dup2(theirs_fd, 3).map_err(std::io::Error::from)?;
-                Ok(())
-            });
-        }
-        let mut child = match cmd.spawn() {
-            Ok(c) => c,
-            Err(e) => {
-                return self
-                    .fail_early(
-                        FailureReason::SpawnFailed,
-                        format!("cannot start {supervisor_name}: {e}"),
-                    )
-                    .await
-            }
-        };
-        drop(theirs);
-        let control = match control_stream(ours) {
-            Ok(c) => c,
-            Err(e) => {
-                let _ = child.start_kill();
-                let _ = child.wait().await;
-                return self
-                    .fail_early(FailureReason::SpawnFailed, format!("control socket: {e}"))
-                    .await;
-            }
-        };
-        let (ctl_read, mut ctl_write) = control.into_split();
-        let mut ctl_lines = BufReader::new(ctl_read).lines();
 
         // The prompt goes on stdin, then stdin is closed: pi reads to EOF.
         let mut stdin = child.stdin.take().expect("stdin is piped");
@@ -860,6 +777,99 @@ impl Run {
         );
         self.send_all(&mut out).await;
     }
+}
+
+/// pi started under the supervisor: the supervisor's process (pi's stdin, stdout and stderr
+/// are its pipes) and the control socket's two halves.
+pub(crate) struct Spawned {
+    pub child: tokio::process::Child,
+    pub ctl_lines: tokio::io::Lines<BufReader<tokio::net::unix::OwnedReadHalf>>,
+    pub ctl_write: tokio::net::unix::OwnedWriteHalf,
+}
+
+/// Start pi (`pi argv`) under the supervisor (the given binary, `$PI_HARNESS_SUPERVISOR` or
+/// the embedded one), in its own process group, with the request's environment, key and
+/// working directory; stdin, stdout and stderr piped.
+pub(crate) fn spawn_supervised(
+    opts: &ProviderOptions,
+    req: &Request,
+    pi: &Path,
+    argv: &[String],
+    supervisor: Option<&Path>,
+) -> Result<Spawned, String> {
+    use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+    let (ours, theirs) = socketpair(
+        AddressFamily::Unix,
+        SockType::Stream,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )
+    .map_err(|e| format!("cannot create control socket: {e}"))?;
+    let mut cmd = match supervisor {
+        Some(binary) => Command::new(binary),
+        None => {
+            crate::embedded::ensure_linked();
+            let mut c = Command::new(crate::embedded::SELF_EXE);
+            c.arg0("pi-supervisor")
+                .env(crate::embedded::SUPERVISOR_ENV, "1");
+            c
+        }
+    };
+    let supervisor_name = supervisor.map_or("the embedded supervisor".to_string(), |p| {
+        p.display().to_string()
+    });
+    // Its own process group: a signal to the caller's group (a terminal's Ctrl-C, a CI
+    // job's kill) does not take the supervisor down before it has stopped pi.
+    cmd.process_group(0);
+    cmd.arg("--control-fd")
+        .arg("3")
+        .arg("--grace-ms")
+        .arg(opts.grace.min(MAX_WAIT).as_millis().to_string())
+        .arg("--kill-wait-ms")
+        .arg(opts.kill_wait.min(MAX_WAIT).as_millis().to_string())
+        .arg("--")
+        .arg(pi)
+        .args(argv)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if opts.offline {
+        cmd.env("PI_OFFLINE", "1");
+    }
+    for (k, v) in &req.env {
+        cmd.env(k, v);
+    }
+    if let Some(key) = &req.api_key {
+        cmd.env(&key.env_var, &key.value);
+    }
+    if let Some(dir) = &req.cwd {
+        cmd.current_dir(dir);
+    }
+    let theirs_fd = theirs.as_raw_fd();
+    unsafe {
+        cmd.pre_exec(move || {
+            // dup2 clears close-on-exec on the new descriptor.
+            nix::unistd::dup2(theirs_fd, 3).map_err(std::io::Error::from)?;
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {supervisor_name}: {e}"))?;
+    drop(theirs);
+    let control = match control_stream(ours) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = child.start_kill();
+            return Err(format!("control socket: {e}"));
+        }
+    };
+    let (ctl_read, ctl_write) = control.into_split();
+    Ok(Spawned {
+        child,
+        ctl_lines: BufReader::new(ctl_read).lines(),
+        ctl_write,
+    })
 }
 
 async fn sleep_opt(until: Option<tokio::time::Instant>) {

@@ -1,0 +1,496 @@
+//! An RPC session: pi started once in `--mode rpc` under the supervisor, driven by
+//! commands, with a normalized stream per prompt (the same [`Message`]s as json mode).
+//!
+//! One task owns the process: it writes commands (each with an id of its own), routes
+//! pi's `response` lines to the command that asked by that id, and maps the events of the
+//! run a prompt started with a fresh [`Mapper`] until the run is settled (`agent_settled`;
+//! pi 0.73.1 has none: `agent_end` without a pending retry). [`RpcSession::shutdown`], or
+//! dropping the session, stops pi in order: stdin closed (pi's orderly exit), then after
+//! the grace period the supervisor's SIGTERM, grace, SIGKILL of everything below pi. A
+//! prompt still running then ends with `terminal.cancelled`; one whose pi died ends with
+//! `terminal.failed`. Retry belongs to the caller, as in json mode.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot};
+use tokio_stream::wrappers::ReceiverStream;
+
+use crate::provider::{
+    probe_version, spawn_supervised, supervisor_from_env, which, ProviderOptions, Request, Spawned,
+    StderrTail, MAX_WAIT,
+};
+use crate::supervisor::Event;
+use pi_wire::framing::{Line, LineSplitter};
+use pi_wire::mapper::{EndCause, Mapper, MapperOptions, StreamEnd};
+use pi_wire::message::{ExitInfo, Failure, FailureReason, Message};
+use pi_wire::secret::SecretFilter;
+
+/// Why a command got no answer it could use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RpcError {
+    /// pi answered `success: false` with this error.
+    Rejected(String),
+    /// The session is over (pi exited, or it was shut down) before pi answered.
+    Closed(String),
+}
+
+impl std::fmt::Display for RpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RpcError::Rejected(e) => write!(f, "pi refused the command: {e}"),
+            RpcError::Closed(e) => write!(f, "the session is over: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RpcError {}
+
+enum Op {
+    Send {
+        command: Value,
+        /// A prompt: where its run's messages go once pi accepts it.
+        stream: Option<mpsc::Sender<Message>>,
+        reply: oneshot::Sender<Result<Value, RpcError>>,
+    },
+    Shutdown {
+        reply: oneshot::Sender<Option<ExitInfo>>,
+    },
+}
+
+/// pi in RPC mode, started once. See the module doc.
+pub struct RpcSession {
+    ops: mpsc::Sender<Op>,
+    version: String,
+}
+
+impl RpcSession {
+    /// Start pi for `req` (its prompt, timeout and session-less fields as in json mode;
+    /// the prompt is not sent: use [`RpcSession::prompt`]). An error is the failure that
+    /// kept pi from starting.
+    pub async fn start(opts: ProviderOptions, req: Request) -> Result<RpcSession, Failure> {
+        let fail = |reason, message| Failure {
+            reason,
+            message,
+            exit: None,
+            stderr_tail: None,
+            invalid_lines: Vec::new(),
+            invalid_lines_dropped: 0,
+        };
+        let pi = match &req.pi_path {
+            Some(p) => p.clone(),
+            None => which("pi").ok_or_else(|| {
+                fail(
+                    FailureReason::SpawnFailed,
+                    "cannot start pi: not found on PATH".into(),
+                )
+            })?,
+        };
+        let version = match &req.pi_version {
+            Some(v) => v.clone(),
+            None => probe_version(&pi, &req.env)
+                .await
+                .map_err(|e| fail(FailureReason::SpawnFailed, e))?,
+        };
+        let argv = rpc_argv(&req, &version).map_err(|e| fail(FailureReason::InvalidRequest, e))?;
+        let supervisor: Option<PathBuf> = opts.supervisor.clone().or_else(supervisor_from_env);
+        let mut spawned = spawn_supervised(&opts, &req, &pi, &argv, supervisor.as_deref())
+            .map_err(|e| fail(FailureReason::SpawnFailed, e))?;
+        // The supervisor's first word: pi runs, or could not be started.
+        let pid = match spawned.ctl_lines.next_line().await {
+            Ok(Some(l)) => match serde_json::from_str::<Event>(&l) {
+                Ok(Event::Started { pid }) => pid,
+                Ok(Event::SpawnFailed { error, .. }) => {
+                    let _ = spawned.child.wait().await;
+                    return Err(fail(FailureReason::SpawnFailed, error));
+                }
+                _ => {
+                    let _ = spawned.child.start_kill();
+                    let _ = spawned.child.wait().await;
+                    return Err(fail(
+                        FailureReason::SpawnFailed,
+                        format!("the supervisor said {l:?} instead of starting pi"),
+                    ));
+                }
+            },
+            _ => {
+                let status = spawned.child.wait().await;
+                return Err(fail(
+                    FailureReason::SpawnFailed,
+                    format!("the supervisor ended ({status:?}) before starting pi"),
+                ));
+            }
+        };
+        let (ops, rx) = mpsc::channel(16);
+        let settles = crate::provider::grammar_for(&version).has(pi_grammar::Feature::AgentSettled);
+        let secret = req.api_key.as_ref().map(|k| k.value.clone());
+        tokio::spawn(actor(spawned, pid, rx, opts, settles, secret));
+        Ok(RpcSession { ops, version })
+    }
+
+    /// The pi version the session runs.
+    pub fn pi_version(&self) -> &str {
+        &self.version
+    }
+
+    /// Send any command (an object with `type`; the session adds its own `id`) and wait for
+    /// its response's `data` (`null` when it has none).
+    pub async fn command(&self, command: Value) -> Result<Value, RpcError> {
+        self.send(command, None).await
+    }
+
+    /// Start a run with `text`. pi refuses a prompt while a run streams (steer or follow up
+    /// instead). The stream ends with one terminal message when the run is settled, or when
+    /// the session ends under it.
+    pub async fn prompt(&self, text: &str) -> Result<ReceiverStream<Message>, RpcError> {
+        let (tx, rx) = mpsc::channel(256);
+        self.send(json!({"type": "prompt", "message": text}), Some(tx))
+            .await?;
+        Ok(ReceiverStream::new(rx))
+    }
+
+    /// Queue `text` for delivery after the current turn's tool calls (pi's `steer`).
+    pub async fn steer(&self, text: &str) -> Result<(), RpcError> {
+        self.send(json!({"type": "steer", "message": text}), None)
+            .await
+            .map(drop)
+    }
+
+    /// Queue `text` for delivery when the run would otherwise end (pi's `follow_up`).
+    pub async fn follow_up(&self, text: &str) -> Result<(), RpcError> {
+        self.send(json!({"type": "follow_up", "message": text}), None)
+            .await
+            .map(drop)
+    }
+
+    /// Abort the current run; pi answers once the run is closed (its stream ends first,
+    /// with `terminal.failed` reason `aborted`).
+    pub async fn abort(&self) -> Result<(), RpcError> {
+        self.send(json!({"type": "abort"}), None).await.map(drop)
+    }
+
+    /// pi's `get_state`.
+    pub async fn state(&self) -> Result<Value, RpcError> {
+        self.send(json!({"type": "get_state"}), None).await
+    }
+
+    async fn send(
+        &self,
+        command: Value,
+        stream: Option<mpsc::Sender<Message>>,
+    ) -> Result<Value, RpcError> {
+        let (reply, answer) = oneshot::channel();
+        let closed = || RpcError::Closed("pi is no longer running".into());
+        self.ops
+            .send(Op::Send {
+                command,
+                stream,
+                reply,
+            })
+            .await
+            .map_err(|_| closed())?;
+        answer.await.map_err(|_| closed())?
+    }
+
+    /// Stop pi in order (stdin closed; after the grace period SIGTERM, then SIGKILL of
+    /// everything below it) and wait until nothing is left. Returns how pi ended.
+    pub async fn shutdown(self) -> Option<ExitInfo> {
+        let (reply, answer) = oneshot::channel();
+        if self.ops.send(Op::Shutdown { reply }).await.is_err() {
+            return None;
+        }
+        answer.await.ok().flatten()
+    }
+}
+
+/// pi's command line for an RPC session: json mode's, in `--mode rpc`.
+pub fn rpc_argv(req: &Request, version: &str) -> Result<Vec<String>, String> {
+    let mut argv = crate::provider::build_argv(req, version)?;
+    if let Some(m) = argv.iter().position(|a| a == "--mode") {
+        argv[m + 1] = "rpc".into();
+    }
+    Ok(argv)
+}
+
+/// The run a prompt started.
+struct Active {
+    mapper: Mapper,
+    tx: mpsc::Sender<Message>,
+    secret: Option<SecretFilter>,
+}
+
+impl Active {
+    async fn send(&mut self, msgs: &mut Vec<Message>) {
+        let mut clean = Vec::with_capacity(msgs.len());
+        for m in msgs.drain(..) {
+            match &mut self.secret {
+                Some(f) => f.filter(m, &mut clean),
+                None => clean.push(m),
+            }
+        }
+        for m in clean {
+            // A consumer that dropped its stream does not stop the session.
+            let _ = self.tx.send(m).await;
+        }
+    }
+
+    async fn finish(mut self, end: StreamEnd) {
+        let mut out = Vec::new();
+        self.mapper.finish(end, &mut out);
+        self.send(&mut out).await;
+    }
+}
+
+struct Pending {
+    id: String,
+    reply: oneshot::Sender<Result<Value, RpcError>>,
+    stream: Option<mpsc::Sender<Message>>,
+}
+
+async fn actor(
+    spawned: Spawned,
+    pid: i32,
+    mut ops: mpsc::Receiver<Op>,
+    opts: ProviderOptions,
+    settles: bool,
+    secret: Option<String>,
+) {
+    let Spawned {
+        mut child,
+        mut ctl_lines,
+        mut ctl_write,
+    } = spawned;
+    let mut stdin = child.stdin.take();
+    let mut stdout = child.stdout.take().expect("stdout is piped");
+    let mut stderr = child.stderr.take().expect("stderr is piped");
+    let mut tail = StderrTail::new(opts.stderr_tail_bytes, secret.as_deref());
+    let mut lines = LineSplitter::new(opts.max_line_bytes);
+    let mut buf = vec![0u8; 64 << 10];
+    let mut ebuf = vec![0u8; 8 << 10];
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut active: Option<Active> = None;
+    let mut next_id = 0u64;
+    let (mut stdout_open, mut stderr_open, mut ctl_open, mut ops_open) = (true, true, true, true);
+    let mut pi_pid: Option<i32> = Some(pid);
+    let mut exited: Option<ExitInfo> = None;
+    let mut shutting_down = false;
+    let mut shutdown_replies: Vec<oneshot::Sender<Option<ExitInfo>>> = Vec::new();
+    // Shutdown: stdin closed now; the supervisor's cancel at `cancel_at`; our own SIGKILL at
+    // `hard_at`.
+    let mut cancel_at: Option<tokio::time::Instant> = None;
+    let mut hard_at: Option<tokio::time::Instant> = None;
+    let mut drain_at: Option<tokio::time::Instant> = None;
+
+    loop {
+        if exited.is_some() && !stdout_open && !stderr_open {
+            break;
+        }
+        if !ctl_open && !stdout_open && !stderr_open {
+            break;
+        }
+        let wake = [cancel_at, hard_at, drain_at].into_iter().flatten().min();
+        // Lines read, to act on after the select (the mapper and replies are async).
+        let mut got: Vec<Vec<u8>> = Vec::new();
+        tokio::select! {
+            op = ops.recv(), if ops_open && !shutting_down => match op {
+                Some(Op::Send { mut command, stream, reply }) => {
+                    next_id += 1;
+                    let id = format!("pih-{next_id}");
+                    command["id"] = Value::from(id.clone());
+                    let mut line = command.to_string().into_bytes();
+                    line.push(b'\n');
+                    let written = match stdin.as_mut() {
+                        Some(w) => w.write_all(&line).await.and(w.flush().await).is_ok(),
+                        None => false,
+                    };
+                    if written {
+                        pending.push(Pending { id, reply, stream });
+                    } else {
+                        let _ = reply.send(Err(RpcError::Closed("pi's stdin is closed".into())));
+                    }
+                }
+                Some(Op::Shutdown { reply }) => {
+                    shutdown_replies.push(reply);
+                    shutting_down = true;
+                }
+                None => {
+                    ops_open = false;
+                    shutting_down = true;
+                }
+            },
+            r = stdout.read(&mut buf), if stdout_open => match r {
+                Ok(0) | Err(_) => {
+                    stdout_open = false;
+                    lines.finish(&mut |l| got.push(line_bytes(l)));
+                }
+                Ok(n) => lines.push(&buf[..n], &mut |l| got.push(line_bytes(l))),
+            },
+            r = stderr.read(&mut ebuf), if stderr_open => match r {
+                Ok(0) | Err(_) => stderr_open = false,
+                Ok(n) => tail.push(&ebuf[..n]),
+            },
+            line = ctl_lines.next_line(), if ctl_open => match line {
+                Ok(Some(l)) => match serde_json::from_str::<Event>(&l) {
+                    Ok(Event::Started { pid }) => pi_pid = Some(pid),
+                    Ok(Event::Exited { code, signal, .. }) => {
+                        exited = Some(ExitInfo { code, signal });
+                        drain_at = Some(tokio::time::Instant::now() + Duration::from_secs(2));
+                    }
+                    Ok(Event::SpawnFailed { error, .. }) => {
+                        exited = Some(ExitInfo { code: None, signal: None });
+                        tail.push(error.as_bytes());
+                    }
+                    Err(_) => {}
+                },
+                _ => {
+                    ctl_open = false;
+                    if exited.is_none() {
+                        // The supervisor is gone: stop pi's group ourselves, now.
+                        if let Some(pid) = pi_pid {
+                            let _ = nix::sys::signal::kill(
+                                nix::unistd::Pid::from_raw(-pid),
+                                nix::sys::signal::Signal::SIGKILL,
+                            );
+                        }
+                        hard_at = Some(tokio::time::Instant::now() + Duration::from_secs(1));
+                    }
+                }
+            },
+            _ = sleep_until(wake) => {
+                let now = tokio::time::Instant::now();
+                if cancel_at.is_some_and(|t| now >= t) {
+                    cancel_at = None;
+                    // pi did not leave on its own: SIGTERM, grace, SIGKILL of everything.
+                    let _ = ctl_write.write_all(b"cancel\n").await;
+                    let _ = ctl_write.shutdown().await;
+                    hard_at = Some(tokio::time::Instant::now()
+                        + opts.grace.min(MAX_WAIT)
+                        + opts.kill_wait.min(MAX_WAIT)
+                        + Duration::from_secs(2));
+                }
+                if hard_at.is_some_and(|t| now >= t) || drain_at.is_some_and(|t| now >= t) {
+                    break;
+                }
+            }
+        }
+        if shutting_down && stdin.is_some() {
+            // pi's orderly exit: stdin closed.
+            stdin = None;
+            cancel_at = Some(tokio::time::Instant::now() + opts.grace.min(MAX_WAIT));
+        }
+        for line in got {
+            handle_line(&line, &mut pending, &mut active, settles, &secret).await;
+        }
+    }
+    // Whatever is still there: pi's group and the supervisor.
+    if exited.is_none() {
+        if let Some(pid) = pi_pid {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(-pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let _ = child.start_kill();
+    }
+    let _ = child.wait().await;
+    if let Some(run) = active.take() {
+        let cause = if shutting_down {
+            EndCause::Cancelled
+        } else {
+            EndCause::Eof
+        };
+        run.finish(StreamEnd {
+            exit: exited.clone(),
+            stderr_tail: tail.text(),
+            cause,
+        })
+        .await;
+    }
+    for p in pending {
+        let _ = p.reply.send(Err(RpcError::Closed(match &exited {
+            Some(e) => format!("pi exited ({e:?}) before answering"),
+            None => "pi ended before answering".into(),
+        })));
+    }
+    for r in shutdown_replies {
+        let _ = r.send(exited.clone());
+    }
+}
+
+/// A framed line's bytes; an oversized one keeps its head, which the run's mapper then
+/// reports as a line it could not read (nothing is dropped silently).
+fn line_bytes(l: Line<'_>) -> Vec<u8> {
+    match l {
+        Line::Complete { bytes, .. } => bytes.to_vec(),
+        Line::Oversized { head, .. } => head.to_vec(),
+    }
+}
+
+async fn sleep_until(t: Option<tokio::time::Instant>) {
+    match t {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// One stdout line: a response goes to the command that asked; anything else is an event
+/// of the active run.
+async fn handle_line(
+    line: &[u8],
+    pending: &mut Vec<Pending>,
+    active: &mut Option<Active>,
+    settles: bool,
+    secret: &Option<String>,
+) {
+    let is_response = line.starts_with(b"{\"id\":") || line.starts_with(b"{\"type\":\"response\"");
+    if is_response {
+        if let Ok(v) = serde_json::from_slice::<Value>(line) {
+            if v["type"] == "response" {
+                let id = v["id"].as_str().unwrap_or("");
+                if let Some(at) = pending.iter().position(|p| p.id == id) {
+                    let p = pending.remove(at);
+                    if v["success"] == true {
+                        if let Some(tx) = p.stream {
+                            *active = Some(Active {
+                                mapper: Mapper::new(MapperOptions::default()),
+                                tx,
+                                secret: secret.as_deref().and_then(SecretFilter::new),
+                            });
+                        }
+                        let _ = p
+                            .reply
+                            .send(Ok(v.get("data").cloned().unwrap_or(Value::Null)));
+                    } else {
+                        let e = v["error"].as_str().unwrap_or("no error text").to_string();
+                        let _ = p.reply.send(Err(RpcError::Rejected(e)));
+                    }
+                }
+                return;
+            }
+        }
+    }
+    let Some(run) = active.as_mut() else {
+        return; // an event with no run of ours (a queued message's turn already ended)
+    };
+    let mut out = Vec::new();
+    run.mapper.push(line, &mut out);
+    run.mapper.push(b"\n", &mut out);
+    run.send(&mut out).await;
+    let ends = if settles {
+        memchr::memmem::find(line, b"\"type\":\"agent_settled\"").is_some()
+    } else {
+        run.mapper.is_settled()
+    };
+    if ends {
+        if let Some(run) = active.take() {
+            run.finish(StreamEnd {
+                exit: None,
+                stderr_tail: None,
+                cause: EndCause::Eof,
+            })
+            .await;
+        }
+    }
+}
