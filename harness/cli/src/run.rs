@@ -30,6 +30,7 @@ use super::{
     EXIT_USAGE,
 };
 use pi_provider::retry::{execute_with_retry, RetryPolicy};
+use pi_provider::rpc::RpcSession;
 use pi_provider::{
     supervisor_from_env, which, ApiKey, Provider, ProviderOptions, Request, SessionRef,
 };
@@ -102,6 +103,11 @@ pub struct RunArgs {
     /// Print the normalized messages as JSON lines.
     #[arg(long)]
     pub json: bool,
+    /// Run pi in RPC mode (`--mode rpc`, pi >= 0.87 in practice): one session, the prompt sent
+    /// as a `prompt` command, the same normalized stream; then the session is shut down
+    /// (stdin closed, SIGTERM after --grace, SIGKILL of everything below pi).
+    #[arg(long, conflicts_with_all = ["timeout", "retry"])]
+    pub rpc: bool,
 }
 
 const RUN_HELP: &str = "Examples:
@@ -126,6 +132,8 @@ pub struct Plan {
     pub retry: Option<RetryPolicy>,
     pub cancel_after: Option<Duration>,
     pub json: bool,
+    /// Through an RPC session instead of one json-mode run.
+    pub rpc: bool,
 }
 
 /// Check the arguments and build the request. `getenv` reads pi-harness's own environment
@@ -256,6 +264,7 @@ pub fn plan(
         retry,
         cancel_after: args.cancel_after,
         json: args.json,
+        rpc: args.rpc,
     })
 }
 
@@ -322,6 +331,7 @@ async fn execute(plan: Plan, color: bool) -> i32 {
     let cancel = CancellationToken::new();
     let provider = Provider::new(plan.options.clone());
     let mut stream: Pin<Box<dyn Stream<Item = Message> + Send>> = match plan.retry {
+        _ if plan.rpc => Box::pin(rpc_run(plan.options.clone(), plan.request, cancel.clone())),
         Some(policy) => Box::pin(execute_with_retry(
             provider,
             plan.request,
@@ -394,6 +404,78 @@ async fn execute(plan: Plan, color: bool) -> i32 {
             EXIT_FAILED
         }
     }
+}
+
+/// One prompt through an RPC session, as a stream: the session started, the prompt sent,
+/// its run's messages, then the session shut down. A cancel shuts the session down at
+/// once; the run then ends `terminal.cancelled`.
+fn rpc_run(
+    options: ProviderOptions,
+    request: Request,
+    cancel: CancellationToken,
+) -> impl Stream<Item = Message> {
+    let (tx, rx) = mpsc::channel(256);
+    tokio::spawn(async move {
+        let prompt = request.prompt.clone();
+        let failed = |reason, message| {
+            Message::TerminalFailed(pi_provider::message::Failure {
+                reason,
+                message,
+                exit: None,
+                stderr_tail: None,
+                invalid_lines: Vec::new(),
+                invalid_lines_dropped: 0,
+            })
+        };
+        let session = tokio::select! {
+            s = RpcSession::start(options, request) => match s {
+                Ok(s) => s,
+                Err(f) => {
+                    let _ = tx.send(Message::TerminalFailed(f)).await;
+                    return;
+                }
+            },
+            _ = cancel.cancelled() => {
+                let _ = tx.send(Message::TerminalCancelled { exit: None }).await;
+                return;
+            }
+        };
+        let mut run = match session.prompt(&prompt).await {
+            Ok(r) => r,
+            Err(e) => {
+                let exit = session.shutdown().await;
+                let _ = tx
+                    .send(match failed(FailureReason::InvalidRequest, e.to_string()) {
+                        Message::TerminalFailed(mut f) => {
+                            f.exit = exit;
+                            Message::TerminalFailed(f)
+                        }
+                        m => m,
+                    })
+                    .await;
+                return;
+            }
+        };
+        loop {
+            tokio::select! {
+                m = run.next() => match m {
+                    Some(m) => {
+                        let _ = tx.send(m).await;
+                    }
+                    None => break,
+                },
+                _ = cancel.cancelled() => break,
+            }
+        }
+        // Settled, or cancelled: shut the session down while the rest of the run drains.
+        let rest = async {
+            while let Some(m) = run.next().await {
+                let _ = tx.send(m).await;
+            }
+        };
+        let _ = tokio::join!(session.shutdown(), rest);
+    });
+    tokio_stream::wrappers::ReceiverStream::new(rx)
 }
 
 /// Messages waiting for stdout above which the stream is no longer read (while not cancelled).

@@ -907,3 +907,82 @@ fn sigkill_of_the_whole_process_group_leaves_nothing() {
     // The supervisor's orderly stop: SIGTERM, at most the 2 s grace, then SIGKILL.
     w.assert_none_left_within(Duration::from_secs(8));
 }
+
+fn rpc_cassette(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../cassettes/rpc")
+        .join(format!("{name}.cassette.jsonl"))
+}
+
+/// `run --rpc`: the prompt through an RPC session (fake-pi checks it is sent as the
+/// recorded client sent it), the same normalized stream as json mode.
+#[test]
+fn rpc_run_streams_the_prompts_run() {
+    let w = World::new("cli_run_rpc");
+    let out = run(
+        &w,
+        &rpc_cassette("rpc_two_prompts.pi152"),
+        &["--rpc", "--json", "--pi-version", "1.5.2", "first prompt"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let msgs = messages(&out.stdout);
+    assert_eq!(text_of(&msgs), "First answer.");
+    assert!(matches!(terminal(&msgs), Message::TerminalCompleted { .. }));
+    w.assert_none_left();
+}
+
+/// `run --rpc --cancel-after` while pi's bash tool runs: the session is shut down, the run
+/// ends cancelled (exit 130), and the tool's process is gone with pi.
+#[test]
+fn rpc_run_cancelled_mid_tool_leaves_nothing() {
+    let w = World::new("cli_run_rpc_cancel");
+    let out = run(
+        &w,
+        &rpc_cassette("rpc_eof_mid_tool.pi152"),
+        &[
+            "--rpc",
+            "--json",
+            "--pi-version",
+            "1.5.2",
+            "--cancel-after",
+            "1500ms",
+            "run the tool",
+        ],
+    )
+    .env("FAKE_PI_SPEED", "1")
+    .output()
+    .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let msgs = messages(&out.stdout);
+    assert!(msgs.iter().any(|m| matches!(m, Message::ToolCall { .. })));
+    assert!(matches!(terminal(&msgs), Message::TerminalCancelled { .. }));
+    w.assert_none_left();
+}
+
+#[test]
+fn rpc_run_refuses_what_it_cannot_do() {
+    let w = World::new("cli_run_rpc_usage");
+    let out = run(
+        &w,
+        &rpc_cassette("rpc_two_prompts.pi152"),
+        &["--rpc", "--retry", "2", "hi"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--retry") && err.contains("--rpc"), "{err}");
+    w.assert_none_left();
+}
