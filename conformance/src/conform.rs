@@ -44,6 +44,7 @@ pub const CAPABILITIES: &[&str] = &[
     "pi-0.73",
     "pi-0.87",
     "pi-1.5",
+    "rpc",
 ];
 
 /// The request document, version 1: what an implementation is asked to run.
@@ -82,6 +83,62 @@ pub struct RequestDoc {
     /// one); the case then expects `terminal.cancelled`.
     #[serde(default)]
     pub cancel_after_idle_ms: Option<u64>,
+    /// An RPC case (`pi --mode rpc`): what the client does, in order. Absent for a
+    /// json-mode case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpc: Option<Vec<RpcStep>>,
+}
+
+/// One client action of an RPC case: once pi has written `after_stdout_lines` lines on
+/// stdout (responses included, counted from its start), do exactly one of: send the
+/// command `send` (add your own `id` if you like: fake-pi ignores ids), write `send_raw` as
+/// it is, close stdin, or send pi `signal`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RpcStep {
+    pub after_stdout_lines: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_raw: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close_stdin: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+}
+
+/// The client actions of a two-way cassette, as request steps (ids dropped).
+pub fn rpc_steps(c: &Cassette) -> Vec<RpcStep> {
+    let mut out = Vec::new();
+    let mut seen = 0u64;
+    for r in &c.records {
+        let mut step = RpcStep {
+            after_stdout_lines: seen,
+            send: None,
+            send_raw: None,
+            close_stdin: None,
+            signal: None,
+        };
+        match &r.action {
+            Action::Stdout(_) => {
+                seen += 1;
+                continue;
+            }
+            Action::Stdin(l) => {
+                let mut v: Value = serde_json::from_str(&l.json).unwrap_or(Value::Null);
+                if let Some(o) = v.as_object_mut() {
+                    o.remove("id");
+                }
+                step.send = Some(v);
+            }
+            Action::StdinText(t) => step.send_raw = Some(t.clone()),
+            Action::StdinClose => step.close_stdin = Some(true),
+            Action::ClientSignal(s) => step.signal = Some(s.clone()),
+            _ => continue,
+        }
+        out.push(step);
+    }
+    out
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -202,10 +259,20 @@ pub fn case_of(root: &Path, path: &Path, c: &Cassette) -> Case {
     env.insert("FAKE_PI_VALUES".into(), "recorded".into());
     // pi's settings and sessions stay in the case's dir.
     env.insert("PI_CODING_AGENT_DIR".into(), "<DIR>/agent".into());
+    let rpc = h.mode.is_some().then(|| rpc_steps(c));
+    // An RPC case's prompts are in its steps; `prompt` names the first, for logs.
+    let first_prompt = rpc.as_ref().and_then(|steps| {
+        steps.iter().find_map(|s| {
+            let v = s.send.as_ref()?;
+            (v["type"] == "prompt").then(|| v["message"].as_str().map(str::to_string))?
+        })
+    });
     let request = RequestDoc {
         version: REQUEST_VERSION,
         case: name.clone(),
-        prompt: h.expect.prompt.clone().unwrap_or_else(|| "hi".into()),
+        prompt: first_prompt
+            .or_else(|| h.expect.prompt.clone())
+            .unwrap_or_else(|| "hi".into()),
         pi: PiDoc {
             version: h.pi.version.clone(),
         },
@@ -218,7 +285,9 @@ pub fn case_of(root: &Path, path: &Path, c: &Cassette) -> Case {
         exclude_tools: Vec::new(),
         env,
         cwd: Some("<DIR>".into()),
-        cancel_after_idle_ms: matches!(c.ending(), Action::Hang).then_some(CANCEL_IDLE_MS),
+        cancel_after_idle_ms: (matches!(c.ending(), Action::Hang) && rpc.is_none())
+            .then_some(CANCEL_IDLE_MS),
+        rpc,
     };
     Case {
         name,
@@ -227,17 +296,13 @@ pub fn case_of(root: &Path, path: &Path, c: &Cassette) -> Case {
     }
 }
 
-/// Every case under `root`: the json-mode cassettes. Two-way (RPC) cassettes are not
-/// cases of this suite yet: a case is one prompt through a provider, and scoring an RPC
-/// client needs the request document's sequence of client actions (fake-pi replays them
-/// and checks the client meanwhile: `fake-pi/tests/replay_corpus.rs`).
+/// Every case under `root` (json-mode runs and RPC sessions).
 pub fn discover(root: &Path) -> Result<Vec<Case>, String> {
     cassette_files(root)?
         .into_iter()
-        .filter_map(|p| match Cassette::load(&p) {
-            Ok(c) if c.header.mode.is_some() => None,
-            Ok(c) => Some(Ok(case_of(root, &p, &c))),
-            Err(e) => Some(Err(e.to_string())),
+        .map(|p| {
+            let c = Cassette::load(&p).map_err(|e| e.to_string())?;
+            Ok(case_of(root, &p, &c))
         })
         .collect()
 }
@@ -263,6 +328,9 @@ pub fn capabilities_of(case: &Case, c: &Cassette, messages: &[Value]) -> Vec<Str
     }
     if case.request.cancel_after_idle_ms.is_some() {
         caps.push("cancel");
+    }
+    if case.request.rpc.is_some() {
+        caps.push("rpc");
     }
     if has("terminal.failed") {
         caps.push("errors");
@@ -334,6 +402,9 @@ pub async fn provider_run(
     opts: ProviderOptions,
     out: impl Write,
 ) -> std::io::Result<Vec<Message>> {
+    if let Some(steps) = &doc.rpc {
+        return provider_run_rpc(to_provider_request(doc), steps, opts, out).await;
+    }
     provider_run_request(
         to_provider_request(doc),
         doc.cancel_after_idle_ms.map(Duration::from_millis),
@@ -371,6 +442,93 @@ pub async fn provider_run_request(
         };
         let Some(m) = next else { break };
         serde_json::to_writer(&mut out, &m)?;
+        out.write_all(b"\n")?;
+        out.flush()?;
+        seen.push(m);
+    }
+    Ok(seen)
+}
+
+/// Run an RPC case with the reference provider's [`RpcSession`]: each step once pi has
+/// written its number of stdout lines; every run a prompt starts streams into `out` (one
+/// JSON line per message, runs in the order their messages come); a refused prompt adds
+/// nothing. After the last step (or pi's exit) the session is shut down and the runs
+/// drained. Returns the messages written.
+pub async fn provider_run_rpc(
+    req: Request,
+    steps: &[RpcStep],
+    opts: ProviderOptions,
+    mut out: impl Write,
+) -> std::io::Result<Vec<Message>> {
+    use pi_provider::rpc::RpcSession;
+    use tokio_stream::StreamExt as _;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Message>();
+    let session = match RpcSession::start(opts, req).await {
+        Ok(s) => s,
+        Err(f) => {
+            let _ = tx.send(Message::TerminalFailed(f));
+            drop(tx);
+            return write_all_messages(&mut rx, &mut out).await;
+        }
+    };
+    let mut runs = Vec::new();
+    let mut closed = false;
+    for step in steps {
+        if !session.wait_stdout_lines(step.after_stdout_lines).await {
+            break; // pi's stdout closed first: nothing more to do
+        }
+        if let Some(cmd) = &step.send {
+            if cmd["type"] == "prompt" && cmd.get("streamingBehavior").is_none() {
+                let text = cmd["message"].as_str().unwrap_or("").to_string();
+                if let Ok(mut stream) = session.prompt(&text).await {
+                    let tx = tx.clone();
+                    runs.push(tokio::spawn(async move {
+                        while let Some(m) = stream.next().await {
+                            let _ = tx.send(m);
+                        }
+                    }));
+                }
+            } else {
+                // Its answer may come late (an abort answers after the run closes).
+                let s = session.clone();
+                let cmd = cmd.clone();
+                tokio::spawn(async move {
+                    let _ = s.command(cmd).await;
+                });
+            }
+        } else if let Some(raw) = &step.send_raw {
+            let _ = session.send_raw(raw).await;
+        } else if step.close_stdin == Some(true) {
+            closed = true;
+            break;
+        } else if let Some(sig) = &step.signal {
+            if let Ok(sig) = sig.parse::<nix::sys::signal::Signal>() {
+                let _ = session.signal(sig).await;
+            }
+        }
+    }
+    if !closed {
+        // Let the runs end on their own (settled, or pi gone after a signal) before the
+        // session is shut down under them.
+        for r in runs.drain(..) {
+            let _ = r.await;
+        }
+    }
+    session.shutdown().await;
+    for r in runs {
+        let _ = r.await;
+    }
+    drop(tx);
+    write_all_messages(&mut rx, &mut out).await
+}
+
+async fn write_all_messages(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<Message>,
+    out: &mut impl Write,
+) -> std::io::Result<Vec<Message>> {
+    let mut seen = Vec::new();
+    while let Some(m) = rx.recv().await {
+        serde_json::to_writer(&mut *out, &m)?;
         out.write_all(b"\n")?;
         out.flush()?;
         seen.push(m);

@@ -93,6 +93,53 @@ fn the_bundled_provider_passes_every_case() {
     );
 }
 
+const NODE_RPC_IMPL: &str = "node conformance/examples/node-rpc-impl/impl.js";
+
+/// An RPC client written outside the reference provider (Node, no dependencies) is scored
+/// on the RPC cases: it drives fake-pi in RPC mode as each step says. It passes every RPC
+/// case but the two where pi 0.87.1 closes an aborted run as an error, which the example
+/// reports as pi says it and the normalized stream (and the reference) report as aborted.
+#[test]
+fn an_rpc_client_in_node_is_scored_on_the_rpc_cases() {
+    if !node() {
+        eprintln!("node is not on PATH: the Node RPC example is not run");
+        return;
+    }
+    let (code, out, err) = conform(&["--impl", NODE_RPC_IMPL]);
+    assert_eq!(code, 1, "{out}{err}");
+    let rpc = out
+        .lines()
+        .find(|l| l.starts_with("| rpc |"))
+        .unwrap_or_else(|| panic!("no rpc row:\n{out}"));
+    let rpc_cases = conformance::conform::discover(&cassettes_dir())
+        .expect("cases")
+        .iter()
+        .filter(|c| c.request.rpc.is_some())
+        .count();
+    assert_eq!(
+        rpc,
+        format!("| rpc | {rpc_cases} | {} | 2 | 0 |", rpc_cases - 2),
+        "{out}"
+    );
+    let failed: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("FAIL  rpc/"))
+        .map(|l| l.split_whitespace().nth(1).unwrap())
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            "rpc/rpc_abort_retry_backoff.pi87",
+            "rpc/rpc_abort_tool.pi87"
+        ],
+        "{out}"
+    );
+    assert!(
+        out.contains(".reason: expected \"aborted\", got \"model_error\""),
+        "{out}"
+    );
+}
+
 #[test]
 fn the_node_example_passes_some_skips_some_fails_some() {
     if !node() {

@@ -9,7 +9,9 @@ use conformance::conform::{self, Case};
 use pi_provider::{ProviderOptions, Request};
 use pi_wire::message::Message;
 
-pub use pi_testkit::invariants::{check_invariants, redact_path, shorten, values};
+pub use pi_testkit::invariants::{
+    check_invariants, check_rpc_invariants, redact_path, shorten, values,
+};
 pub use pi_testkit::{fake_pi, supervisor, World, MARKER_VAR};
 
 /// The repository root.
@@ -56,7 +58,9 @@ pub fn case_request(world: &World, case: &Case) -> (Request, Option<Duration>) {
 /// subprocess at instant speed), cancelling after the idle time when the case says so.
 pub async fn run_case(world: &World, case: &Case) -> Vec<Message> {
     let (req, idle) = case_request(world, case);
-    conform::provider_run_request(req, idle, opts(), std::io::sink())
-        .await
-        .expect("a sink never fails")
+    match &case.request.rpc {
+        Some(steps) => conform::provider_run_rpc(req, steps, opts(), std::io::sink()).await,
+        None => conform::provider_run_request(req, idle, opts(), std::io::sink()).await,
+    }
+    .expect("a sink never fails")
 }

@@ -49,6 +49,10 @@ impl std::fmt::Display for RpcError {
 impl std::error::Error for RpcError {}
 
 enum Op {
+    /// A line written as it is (no id, nothing waits for an answer).
+    Raw(String),
+    /// A signal for pi.
+    Signal(nix::sys::signal::Signal),
     Send {
         command: Value,
         /// A prompt: where its run's messages go once pi accepts it.
@@ -60,10 +64,14 @@ enum Op {
     },
 }
 
-/// pi in RPC mode, started once. See the module doc.
+/// pi in RPC mode, started once. See the module doc. Clones share the session (commands
+/// may be sent concurrently); it ends when [`RpcSession::shutdown`] is called on one, or
+/// when the last clone is dropped.
+#[derive(Clone)]
 pub struct RpcSession {
     ops: mpsc::Sender<Op>,
     version: String,
+    lines: tokio::sync::watch::Receiver<u64>,
 }
 
 impl RpcSession {
@@ -126,8 +134,13 @@ impl RpcSession {
         let (ops, rx) = mpsc::channel(16);
         let settles = crate::provider::grammar_for(&version).has(pi_grammar::Feature::AgentSettled);
         let secret = req.api_key.as_ref().map(|k| k.value.clone());
-        tokio::spawn(actor(spawned, pid, rx, opts, settles, secret));
-        Ok(RpcSession { ops, version })
+        let (lines_tx, lines) = tokio::sync::watch::channel(0u64);
+        tokio::spawn(actor(spawned, pid, rx, lines_tx, opts, settles, secret));
+        Ok(RpcSession {
+            ops,
+            version,
+            lines,
+        })
     }
 
     /// The pi version the session runs.
@@ -176,6 +189,36 @@ impl RpcSession {
         self.send(json!({"type": "get_state"}), None).await
     }
 
+    /// Write `line` on pi's stdin as it is (a malformed command, say): no id is added and
+    /// nothing waits for pi's answer.
+    pub async fn send_raw(&self, line: &str) -> Result<(), RpcError> {
+        self.ops
+            .send(Op::Raw(line.to_string()))
+            .await
+            .map_err(|_| RpcError::Closed("pi is no longer running".into()))
+    }
+
+    /// Send pi a signal (what a client's SIGTERM does is pi's business: see docs/provider.md).
+    pub async fn signal(&self, sig: nix::sys::signal::Signal) -> Result<(), RpcError> {
+        self.ops
+            .send(Op::Signal(sig))
+            .await
+            .map_err(|_| RpcError::Closed("pi is no longer running".into()))
+    }
+
+    /// How many lines pi has written on stdout so far (responses included).
+    pub fn stdout_lines(&self) -> u64 {
+        *self.lines.borrow()
+    }
+
+    /// Wait until pi has written at least `n` stdout lines; false when its stdout closed
+    /// before.
+    pub async fn wait_stdout_lines(&self, n: u64) -> bool {
+        let mut rx = self.lines.clone();
+        let reached = rx.wait_for(|seen| *seen >= n).await.is_ok();
+        reached
+    }
+
     async fn send(
         &self,
         command: Value,
@@ -219,6 +262,10 @@ struct Active {
     mapper: Mapper,
     tx: mpsc::Sender<Message>,
     secret: Option<SecretFilter>,
+    /// An `abort` was sent while it ran: pi 0.87.1 may close such a run as an error
+    /// (`stopReason: "error"`, "This operation was aborted") and says nothing in
+    /// `agent_settled`; the stream says `aborted` on every version.
+    abort_sent: bool,
 }
 
 impl Active {
@@ -239,6 +286,15 @@ impl Active {
     async fn finish(mut self, end: StreamEnd) {
         let mut out = Vec::new();
         self.mapper.finish(end, &mut out);
+        if self.abort_sent {
+            for m in &mut out {
+                if let Message::TerminalFailed(f) = m {
+                    if f.reason == FailureReason::ModelError && f.exit.is_none() {
+                        f.reason = FailureReason::Aborted;
+                    }
+                }
+            }
+        }
         self.send(&mut out).await;
     }
 }
@@ -253,6 +309,7 @@ async fn actor(
     spawned: Spawned,
     pid: i32,
     mut ops: mpsc::Receiver<Op>,
+    lines_seen: tokio::sync::watch::Sender<u64>,
     opts: ProviderOptions,
     settles: bool,
     secret: Option<String>,
@@ -295,7 +352,25 @@ async fn actor(
         let mut got: Vec<Vec<u8>> = Vec::new();
         tokio::select! {
             op = ops.recv(), if ops_open && !shutting_down => match op {
+                Some(Op::Raw(text)) => {
+                    let mut line = text.into_bytes();
+                    line.push(b'\n');
+                    if let Some(w) = stdin.as_mut() {
+                        let _ = w.write_all(&line).await;
+                        let _ = w.flush().await;
+                    }
+                }
+                Some(Op::Signal(sig)) => {
+                    if exited.is_none() {
+                        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
+                    }
+                }
                 Some(Op::Send { mut command, stream, reply }) => {
+                    if command["type"] == "abort" {
+                        if let Some(run) = active.as_mut() {
+                            run.abort_sent = true;
+                        }
+                    }
                     next_id += 1;
                     let id = format!("pih-{next_id}");
                     command["id"] = Value::from(id.clone());
@@ -380,8 +455,12 @@ async fn actor(
             stdin = None;
             cancel_at = Some(tokio::time::Instant::now() + opts.grace.min(MAX_WAIT));
         }
+        let n = got.len() as u64;
         for line in got {
             handle_line(&line, &mut pending, &mut active, settles, &secret).await;
+        }
+        if n > 0 {
+            lines_seen.send_modify(|seen| *seen += n);
         }
     }
     // Whatever is still there: pi's group and the supervisor.
@@ -457,6 +536,7 @@ async fn handle_line(
                                 mapper: Mapper::new(MapperOptions::default()),
                                 tx,
                                 secret: secret.as_deref().and_then(SecretFilter::new),
+                                abort_sent: false,
                             });
                         }
                         let _ = p

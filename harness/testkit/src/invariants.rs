@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use pi_cassette::Cassette;
+use pi_cassette::{Action, Cassette};
 use pi_wire::mapper::StreamEnd;
 use pi_wire::message::Message;
 use serde_json::Value;
@@ -407,6 +407,54 @@ pub fn check_invariants(c: &Cassette, msgs: &[Message]) -> Result<(), String> {
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// The rules for an RPC session's output (a two-way cassette): the messages are runs, one
+/// per prompt pi started (a response `success: true` to a prompt sent without
+/// `streamingBehavior`), each ending in exactly one terminal and each keeping the
+/// structure rules of a json-mode run; nothing comes after the last terminal.
+pub fn check_rpc_invariants(c: &Cassette, msgs: &[Message]) -> Result<(), String> {
+    let mut lines: Vec<Option<Value>> = Vec::new();
+    let mut started = 0;
+    for r in &c.records {
+        match &r.action {
+            Action::Stdin(l) => lines.push(serde_json::from_str(&l.json).ok()),
+            Action::StdinText(_) => lines.push(None),
+            Action::Stdout(b) => {
+                let Some(k) = r.reply else { continue };
+                let Ok(resp) = serde_json::from_slice::<Value>(&b.data) else {
+                    continue;
+                };
+                let asked = lines.get(k as usize).cloned().flatten().unwrap_or_default();
+                if resp["command"] == "prompt"
+                    && resp["success"] == true
+                    && asked.get("streamingBehavior").is_none()
+                {
+                    started += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut runs = 0;
+    let mut run = Vec::new();
+    for m in msgs {
+        run.push(m.clone());
+        if m.is_terminal() {
+            check_structure(&run).map_err(|e| format!("run {}: {e}", runs + 1))?;
+            runs += 1;
+            run.clear();
+        }
+    }
+    if !run.is_empty() {
+        return Err(format!("{} messages after the last terminal", run.len()));
+    }
+    if runs != started {
+        return Err(format!(
+            "{runs} runs in the output, pi started {started} (prompts it accepted)"
+        ));
     }
     Ok(())
 }
