@@ -572,3 +572,116 @@ fn walk(dir: &Path) -> usize {
         })
         .sum()
 }
+
+/// `cassette import --mode rpc`: a client's transcript becomes a two-way cassette that keeps
+/// pi's bytes (`--raw-stdout`) and the model requests; a bad transcript is one line naming
+/// the file and line.
+#[test]
+fn import_rpc_takes_a_clients_transcript() {
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("t.jsonl");
+    std::fs::write(
+        &transcript,
+        concat!(
+            "{\"t_ms\": 1, \"note\": \"client started pi\"}\n",
+            "{\"t_ms\": 2, \"stdin\": {\"id\": 7, \"type\": \"get_state\"}}\n",
+            "{\"t_ms\": 9, \"stdout\": {\"id\": 7, \"type\": \"response\", \"command\": \"get_state\", \"success\": true}}\n",
+            "{\"t_ms\": 10, \"stdin_raw\": \"nonsense\\n\"}\n",
+            "{\"t_ms\": 11, \"stdout\": {\"type\": \"response\", \"command\": \"parse\", \"success\": false}}\n",
+            "{\"t_ms\": 20, \"stdin_close\": true}\n",
+            "{\"t_ms\": 50, \"exit\": 0}\n",
+        ),
+    )
+    .unwrap();
+    let raw = dir.path().join("stdout.raw");
+    std::fs::write(
+        &raw,
+        "{\"id\":7,\"type\":\"response\",\"command\":\"get_state\",\"success\":true}\n{\"type\":\"response\",\"command\":\"parse\",\"success\":false}\n",
+    )
+    .unwrap();
+    let out = dir.path().join("s.cassette.jsonl");
+    pi_harness("import_rpc")
+        .args(["cassette", "import", "--mode", "rpc"])
+        .arg(&transcript)
+        .arg("--raw-stdout")
+        .arg(&raw)
+        .args([
+            "--pi-version",
+            "1.5.2",
+            "--scenario",
+            "s",
+            "--description",
+            "d",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    let c = Cassette::load(&out).unwrap();
+    assert_eq!(c.header.mode.as_deref(), Some("rpc"));
+    assert_eq!(c.stdout_bytes(), std::fs::read(&raw).unwrap());
+    let keys: Vec<&str> = c.records.iter().map(|r| r.action.key()).collect();
+    assert_eq!(
+        keys,
+        [
+            "stdin",
+            "stdout",
+            "stdin_text",
+            "stdout",
+            "stdin_close",
+            "exit"
+        ]
+    );
+    assert_eq!(c.records[1].reply, Some(0));
+    assert_eq!(c.records[3].reply, None);
+    assert_eq!(c.records[5].dt_ms, 30.0);
+
+    // A transcript line that is not one entry: refused, nothing written.
+    std::fs::write(&transcript, "{\"stdin\": {}, \"stdout\": {}}\n").unwrap();
+    let out2 = dir.path().join("bad.cassette.jsonl");
+    fails_with(
+        pi_harness("import_rpc")
+            .args(["cassette", "import", "--mode", "rpc"])
+            .arg(&transcript)
+            .args([
+                "--pi-version",
+                "1.5.2",
+                "--scenario",
+                "s",
+                "--description",
+                "d",
+                "--exit",
+                "0",
+            ])
+            .arg("--out")
+            .arg(&out2),
+        2,
+        &[&format!(
+            "{}:1: several actions in one entry (stdin, stdout)",
+            transcript.display()
+        )],
+    );
+    assert!(!out2.exists());
+    // The rpc-only options belong to --mode rpc.
+    fails_with(
+        pi_harness("import_rpc")
+            .args(["cassette", "import"])
+            .arg(&transcript)
+            .arg("--raw-stdout")
+            .arg(&raw)
+            .args([
+                "--pi-version",
+                "1.5.2",
+                "--scenario",
+                "s",
+                "--description",
+                "d",
+                "--exit",
+                "0",
+            ])
+            .arg("--out")
+            .arg(&out2),
+        2,
+        &["belong to --mode rpc"],
+    );
+}

@@ -278,3 +278,121 @@ fn a_missing_pi_is_named_first() {
     }
     assert!(!out.exists());
 }
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `record --client-script` drives an RPC session and writes a two-way cassette. Here the
+/// "pi" is fake-pi replaying a recorded RPC session, so the recorder's own output must give
+/// back that session: the client's lines where the script put them, pi's stdout byte for
+/// byte, the responses tied to their lines, the tool process modelled.
+#[test]
+fn client_script_records_an_rpc_session() {
+    let w = World::new("cli_record_rpc");
+    let source = repo().join("cassettes/rpc/rpc_abort_tool.pi152.cassette.jsonl");
+    let scripts = repo().join("cassettes/scripts/rpc");
+    let out = w.path().join("rpc.cassette.jsonl");
+    let assert = Command::new(env!("CARGO_BIN_EXE_pi-harness"))
+        .arg("record")
+        .arg("--script")
+        .arg(scripts.join("rpc_abort_tool.llm.json"))
+        .arg("--client-script")
+        .arg(scripts.join("rpc_abort_tool.client.json"))
+        .arg("--pi")
+        .arg(pi_testkit::fake_pi())
+        .args(["--pi-version", "1.5.2", "--scenario", "rpc_abort_tool"])
+        .arg("--out")
+        .arg(&out)
+        .args([
+            "--",
+            "--mode",
+            "rpc",
+            "--no-session",
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+        ])
+        .env("FAKE_PI_CASSETTE", &source)
+        .env("FAKE_PI_VALUES", "recorded")
+        .env(MARKER_VAR, w.marker())
+        .timeout(Duration::from_secs(60))
+        .assert();
+    let output = assert.get_output();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let got = Cassette::load(&out).unwrap();
+    let want = Cassette::load(&source).unwrap();
+    assert_eq!(got.header.version, 2);
+    assert_eq!(got.header.mode.as_deref(), Some("rpc"));
+    assert_eq!(got.header.origin.kind, OriginKind::Recorded);
+    assert_eq!(
+        got.stdout_bytes(),
+        want.stdout_bytes(),
+        "pi's stdout as replayed"
+    );
+    // The same client actions, spawns and reaps, and replies, in the same order (fake-pi
+    // made no model request: no `request` records this time).
+    let shape = |c: &Cassette| -> Vec<String> {
+        c.records
+            .iter()
+            .filter(|r| !matches!(r.action, Action::Request(_)))
+            .map(|r| match &r.action {
+                Action::Stdout(_) => format!("stdout reply={:?}", r.reply),
+                Action::Stdin(l) => format!("stdin {}", l.json),
+                a => a.key().to_string(),
+            })
+            .collect()
+    };
+    assert_eq!(shape(&got), shape(&want));
+    w.assert_none_left();
+}
+
+#[test]
+fn client_script_and_rpc_mode_go_together() {
+    let w = World::new("cli_record_rpc_usage");
+    let scripts = repo().join("cassettes/scripts/rpc");
+    let out = Command::new(env!("CARGO_BIN_EXE_pi-harness"))
+        .arg("record")
+        .arg("--script")
+        .arg(scripts.join("rpc_steer.llm.json"))
+        .arg("--client-script")
+        .arg(scripts.join("rpc_steer.client.json"))
+        .arg("--out")
+        .arg(w.path().join("x.cassette.jsonl"))
+        .args(["--", "--mode", "json", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--client-script and pi's `--mode rpc` go together"),
+        "{err}"
+    );
+    let bad = w.write("bad.client.json", r#"[{"when":"start","sned":{}}]"#);
+    let out = Command::new(env!("CARGO_BIN_EXE_pi-harness"))
+        .arg("record")
+        .arg("--script")
+        .arg(scripts.join("rpc_steer.llm.json"))
+        .arg("--client-script")
+        .arg(&bad)
+        .arg("--pi")
+        .arg(pi_testkit::fake_pi())
+        .args(["--pi-version", "1.5.2"])
+        .arg("--out")
+        .arg(w.path().join("y.cassette.jsonl"))
+        .args(["--", "--mode", "rpc"])
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{}: steps[0].sned: unknown field", bad.display())),
+        "{err}"
+    );
+    w.assert_none_left();
+}
