@@ -477,7 +477,10 @@ pub async fn provider_run_rpc(
         if !session.wait_stdout_lines(step.after_stdout_lines).await {
             break; // pi's stdout closed first: nothing more to do
         }
-        if let Some(cmd) = &step.send {
+        if let Some(cmd) = step.send.as_ref().filter(|c| !c.is_object()) {
+            // Not a command object (`[1,2]`): written as it is; pi answers without an id.
+            let _ = session.send_raw(&cmd.to_string()).await;
+        } else if let Some(cmd) = &step.send {
             if cmd["type"] == "prompt" && cmd.get("streamingBehavior").is_none() {
                 let text = cmd["message"].as_str().unwrap_or("").to_string();
                 if let Ok(mut stream) = session.prompt(&text).await {

@@ -224,6 +224,12 @@ impl RpcSession {
         command: Value,
         stream: Option<mpsc::Sender<Message>>,
     ) -> Result<Value, RpcError> {
+        if !command.is_object() {
+            // pi would answer it without an id: nothing could wait for that answer.
+            return Err(RpcError::Rejected(format!(
+                "a command is a JSON object with a `type`, not {command} (send_raw writes any line)"
+            )));
+        }
         let (reply, answer) = oneshot::channel();
         let closed = || RpcError::Closed("pi is no longer running".into());
         self.ops
@@ -373,7 +379,9 @@ async fn actor(
                     }
                     next_id += 1;
                     let id = format!("pih-{next_id}");
-                    command["id"] = Value::from(id.clone());
+                    if let Some(o) = command.as_object_mut() {
+                        o.insert("id".into(), Value::from(id.clone()));
+                    }
                     let mut line = command.to_string().into_bytes();
                     line.push(b'\n');
                     let written = match stdin.as_mut() {

@@ -233,3 +233,21 @@ fn a_session_that_cannot_start_says_why() {
     assert_eq!(f.reason, FailureReason::SpawnFailed);
     world.assert_none_left();
 }
+
+/// A command that is not a JSON object is refused by the session itself (pi would answer
+/// it without an id, so nothing could be routed back); the session goes on.
+#[test]
+fn a_command_that_is_not_an_object_is_refused_and_the_session_goes_on() {
+    let world = World::new("rpc_session_not_object");
+    runtime().block_on(async {
+        let s = session(&world, "rpc_state.pi152").await;
+        let e = s.command(serde_json::json!([1, 2])).await.unwrap_err();
+        assert!(
+            matches!(&e, RpcError::Rejected(m) if m.contains("JSON object")),
+            "{e:?}"
+        );
+        assert_eq!(s.state().await.unwrap()["isStreaming"], false);
+        s.shutdown().await;
+    });
+    world.assert_none_left();
+}
