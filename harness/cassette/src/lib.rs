@@ -13,6 +13,9 @@
 //! - [`matching`]: the matching contract: whether a call of pi means what the recording
 //!   meant (effective values, not syntax);
 //! - [`import`]: a captured pi stdout to a cassette, proven by replaying it byte for byte;
+//!   [`import_rpc`]: an RPC client's transcript to a two-way (version 2) cassette;
+//! - [`two_way`]: the client side of a two-way cassette (does a client's line match the
+//!   recorded one; a response with the client's own id);
 //! - [`redact`]: run-specific values to stable placeholders.
 //!
 //! Replaying is fake-pi's job and mapping pi-wire's; this crate does neither.

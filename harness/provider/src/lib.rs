@@ -12,7 +12,9 @@
 //! - [`supervisor`]: the process that owns pi's tree; [`embedded`]: how it ships inside
 //!   your executable, so there is no second binary to install;
 //! - [`retry`]: attempts under a policy. pi retries some failures on its own; anything
-//!   more is the caller's decision, made explicit here.
+//!   more is the caller's decision, made explicit here;
+//! - [`rpc`]: an RPC session, pi started once in `--mode rpc`: prompt (a stream per run),
+//!   steer, follow-up, abort, state, any command; shut down in the same order.
 //!
 //! [`message`] and [`CancellationToken`] are re-exported, so a caller needs no other crate
 //! to read the stream or to cancel it.
