@@ -1165,26 +1165,17 @@ struct RunResult {
     leftovers: Vec<String>,
 }
 
-async fn run_pi(opts: &RecordOptions, args: &[String], env: &PiEnv) -> anyhow::Result<RunResult> {
-    let mut cmd = pi_command(&opts.pi, args, env);
-    cmd.stdin(if opts.stdin.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    });
-    let start = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("starting {}", opts.pi.display()))?;
-    let pi_pid = child.id().map(|p| p as i32).unwrap_or(0);
-    if let (Some(text), Some(mut w)) = (opts.stdin.clone(), child.stdin.take()) {
-        // Write and close, in the background: pi reads stdin to EOF before it starts.
-        tokio::spawn(async move {
-            let _ = w.write_all(text.as_bytes()).await;
-            let _ = w.shutdown().await;
-        });
-    }
-    let (tx, mut rx) = mpsc::unbounded_channel::<(Duration, Captured)>();
+/// Read pi's stdout (line by line) and stderr (as chunks) in two tasks, each item timed
+/// from `start`, into one channel (closed when both pipes are).
+fn capture(
+    child: &mut tokio::process::Child,
+    start: Instant,
+) -> (
+    mpsc::UnboundedReceiver<(Duration, Captured)>,
+    tokio::task::JoinHandle<()>,
+    tokio::task::JoinHandle<()>,
+) {
+    let (tx, rx) = mpsc::unbounded_channel::<(Duration, Captured)>();
     let mut stdout = BufReader::with_capacity(1 << 16, child.stdout.take().expect("piped stdout"));
     let mut stderr = child.stderr.take().expect("piped stderr");
     let tx_out = tx.clone();
@@ -1226,7 +1217,29 @@ async fn run_pi(opts: &RecordOptions, args: &[String], env: &PiEnv) -> anyhow::R
             }
         }
     });
+    (rx, out_task, err_task)
+}
 
+async fn run_pi(opts: &RecordOptions, args: &[String], env: &PiEnv) -> anyhow::Result<RunResult> {
+    let mut cmd = pi_command(&opts.pi, args, env);
+    cmd.stdin(if opts.stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("starting {}", opts.pi.display()))?;
+    let pi_pid = child.id().map(|p| p as i32).unwrap_or(0);
+    if let (Some(text), Some(mut w)) = (opts.stdin.clone(), child.stdin.take()) {
+        // Write and close, in the background: pi reads stdin to EOF before it starts.
+        tokio::spawn(async move {
+            let _ = w.write_all(text.as_bytes()).await;
+            let _ = w.shutdown().await;
+        });
+    }
+    let (mut rx, out_task, err_task) = capture(&mut child, start);
     let mut captured: Vec<(Duration, Captured)> = Vec::new();
     let mut signal_at: Option<(Instant, f64)> = None;
     let mut sent: Option<(Instant, Duration, SentSignal)> = None;
@@ -1647,47 +1660,7 @@ async fn run_rpc(
         .with_context(|| format!("starting {}", opts.pi.display()))?;
     let pi_pid = child.id().map(|p| p as i32).unwrap_or(0);
     let mut stdin = child.stdin.take();
-    let (tx, mut rx) = mpsc::unbounded_channel::<(Duration, Captured)>();
-    let mut stdout = BufReader::with_capacity(1 << 16, child.stdout.take().expect("piped stdout"));
-    let mut stderr = child.stderr.take().expect("piped stderr");
-    let tx_out = tx.clone();
-    let out_task = tokio::spawn(async move {
-        let mut buf = Vec::new();
-        loop {
-            buf.clear();
-            match stdout.read_until(b'\n', &mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    let newline = buf.last() == Some(&b'\n');
-                    if newline {
-                        buf.pop();
-                    }
-                    if tx_out
-                        .send((start.elapsed(), Captured::Line(buf.clone(), newline)))
-                        .is_err()
-                    {
-                        break;
-                    }
-                }
-            }
-        }
-    });
-    let err_task = tokio::spawn(async move {
-        let mut buf = vec![0u8; 8192];
-        loop {
-            match stderr.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    if tx
-                        .send((start.elapsed(), Captured::Stderr(buf[..n].to_vec())))
-                        .is_err()
-                    {
-                        break;
-                    }
-                }
-            }
-        }
-    });
+    let (mut rx, out_task, err_task) = capture(&mut child, start);
     let deadline = tokio::time::Instant::now() + opts.timeout;
     let mut timeline: Vec<(Duration, Timed)> = Vec::new();
     let mut seen = crate::client_script::Seen::default();
