@@ -109,36 +109,32 @@ pub struct RpcStep {
 
 /// The client actions of a two-way cassette, as request steps (ids dropped).
 pub fn rpc_steps(c: &Cassette) -> Vec<RpcStep> {
-    let mut out = Vec::new();
-    let mut seen = 0u64;
-    for r in &c.records {
-        let mut step = RpcStep {
-            after_stdout_lines: seen,
-            send: None,
-            send_raw: None,
-            close_stdin: None,
-            signal: None,
-        };
-        match &r.action {
-            Action::Stdout(_) => {
-                seen += 1;
-                continue;
-            }
-            Action::Stdin(l) => {
-                let mut v: Value = serde_json::from_str(&l.json).unwrap_or(Value::Null);
-                if let Some(o) = v.as_object_mut() {
-                    o.remove("id");
+    use pi_cassette::two_way::{client_steps, ClientAction};
+    client_steps(&c.records)
+        .into_iter()
+        .map(|s| {
+            let mut step = RpcStep {
+                after_stdout_lines: s.after_stdout_lines,
+                send: None,
+                send_raw: None,
+                close_stdin: None,
+                signal: None,
+            };
+            match s.action {
+                ClientAction::Line(json) => {
+                    let mut v: Value = serde_json::from_str(&json).unwrap_or(Value::Null);
+                    if let Some(o) = v.as_object_mut() {
+                        o.remove("id");
+                    }
+                    step.send = Some(v);
                 }
-                step.send = Some(v);
+                ClientAction::Raw(t) => step.send_raw = Some(t),
+                ClientAction::Close => step.close_stdin = Some(true),
+                ClientAction::Signal(sig) => step.signal = Some(sig),
             }
-            Action::StdinText(t) => step.send_raw = Some(t.clone()),
-            Action::StdinClose => step.close_stdin = Some(true),
-            Action::ClientSignal(s) => step.signal = Some(s.clone()),
-            _ => continue,
-        }
-        out.push(step);
-    }
-    out
+            step
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,7 +5,52 @@
 
 use serde_json::Value;
 
-use crate::ClientLine;
+use crate::{Action, ClientLine, Record};
+
+/// What a two-way cassette's client does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientAction {
+    /// Writes this JSON line (as recorded).
+    Line(String),
+    /// Writes this line as it is (not JSON, or an empty line).
+    Raw(String),
+    Close,
+    Signal(String),
+}
+
+/// One client action, where it stands: its cassette line and how many stdout lines come
+/// before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientStep {
+    pub line: usize,
+    pub after_stdout_lines: u64,
+    pub action: ClientAction,
+}
+
+/// The client's actions among `records`, in order (none for a json-mode cassette).
+pub fn client_steps(records: &[Record]) -> Vec<ClientStep> {
+    let mut out = Vec::new();
+    let mut seen = 0;
+    for r in records {
+        let action = match &r.action {
+            Action::Stdout(_) => {
+                seen += 1;
+                continue;
+            }
+            Action::Stdin(l) => ClientAction::Line(l.json.clone()),
+            Action::StdinText(t) => ClientAction::Raw(t.clone()),
+            Action::StdinClose => ClientAction::Close,
+            Action::ClientSignal(s) => ClientAction::Signal(s.clone()),
+            _ => continue,
+        };
+        out.push(ClientStep {
+            line: r.line,
+            after_stdout_lines: seen,
+            action,
+        });
+    }
+    out
+}
 
 /// What a client line that matched gives the replay: the `id` it carried (its JSON text,
 /// as sent), to be echoed in the responses that answer it.

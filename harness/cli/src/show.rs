@@ -14,6 +14,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use pi_cassette::matching;
+use pi_cassette::two_way::{ClientAction, ClientStep};
 use pi_cassette::{
     Action, Cassette, EffectiveExpect, Expect, FlagRule, Grandchild, OriginKind, Secret,
     SessionUse, SignalAction, Spawn, TimingKind,
@@ -493,49 +494,9 @@ fn replay(
     }
 }
 
-/// What a two-way cassette's client does.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ClientAction {
-    /// Writes this JSON line (as recorded).
-    Line(String),
-    /// Writes this line as it is (not JSON, or an empty line).
-    Raw(String),
-    Close,
-    Signal(String),
-}
-
-/// One client action, where it stands: its cassette line and how many stdout lines come
-/// before it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClientStep {
-    pub line: usize,
-    pub after_stdout_lines: usize,
-    pub action: ClientAction,
-}
-
 /// The client's actions of a two-way cassette, in order (none for a json-mode one).
 pub fn client_steps(c: &Cassette) -> Vec<ClientStep> {
-    let mut out = Vec::new();
-    let mut seen = 0;
-    for r in &c.records {
-        let action = match &r.action {
-            Action::Stdout(_) => {
-                seen += 1;
-                continue;
-            }
-            Action::Stdin(l) => ClientAction::Line(l.json.clone()),
-            Action::StdinText(t) => ClientAction::Raw(t.clone()),
-            Action::StdinClose => ClientAction::Close,
-            Action::ClientSignal(s) => ClientAction::Signal(s.clone()),
-            _ => continue,
-        };
-        out.push(ClientStep {
-            line: r.line,
-            after_stdout_lines: seen,
-            action,
-        });
-    }
-    out
+    pi_cassette::two_way::client_steps(&c.records)
 }
 
 /// A word for `sh`: as it is when it is safe, else in single quotes.
