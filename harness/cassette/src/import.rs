@@ -163,15 +163,7 @@ pub fn split_lines(raw: &[u8]) -> Vec<(&[u8], bool)> {
 
 /// Convert captured stdout into a cassette. `input` only names the source in errors.
 pub fn import(input: &Path, raw: &[u8], opts: &ImportOptions) -> Result<Cassette, ImportError> {
-    let dialect = match opts.dialect {
-        Some(d) => d,
-        None => Dialect::for_pi_version(&opts.pi_version).ok_or_else(|| {
-            ImportError::Usage(format!(
-                "pi version {:?} has no known wire dialect; give --dialect (snapshot+delta, delta-only or snapshot-only)",
-                opts.pi_version
-            ))
-        })?,
-    };
+    let dialect = dialect_of(opts)?;
     if opts.pi_version.is_empty() {
         return Err(ImportError::Usage("--pi-version is empty".into()));
     }
@@ -268,20 +260,83 @@ pub fn import(input: &Path, raw: &[u8], opts: &ImportOptions) -> Result<Cassette
     })
 }
 
+/// The wire dialect the options give, or the one of their pi version.
+pub(crate) fn dialect_of(opts: &ImportOptions) -> Result<Dialect, ImportError> {
+    match opts.dialect {
+        Some(d) => Ok(d),
+        None => Dialect::for_pi_version(&opts.pi_version).ok_or_else(|| {
+            ImportError::Usage(format!(
+                "pi version {:?} has no known wire dialect; give --dialect (snapshot+delta, delta-only or snapshot-only)",
+                opts.pi_version
+            ))
+        }),
+    }
+}
+
+/// An input file (`-` is stdin; gzip recognised by its magic bytes), within the size limits.
+pub(crate) fn read_input(path: &Path) -> Result<Vec<u8>, ImportError> {
+    let input = |message: String| ImportError::Input {
+        file: path.to_path_buf(),
+        line: 0,
+        message,
+    };
+    let mut reader = crate::input::open(path, &crate::Limits::from_env())
+        .map_err(|e| input(format!("cannot read: {e}")))?;
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(&mut reader, &mut raw)
+        .map_err(|e| input(format!("cannot read: {e}")))?;
+    Ok(raw)
+}
+
+/// Encode `cassette` for `out` (gzip when it ends in `.gz`), read the bytes back (they must
+/// be the cassette built, and pass `check`), then write them through the one output writer,
+/// never over one of `inputs`. On any failure nothing is written.
+pub(crate) fn write_verified(
+    cassette: &Cassette,
+    out: &Path,
+    inputs: &[&Path],
+    check: impl FnOnce(&Cassette) -> Result<(), String>,
+) -> Result<(), ImportError> {
+    let out_err = |message: String| ImportError::Output {
+        file: out.to_path_buf(),
+        message,
+    };
+    let gz = out.to_string_lossy().ends_with(".gz");
+    let bytes = cassette
+        .encoded(gz)
+        .map_err(|e| out_err(format!("cannot encode: {e}")))?;
+    let back = Cassette::parse(out, &bytes)
+        .map_err(|e| out_err(format!("written cassette does not read back: {e}")))?;
+    if back != cassette_with_lines(cassette, &back) {
+        return Err(out_err(
+            "written cassette reads back different from what was written".into(),
+        ));
+    }
+    check(&back).map_err(|e| out_err(format!("refused: {e}")))?;
+    crate::output::write(out, &bytes, inputs).map_err(|e| {
+        let prefix = format!("{}: ", out.display());
+        let message = e.0.strip_prefix(&prefix).unwrap_or(&e.0).to_string();
+        out_err(message)
+    })
+}
+
 /// `Some((toolCallId, bash command))` when the line is a `tool_execution_start` event.
 fn tool_execution_start(line: &[u8]) -> Option<(Option<String>, Option<String>)> {
     memchr::memmem::find(line, b"tool_execution_start")?;
-    let value: serde_json::Value = serde_json::from_slice(line).ok()?;
-    if value.get("type")?.as_str()? != "tool_execution_start" {
+    tool_start(&serde_json::from_slice(line).ok()?)
+}
+
+/// `Some((toolCallId, bash command))` for a `tool_execution_start` event.
+pub(crate) fn tool_start(v: &serde_json::Value) -> Option<(Option<String>, Option<String>)> {
+    if v.get("type")?.as_str()? != "tool_execution_start" {
         return None;
     }
-    let id = value
-        .get("toolCallId")
-        .and_then(|v| v.as_str())
+    let id = v["toolCallId"]
+        .as_str()
         .filter(|s| !s.is_empty())
         .map(str::to_string);
-    let command = (value.get("toolName").and_then(|v| v.as_str()) == Some("bash"))
-        .then(|| value["args"]["command"].as_str().map(str::to_string))
+    let command = (v["toolName"].as_str() == Some("bash"))
+        .then(|| v["args"]["command"].as_str().map(str::to_string))
         .flatten();
     Some((id, command))
 }
@@ -335,11 +390,7 @@ pub fn import_file(
         )));
     }
     // `-` is stdin; gzip is recognised by its magic bytes (as `map` does).
-    let mut reader = crate::input::open(raw_path, &crate::Limits::from_env())
-        .map_err(|e| input(format!("cannot read: {e}")))?;
-    let mut raw = Vec::new();
-    std::io::Read::read_to_end(&mut reader, &mut raw)
-        .map_err(|e| input(format!("cannot read: {e}")))?;
+    let raw = read_input(raw_path)?;
     if raw.is_empty() {
         return Err(input(
             "is empty: a captured `pi --mode json` stdout has at least the session line".into(),
@@ -352,36 +403,14 @@ pub fn import_file(
         ));
     }
     let cassette = import(raw_path, &raw, opts)?;
-    let out_err = |message: String| ImportError::Output {
-        file: out.to_path_buf(),
-        message,
-    };
     // Encode, read the bytes back and verify them before anything is written: a failed
     // import leaves no file.
-    let gz = out.to_string_lossy().ends_with(".gz");
-    let bytes = cassette
-        .encoded(gz)
-        .map_err(|e| out_err(format!("cannot encode: {e}")))?;
-    let back = Cassette::parse(out, &bytes)
-        .map_err(|e| out_err(format!("written cassette does not read back: {e}")))?;
-    if back != cassette_with_lines(&cassette, &back) {
-        return Err(out_err(
-            "written cassette reads back different from what was written".into(),
-        ));
-    }
-    verify_round_trip(&back, &raw, opts.stderr.as_deref())
-        .map_err(|e| out_err(format!("refused: {e}")))?;
     let mut inputs: Vec<&Path> = vec![raw_path];
     if let Some(p) = opts.stderr_path.as_deref() {
         inputs.push(p);
     }
-    crate::output::write(out, &bytes, &inputs).map_err(|e| {
-        let prefix = format!("{}: ", out.display());
-        let message = e.0.strip_prefix(&prefix).unwrap_or(&e.0).to_string();
-        ImportError::Output {
-            file: out.to_path_buf(),
-            message,
-        }
+    write_verified(&cassette, out, &inputs, |back| {
+        verify_round_trip(back, &raw, opts.stderr.as_deref())
     })?;
     Ok(cassette)
 }

@@ -29,10 +29,12 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::cassette::{
-    Action, Cassette, ClientLine, Dialect, FlagRule, Header, Origin, OriginKind, PiSource, Record,
-    Scenario, Spawn, TimingKind, CLIENT_SIGNALS, FORMAT_NAME, FORMAT_VERSION_TWO_WAY,
+    Action, Cassette, ClientLine, FlagRule, Header, Origin, OriginKind, PiSource, Record, Scenario,
+    Spawn, TimingKind, CLIENT_SIGNALS, FORMAT_NAME, FORMAT_VERSION_TWO_WAY,
 };
-use crate::import::{parse_signal_name, split_lines, Ending, ImportError, ImportOptions};
+use crate::import::{
+    parse_signal_name, split_lines, tool_start, Ending, ImportError, ImportOptions,
+};
 
 /// Entries a client may log that say nothing about the protocol.
 pub const ANNOTATIONS: &[&str] = &["note", "ps", "final", "stdout_eof"];
@@ -69,15 +71,7 @@ pub fn import_transcript(
     opts: &ImportOptions,
     more: &TwoWayInputs<'_>,
 ) -> Result<Cassette, ImportError> {
-    let dialect = match opts.dialect {
-        Some(d) => d,
-        None => Dialect::for_pi_version(&opts.pi_version).ok_or_else(|| {
-            ImportError::Usage(format!(
-                "pi version {:?} has no known wire dialect; give --dialect",
-                opts.pi_version
-            ))
-        })?,
-    };
+    let dialect = crate::import::dialect_of(opts)?;
     if opts.scenario.is_empty() {
         return Err(ImportError::Usage("--scenario is empty".into()));
     }
@@ -454,21 +448,6 @@ fn is_assistant_start(v: &Value) -> bool {
         && v["message"]["role"].as_str() == Some("assistant")
 }
 
-/// `Some((toolCallId, bash command))` for a `tool_execution_start` event.
-fn tool_start(v: &Value) -> Option<(Option<String>, Option<String>)> {
-    if v.get("type")?.as_str()? != "tool_execution_start" {
-        return None;
-    }
-    let id = v["toolCallId"]
-        .as_str()
-        .filter(|s| !s.is_empty())
-        .map(str::to_string);
-    let command = (v["toolName"].as_str() == Some("bash"))
-        .then(|| v["args"]["command"].as_str().map(str::to_string))
-        .flatten();
-    Some((id, command))
-}
-
 /// Which client line a response answers (see the module doc).
 fn reply_to(
     response: &Value,
@@ -513,14 +492,7 @@ pub fn import_transcript_file(
             pi_grammar::KNOWN_VERSIONS.join(", ")
         )));
     }
-    let read = |p: &Path| -> Result<Vec<u8>, ImportError> {
-        let mut r = crate::input::open(p, &crate::Limits::from_env())
-            .map_err(|e| input_err(p, 0, format!("cannot read: {e}")))?;
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut r, &mut buf)
-            .map_err(|e| input_err(p, 0, format!("cannot read: {e}")))?;
-        Ok(buf)
-    };
+    let read = crate::import::read_input;
     let transcript = read(transcript_path)?;
     if transcript.is_empty() {
         return Err(input_err(transcript_path, 0, "is empty".into()));
@@ -545,38 +517,12 @@ pub fn import_transcript_file(
         spawn_tools,
     };
     let cassette = import_transcript(transcript_path, &transcript, opts, &more)?;
-    let out_err = |message: String| ImportError::Output {
-        file: out.to_path_buf(),
-        message,
-    };
-    let gz = out.to_string_lossy().ends_with(".gz");
-    let bytes = cassette
-        .encoded(gz)
-        .map_err(|e| out_err(format!("cannot encode: {e}")))?;
-    let back = Cassette::parse(out, &bytes)
-        .map_err(|e| out_err(format!("written cassette does not read back: {e}")))?;
-    let mut built = cassette.clone();
-    for (r, b) in built.records.iter_mut().zip(&back.records) {
-        r.line = b.line;
-    }
-    if back != built {
-        return Err(out_err(
-            "written cassette reads back different from what was written".into(),
-        ));
-    }
-    if let Some(raw) = &raw {
-        crate::import::verify_round_trip(&back, raw, Some(&cassette.stderr_bytes()))
-            .map_err(|e| out_err(format!("refused: {e}")))?;
-    }
     let mut inputs: Vec<&Path> = vec![transcript_path];
     inputs.extend(raw_stdout);
     inputs.extend(requests);
-    crate::output::write(out, &bytes, &inputs).map_err(|e| {
-        let prefix = format!("{}: ", out.display());
-        ImportError::Output {
-            file: out.to_path_buf(),
-            message: e.0.strip_prefix(&prefix).unwrap_or(&e.0).to_string(),
-        }
+    crate::import::write_verified(&cassette, out, &inputs, |back| match &raw {
+        Some(raw) => crate::import::verify_round_trip(back, raw, Some(&cassette.stderr_bytes())),
+        None => Ok(()),
     })?;
     Ok(cassette)
 }
