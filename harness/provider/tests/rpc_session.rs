@@ -10,6 +10,7 @@ use pi_provider::message::{FailureReason, Message};
 use pi_provider::rpc::{RpcError, RpcSession};
 use pi_provider::ProviderOptions;
 use pi_testkit::World;
+use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
 
 fn rpc(name: &str) -> PathBuf {
@@ -31,6 +32,26 @@ async fn session(world: &World, name: &str) -> RpcSession {
     RpcSession::start(pi_testkit::provider_options(), req)
         .await
         .unwrap_or_else(|f| panic!("{f:?}"))
+}
+
+/// Read the stream until `n` assistant text deltas have come (the point where the
+/// recorded client acted).
+async fn text_deltas(stream: &mut ReceiverStream<Message>, n: usize) {
+    let mut seen = 0;
+    while seen < n {
+        if let Message::Assistant { .. } = stream.next().await.expect("the run streams") {
+            seen += 1;
+        }
+    }
+}
+
+/// Read the stream until the tool call.
+async fn until_tool_call(stream: &mut ReceiverStream<Message>) {
+    loop {
+        if let Message::ToolCall { .. } = stream.next().await.expect("the run streams") {
+            return;
+        }
+    }
 }
 
 fn text(msgs: &[Message]) -> String {
@@ -86,12 +107,7 @@ fn abort_ends_the_run_as_aborted() {
     runtime().block_on(async {
         let s = session(&world, "rpc_abort_text.pi152").await;
         let mut stream = s.prompt("write slowly").await.unwrap();
-        let mut deltas = 0;
-        while deltas < 2 {
-            if let Message::Assistant { .. } = stream.next().await.unwrap() {
-                deltas += 1;
-            }
-        }
+        text_deltas(&mut stream, 2).await;
         // pi answers the abort after the run's closing events: the stream ends first.
         let (abort, rest) = tokio::join!(s.abort(), stream.collect::<Vec<_>>());
         abort.unwrap();
@@ -110,12 +126,7 @@ fn a_prompt_while_streaming_is_refused_with_pis_words() {
     runtime().block_on(async {
         let s = session(&world, "rpc_prompt_while_streaming.pi152").await;
         let mut stream = s.prompt("write slowly").await.unwrap();
-        let mut deltas = 0;
-        while deltas < 2 {
-            if let Message::Assistant { .. } = stream.next().await.unwrap() {
-                deltas += 1;
-            }
-        }
+        text_deltas(&mut stream, 2).await;
         let refused = s.prompt("PLAIN-PROMPT no behavior").await.err();
         assert_eq!(
             refused,
@@ -141,12 +152,7 @@ fn state_and_other_commands_answer_with_their_data() {
             .unwrap();
         assert_eq!(messages["messages"], serde_json::json!([]));
         let mut stream = s.prompt("write slowly").await.unwrap();
-        let mut deltas = 0;
-        while deltas < 2 {
-            if let Message::Assistant { .. } = stream.next().await.unwrap() {
-                deltas += 1;
-            }
-        }
+        text_deltas(&mut stream, 2).await;
         assert_eq!(s.state().await.unwrap()["isStreaming"], true);
         s.command(serde_json::json!({"type": "get_messages"}))
             .await
@@ -175,11 +181,7 @@ fn shutdown_mid_tool_leaves_nothing() {
     runtime().block_on(async {
         let s = session(&world, "rpc_eof_mid_tool.pi152").await;
         let mut stream = s.prompt("run the tool").await.unwrap();
-        loop {
-            if let Message::ToolCall { .. } = stream.next().await.unwrap() {
-                break;
-            }
-        }
+        until_tool_call(&mut stream).await;
         let tool = "/bin/bash -c sleep 30.517; echo done";
         let running = || {
             world
@@ -206,11 +208,7 @@ fn dropping_the_session_mid_tool_leaves_nothing() {
     runtime().block_on(async {
         let s = session(&world, "rpc_eof_mid_tool.pi152").await;
         let mut stream = s.prompt("run the tool").await.unwrap();
-        loop {
-            if let Message::ToolCall { .. } = stream.next().await.unwrap() {
-                break;
-            }
-        }
+        until_tool_call(&mut stream).await;
         drop(s);
         let rest: Vec<Message> = stream.collect().await;
         assert!(matches!(
