@@ -10,6 +10,7 @@
 //! - [`framing`]: bytes to lines (`\n` only, a line cap that never buffers past itself);
 //! - [`mapper`]: lines to messages ([`mapper::Mapper`], fed with `push` and ended with
 //!   `finish` and a [`mapper::StreamEnd`] saying how the process ended);
+//! - [`claude`]: Claude Code's `stream-json` stdout to messages ([`claude::ClaudeMapper`], a run per turn);
 //! - [`message`]: the normalized messages themselves (serde, one JSON object each), the
 //!   contract every implementation targets (`docs/normalized-stream.md`);
 //! - [`secret`]: one secret (the caller's API key) kept out of the stream, however pi
@@ -45,6 +46,7 @@
 //! assert!(matches!(messages.last(), Some(Message::TerminalCompleted { .. })));
 //! ```
 
+pub mod claude;
 pub mod framing;
 pub mod mapper;
 pub mod message;
