@@ -45,6 +45,8 @@ pub const CAPABILITIES: &[&str] = &[
     "pi-0.87",
     "pi-1.5",
     "rpc",
+    "claude",
+    "claude-2.1",
 ];
 
 /// The request document, version 1: what an implementation is asked to run.
@@ -87,6 +89,13 @@ pub struct RequestDoc {
     /// json-mode case.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rpc: Option<Vec<RpcStep>>,
+    /// A Claude Code case: `"claude"`; absent for pi. The CLI is `claude` on PATH, run with
+    /// `argv`, driven by the `rpc` steps (stream-json lines instead of pi's commands).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// A Claude Code case's command line (the recording's options).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argv: Option<Vec<String>>,
 }
 
 /// One client action of an RPC case: once pi has written `after_stdout_lines` lines on
@@ -218,6 +227,9 @@ pub fn case_of(root: &Path, path: &Path, c: &Cassette) -> Case {
         Some(FlagRule::Value(v)) => Some(v.clone()),
         _ => None,
     };
+    if h.is_claude() {
+        return claude_case(name, path, c);
+    }
     // What the recording ran with, by meaning: an implementation passes these as flags.
     let effective = pi_grammar::Grammar::for_version(&h.pi.version)
         .map(|g| pi_cassette::matching::expected(&h.expect, &g))
@@ -284,11 +296,69 @@ pub fn case_of(root: &Path, path: &Path, c: &Cassette) -> Case {
         cancel_after_idle_ms: (matches!(c.ending(), Action::Hang) && rpc.is_none())
             .then_some(CANCEL_IDLE_MS),
         rpc,
+        agent: None,
+        argv: None,
     };
     Case {
         name,
         cassette: path.to_path_buf(),
         request,
+    }
+}
+
+/// A Claude Code case: the recording's options as argv, its host's lines as steps.
+fn claude_case(name: String, path: &Path, c: &Cassette) -> Case {
+    let h = &c.header;
+    let mut argv = Vec::new();
+    for (flag, rule) in &h.expect.flags {
+        match rule {
+            FlagRule::Present(true) => argv.push(format!("--{flag}")),
+            FlagRule::Present(false) => {}
+            FlagRule::Value(v) => {
+                argv.push(format!("--{flag}"));
+                argv.extend(v.split(' ').map(str::to_string));
+            }
+        }
+    }
+    let mut env = BTreeMap::new();
+    for var in &h.expect.env {
+        env.insert(var.clone(), format!("conformance-{}", var.to_lowercase()));
+    }
+    env.insert("FAKE_PI_CASSETTE".into(), "<CASSETTE>".into());
+    env.insert("FAKE_PI_SPEED".into(), "0".into());
+    env.insert("FAKE_PI_VALUES".into(), "recorded".into());
+    let steps = rpc_steps(c);
+    let prompt = steps
+        .iter()
+        .find_map(|s| {
+            let v = s.send.as_ref()?;
+            (v["type"] == "user").then(|| v["message"]["content"].as_str().map(str::to_string))?
+        })
+        .unwrap_or_else(|| "hi".into());
+    Case {
+        request: RequestDoc {
+            version: REQUEST_VERSION,
+            case: name.clone(),
+            prompt,
+            pi: PiDoc {
+                version: h.pi.version.clone(),
+            },
+            provider: None,
+            model: None,
+            no_session: false,
+            session: None,
+            thinking: None,
+            tools: None,
+            exclude_tools: Vec::new(),
+            env,
+            cwd: Some("<DIR>".into()),
+            cancel_after_idle_ms: None,
+            rpc: Some(steps),
+            agent: Some("claude".into()),
+            argv: Some(argv),
+        },
+        name,
+        cassette: path.to_path_buf(),
     }
 }
 
@@ -325,8 +395,12 @@ pub fn capabilities_of(case: &Case, c: &Cassette, messages: &[Value]) -> Vec<Str
     if case.request.cancel_after_idle_ms.is_some() {
         caps.push("cancel");
     }
-    if case.request.rpc.is_some() {
+    let claude = case.request.agent.as_deref() == Some("claude");
+    if case.request.rpc.is_some() && !claude {
         caps.push("rpc");
+    }
+    if claude {
+        caps.push("claude");
     }
     if has("terminal.failed") {
         caps.push("errors");
@@ -341,11 +415,13 @@ pub fn capabilities_of(case: &Case, c: &Cassette, messages: &[Value]) -> Vec<Str
         caps.push("dialect.snapshot-only");
     }
     let mut caps: Vec<String> = caps.into_iter().map(str::to_string).collect();
-    // One capability per pi minor release the case was recorded on (`pi-0.87`).
+    // One capability per pi (or Claude Code) minor release the case was recorded on
+    // (`pi-0.87`, `claude-2.1`).
+    let agent = c.header.agent_name();
     let version = pi_grammar::Version::parse(&c.header.pi.version);
     caps.push(version.map_or_else(
-        || format!("pi-{}", c.header.pi.version),
-        |v| format!("pi-{}.{}", v.major, v.minor),
+        || format!("{agent}-{}", c.header.pi.version),
+        |v| format!("{agent}-{}.{}", v.major, v.minor),
     ));
     caps
 }
@@ -398,6 +474,9 @@ pub async fn provider_run(
     opts: ProviderOptions,
     out: impl Write,
 ) -> std::io::Result<Vec<Message>> {
+    if doc.agent.as_deref() == Some("claude") {
+        return reference_run_claude(doc, pi_provider::which("claude").as_deref(), out).await;
+    }
     if let Some(steps) = &doc.rpc {
         return provider_run_rpc(to_provider_request(doc), steps, opts, out).await;
     }
@@ -519,6 +598,131 @@ pub async fn provider_run_rpc(
     }
     drop(tx);
     write_all_messages(&mut rx, &mut out).await
+}
+
+/// Run a Claude Code case with the reference: `program` (`claude` from PATH) with the case's argv and
+/// environment, its steps written after their number of stdout lines, stdout mapped by
+/// [`pi_wire::claude`] once the CLI has ended (a run per turn). The CLI gets 60 s after the
+/// last step, then is killed (a `terminal.failed` the case will not expect).
+pub async fn reference_run_claude(
+    doc: &RequestDoc,
+    program: Option<&Path>,
+    mut out: impl Write,
+) -> std::io::Result<Vec<Message>> {
+    use std::os::unix::process::ExitStatusExt as _;
+    use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
+    let end_with = |reason: pi_wire::message::FailureReason, message: String| {
+        vec![Message::TerminalFailed(pi_wire::message::Failure {
+            reason,
+            message,
+            exit: None,
+            stderr_tail: None,
+            invalid_lines: Vec::new(),
+            invalid_lines_dropped: 0,
+        })]
+    };
+    let messages = 'run: {
+        let Some(program) = program else {
+            break 'run end_with(
+                pi_wire::message::FailureReason::SpawnFailed,
+                "no `claude` on PATH".into(),
+            );
+        };
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(doc.argv.clone().unwrap_or_default())
+            .envs(&doc.env)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        if let Some(cwd) = &doc.cwd {
+            cmd.current_dir(cwd);
+        }
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                break 'run end_with(
+                    pi_wire::message::FailureReason::SpawnFailed,
+                    format!("claude: {e}"),
+                )
+            }
+        };
+        let pid = child.id().map(|p| p as i32);
+        let mut stdin = child.stdin.take();
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().expect("piped")).lines();
+        let mut stderr = child.stderr.take().expect("piped");
+        let err_task = tokio::spawn(async move {
+            let mut buf = Vec::new();
+            let _ = stderr.read_to_end(&mut buf).await;
+            buf
+        });
+        let mut stdout = Vec::new();
+        let mut seen = 0u64;
+        let mut open = true;
+        for step in doc.rpc.iter().flatten() {
+            while open && seen < step.after_stdout_lines {
+                match lines.next_line().await {
+                    Ok(Some(l)) => {
+                        stdout.extend_from_slice(l.as_bytes());
+                        stdout.push(b'\n');
+                        seen += 1;
+                    }
+                    _ => open = false,
+                }
+            }
+            if !open {
+                break;
+            }
+            if let Some(line) = step
+                .send
+                .as_ref()
+                .map(Value::to_string)
+                .or_else(|| step.send_raw.clone())
+            {
+                if let Some(w) = stdin.as_mut() {
+                    let _ = w.write_all(format!("{line}\n").as_bytes()).await;
+                    let _ = w.flush().await;
+                }
+            } else if step.close_stdin == Some(true) {
+                stdin = None;
+            } else if let (Some(sig), Some(pid)) = (&step.signal, pid) {
+                if let Ok(sig) = sig.parse::<nix::sys::signal::Signal>() {
+                    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
+                }
+            }
+        }
+        let rest = async {
+            while let Ok(Some(l)) = lines.next_line().await {
+                stdout.extend_from_slice(l.as_bytes());
+                stdout.push(b'\n');
+            }
+            child.wait().await
+        };
+        let status = match tokio::time::timeout(Duration::from_secs(60), rest).await {
+            Ok(Ok(s)) => s,
+            _ => {
+                let _ = child.kill().await;
+                break 'run end_with(
+                    pi_wire::message::FailureReason::Timeout,
+                    "claude did not end within 60 s of the last step".into(),
+                );
+            }
+        };
+        drop(stdin);
+        let stderr = err_task.await.unwrap_or_default();
+        let signal = status
+            .signal()
+            .and_then(|s| nix::sys::signal::Signal::try_from(s).ok())
+            .map(|s| s.as_str().to_string());
+        let end = pi_wire::mapper::StreamEnd::recorded(status.code(), signal.as_deref(), &stderr);
+        pi_wire::claude::map_all(&stdout, end, pi_wire::mapper::MapperOptions::default())
+    };
+    for m in &messages {
+        serde_json::to_writer(&mut out, m)?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()?;
+    Ok(messages)
 }
 
 async fn write_all_messages(
@@ -669,8 +873,9 @@ pub fn prepare(case: &Case, dir: &Path, fake_pi: &Path) -> Result<RequestDoc, St
         .map_err(|e| format!("{}: {e}", copy.display()))?;
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).map_err(|e| format!("{}: {e}", bin.display()))?;
-    std::os::unix::fs::symlink(fake_pi, bin.join("pi"))
-        .map_err(|e| format!("{}: {e}", bin.join("pi").display()))?;
+    let name = if c.header.is_claude() { "claude" } else { "pi" };
+    std::os::unix::fs::symlink(fake_pi, bin.join(name))
+        .map_err(|e| format!("{}: {e}", bin.join(name).display()))?;
     std::fs::create_dir_all(dir.join("sessions")).map_err(|e| e.to_string())?;
     let request = instantiate(&case.request, &copy, dir);
     if c.header.expect.session == Some(pi_cassette::SessionUse::Resumed) {

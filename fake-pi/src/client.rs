@@ -56,12 +56,13 @@ pub struct Client {
     ids: Vec<Option<String>>,
     wait: Option<Duration>,
     closed: bool,
+    protocol: two_way::Protocol,
 }
 
 impl Client {
     /// Start reading stdin. `wait` bounds each wait for the client (`None`: as long as it
     /// takes, as pi waits).
-    pub fn start(wait: Option<Duration>) -> std::io::Result<Client> {
+    pub fn start(wait: Option<Duration>, protocol: two_way::Protocol) -> std::io::Result<Client> {
         let (tx, rx) = mpsc::channel();
         let _ = FORWARD.set(Mutex::new(tx.clone()));
         std::thread::Builder::new()
@@ -72,7 +73,13 @@ impl Client {
             ids: Vec::new(),
             wait,
             closed: false,
+            protocol,
         })
+    }
+
+    /// The protocol the client speaks (how its ids are read and echoed).
+    pub fn protocol(&self) -> two_way::Protocol {
+        self.protocol
     }
 
     /// The `id` the client sent with its `k`-th line (0-based), when it sent one.
@@ -103,7 +110,7 @@ impl Client {
             };
             let outcome = match (action, event) {
                 (ActionRef::Stdin(line), Event::Line(got, at)) => {
-                    two_way::match_json(line, &got).map(|m| (m.id, at))
+                    two_way::match_line(self.protocol, line, &got).map(|m| (m.id, at))
                 }
                 (ActionRef::StdinText(text), Event::Line(got, at)) => {
                     two_way::match_text(text, &got).map(|m| (m.id, at))

@@ -13,6 +13,7 @@
 mod agent;
 mod args;
 mod child;
+mod claude;
 mod client;
 mod replay;
 mod session;
@@ -167,6 +168,10 @@ fn run() -> i32 {
         Err(e) => return load_error(e),
     };
     let header = first.header().clone();
+    if header.is_claude() {
+        drop(first);
+        return claude::run(&header, &argv, &path, &file, settings.speed.as_deref());
+    }
     let stdin_tty = std::io::stdin().is_terminal();
     let stdout_tty = std::io::stdout().is_terminal();
     let grammar = Grammar::for_version(&header.pi.version);
@@ -325,18 +330,11 @@ fn run() -> i32 {
             return EXIT_EXPECTATION;
         }
         Some(_) => {
-            let wait = match env("FAKE_PI_RPC_WAIT_MS").map(|v| v.trim().parse::<u64>()) {
-                None => None,
-                Some(Ok(ms)) if ms > 0 => Some(std::time::Duration::from_millis(ms)),
-                Some(_) => {
-                    return fail(
-                        EXIT_MISUSE,
-                        "FAKE_PI_RPC_WAIT_MS: expected a whole number of milliseconds above 0"
-                            .into(),
-                    )
-                }
+            let wait = match rpc_wait() {
+                Ok(w) => w,
+                Err(e) => return fail(EXIT_MISUSE, e),
             };
-            match client::Client::start(wait) {
+            match client::Client::start(wait, pi_cassette::two_way::Protocol::Rpc) {
                 Ok(c) => Some(c),
                 Err(e) => return fail(EXIT_MISUSE, format!("cannot read stdin: {e}")),
             }
@@ -391,6 +389,18 @@ fn run() -> i32 {
         Err(e) => return load_error(e),
     };
     replay::run(&mut records, Path::new(&path), speed, &mut hooks)
+}
+
+/// `FAKE_PI_RPC_WAIT_MS`: how long a two-way replay waits for the client (`None`: as long as
+/// it takes).
+fn rpc_wait() -> Result<Option<std::time::Duration>, String> {
+    match env("FAKE_PI_RPC_WAIT_MS").map(|v| v.trim().parse::<u64>()) {
+        None => Ok(None),
+        Some(Ok(ms)) if ms > 0 => Ok(Some(std::time::Duration::from_millis(ms))),
+        Some(_) => {
+            Err("FAKE_PI_RPC_WAIT_MS: expected a whole number of milliseconds above 0".into())
+        }
+    }
 }
 
 /// What the recording's `session` line says.

@@ -24,7 +24,7 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
-use pi_cassette::{two_way, ActionRef, CassetteError, CassetteReader};
+use pi_cassette::{ActionRef, CassetteError, CassetteReader};
 
 use crate::session::{Session, SessionMeta};
 use crate::values::Values;
@@ -250,7 +250,7 @@ pub fn run<R: BufRead>(
                 let from = pending.buf.len();
                 let body = match (reply, &hooks.client) {
                     (Some(k), Some(client)) => {
-                        std::borrow::Cow::Owned(two_way::with_id(&body, client.id_for(k)))
+                        std::borrow::Cow::Owned(client.protocol().echo(&body, client.id_for(k)))
                     }
                     _ => body,
                 };

@@ -79,6 +79,25 @@ pub fn uuid_v7(ms: u64) -> String {
     )
 }
 
+/// A random UUID (version 4), as Claude Code makes its session ids.
+pub fn uuid_v4() -> String {
+    let mut b = [0u8; 16];
+    for x in b.iter_mut() {
+        *x = fastrand::u8(..);
+    }
+    b[6] = 0x40 | (b[6] & 0x0f);
+    b[8] = 0x80 | (b[8] & 0x3f);
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
+}
+
 fn json_inner(s: &str) -> Vec<u8> {
     let q = serde_json::to_string(s).expect("a string serializes");
     q.as_bytes()[1..q.len() - 1].to_vec()
@@ -94,6 +113,23 @@ impl Values {
         pi_root: &str,
         tmp: &str,
     ) -> Option<Values> {
+        Values::from_pairs(
+            declared,
+            &[
+                ("<SESSION_ID>", session_id),
+                ("<CWD>", cwd),
+                ("<PI_ROOT>", pi_root),
+                ("<TMP>", tmp),
+            ],
+        )
+    }
+
+    /// Replacements for the placeholders `declared`: each of `pairs` (placeholder, this
+    /// run's value), and the time placeholders.
+    pub fn from_pairs<'a>(
+        declared: impl IntoIterator<Item = &'a String>,
+        pairs: &[(&str, &str)],
+    ) -> Option<Values> {
         let mut v = Values {
             fixed: Vec::new(),
             ts: false,
@@ -102,10 +138,6 @@ impl Values {
         };
         for key in declared {
             let value = match key.as_str() {
-                "<SESSION_ID>" => session_id,
-                "<CWD>" => cwd,
-                "<PI_ROOT>" => pi_root,
-                "<TMP>" => tmp,
                 "<TS>" => {
                     v.ts = true;
                     continue;
@@ -114,7 +146,10 @@ impl Values {
                     v.epoch = true;
                     continue;
                 }
-                _ => continue,
+                k => match pairs.iter().find(|(p, _)| *p == k) {
+                    Some((_, value)) => *value,
+                    None => continue,
+                },
             };
             v.fixed.push((
                 key.as_bytes().to_vec(),

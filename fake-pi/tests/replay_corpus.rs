@@ -35,6 +35,8 @@ fn find(dir: &Path, out: &mut Vec<PathBuf>) {
             .file_name()
             .and_then(|n| n.to_str())
             .is_some_and(|n| n.ends_with(".cassette.jsonl") || n.ends_with(".cassette.jsonl.gz"))
+            // Claude Code's sessions replay in tests/claude.rs (another command line).
+            && !p.parent().is_some_and(|d| d.ends_with("claude"))
         {
             out.push(p);
         }

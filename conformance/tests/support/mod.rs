@@ -57,6 +57,16 @@ pub fn case_request(world: &World, case: &Case) -> (Request, Option<Duration>) {
 /// Run one suite case through the reference provider in-process (fake-pi a real
 /// subprocess at instant speed), cancelling after the idle time when the case says so.
 pub async fn run_case(world: &World, case: &Case) -> Vec<Message> {
+    if case.request.agent.as_deref() == Some("claude") {
+        let mut doc = conform::prepare(case, world.path(), &fake_pi())
+            .unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        let (k, v) = world.marker_env();
+        doc.env.insert(k, v);
+        let claude = world.path().join("bin/claude");
+        return conform::reference_run_claude(&doc, Some(&claude), std::io::sink())
+            .await
+            .expect("a sink never fails");
+    }
     let (req, idle) = case_request(world, case);
     match &case.request.rpc {
         Some(steps) => conform::provider_run_rpc(req, steps, opts(), std::io::sink()).await,

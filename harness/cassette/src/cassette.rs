@@ -26,8 +26,17 @@ pub const FORMAT_VERSION: u32 = 1;
 /// `cassettes/FORMAT.md`, "Version 2").
 pub const FORMAT_VERSION_TWO_WAY: u32 = 2;
 
-/// The two-way protocols a version 2 cassette may hold (its header's `mode`).
-pub const TWO_WAY_MODES: &[&str] = &["rpc"];
+/// The two-way protocols a version 2 cassette may hold (its header's `mode`): `rpc` (pi's
+/// `--mode rpc`) and `stream-json` (Claude Code's `--input-format stream-json
+/// --output-format stream-json`).
+pub const TWO_WAY_MODES: &[&str] = &["rpc", MODE_STREAM_JSON];
+
+/// The mode of a Claude Code stream-json cassette. Its header names the CLI under
+/// `claude` instead of `pi` (same fields: `version`, `dialect` `"stream-json"`).
+pub const MODE_STREAM_JSON: &str = "stream-json";
+
+/// The Claude Code versions pi-harness imitates (recorded, with a known command line).
+pub const KNOWN_CLAUDE_VERSIONS: &[&str] = &["2.1.330"];
 
 /// A whole cassette: header plus records in replay order.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,10 +53,13 @@ pub struct Header {
     pub format: String,
     /// [`FORMAT_VERSION`], or [`FORMAT_VERSION_TWO_WAY`] for a two-way cassette.
     pub version: u32,
-    /// Version 2 only: the two-way protocol, `"rpc"` (pi's `--mode rpc`).
+    /// Version 2 only: the two-way protocol, `"rpc"` (pi's `--mode rpc`) or
+    /// `"stream-json"` (Claude Code).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
-    /// Which pi produced (or is imitated by) this cassette.
+    /// Which pi produced (or is imitated by) this cassette; for a `stream-json` cassette,
+    /// which Claude Code (written under the key `claude`).
+    #[serde(alias = "claude")]
     pub pi: PiSource,
     pub scenario: Scenario,
     /// What the caller must send; fake-pi checks it before replaying.
@@ -60,6 +72,35 @@ pub struct Header {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub redactions: BTreeMap<String, String>,
     pub origin: Origin,
+}
+
+impl Header {
+    /// True for a Claude Code cassette (`mode: "stream-json"`).
+    pub fn is_claude(&self) -> bool {
+        self.mode.as_deref() == Some(MODE_STREAM_JSON)
+    }
+
+    /// The name of the CLI the cassette imitates, for messages: `pi` or `claude`.
+    pub fn agent_name(&self) -> &'static str {
+        if self.is_claude() {
+            "claude"
+        } else {
+            "pi"
+        }
+    }
+
+    /// The header line (without its newline): the CLI's section is `pi`, or `claude` for
+    /// a stream-json cassette.
+    pub fn to_json(&self) -> String {
+        let text = serde_json::to_string(self).expect("a header always serializes");
+        if self.is_claude() {
+            // `format`, `version` and `mode` come first and cannot contain this text: the
+            // first occurrence is the top-level key.
+            text.replacen(",\"pi\":{", ",\"claude\":{", 1)
+        } else {
+            text
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -82,6 +123,9 @@ pub enum Dialect {
     /// Older pi and pi-provider extensions: snapshots without deltas.
     #[serde(rename = "snapshot-only")]
     SnapshotOnly,
+    /// Claude Code's `--output-format stream-json` (a `stream-json` cassette).
+    #[serde(rename = "stream-json")]
+    StreamJson,
 }
 
 impl Dialect {
@@ -618,7 +662,7 @@ impl Cassette {
 
     /// Write the cassette as JSONL: header line, then one line per record.
     pub fn write_to(&self, mut out: impl Write) -> std::io::Result<()> {
-        serde_json::to_writer(&mut out, &self.header)?;
+        out.write_all(self.header.to_json().as_bytes())?;
         out.write_all(b"\n")?;
         for record in &self.records {
             record.write_to(&mut out)?;
@@ -949,7 +993,50 @@ pub(crate) fn parse_header(
             "header field `scenario.name` is empty",
         ));
     }
-    if pi_grammar::Grammar::for_version(&header.pi.version).is_none() {
+    let claude = header.is_claude();
+    let (want, other) = if claude {
+        ("claude", "pi")
+    } else {
+        ("pi", "claude")
+    };
+    if probe.get(other).is_some() || probe.get(want).is_none() {
+        return Err(CassetteError::invalid(
+            path,
+            lineno,
+            if claude {
+                "header field `claude`: a stream-json cassette names the Claude Code it imitates under `claude` (not `pi`)".to_string()
+            } else {
+                "header field `pi`: missing (only a `mode: \"stream-json\"` cassette names a `claude` instead)".to_string()
+            },
+        ));
+    }
+    if claude != (header.pi.dialect == Dialect::StreamJson) {
+        return Err(CassetteError::invalid(
+            path,
+            lineno,
+            format!(
+                "header field `{want}.dialect`: {}",
+                if claude {
+                    "a stream-json cassette's dialect is \"stream-json\""
+                } else {
+                    "\"stream-json\" is Claude Code's dialect (a `mode: \"stream-json\"` cassette)"
+                }
+            ),
+        ));
+    }
+    if claude {
+        if !KNOWN_CLAUDE_VERSIONS.contains(&header.pi.version.as_str()) {
+            return Err(CassetteError::invalid(
+                path,
+                lineno,
+                format!(
+                    "header field `claude.version`: pi-harness knows Claude Code {}, not {:?}",
+                    KNOWN_CLAUDE_VERSIONS.join(", "),
+                    header.pi.version
+                ),
+            ));
+        }
+    } else if pi_grammar::Grammar::for_version(&header.pi.version).is_none() {
         return Err(CassetteError::invalid(
             path,
             lineno,
@@ -1343,6 +1430,7 @@ impl fmt::Display for Dialect {
             Dialect::SnapshotDelta => "snapshot+delta",
             Dialect::DeltaOnly => "delta-only",
             Dialect::SnapshotOnly => "snapshot-only",
+            Dialect::StreamJson => "stream-json",
         })
     }
 }

@@ -35,9 +35,10 @@ use crate::cassette::{
 use crate::import::{
     parse_signal_name, split_lines, tool_start, Ending, ImportError, ImportOptions,
 };
+use crate::two_way::Protocol;
 
 /// Entries a client may log that say nothing about the protocol.
-pub const ANNOTATIONS: &[&str] = &["note", "ps", "final", "stdout_eof"];
+pub const ANNOTATIONS: &[&str] = &["note", "ps", "final", "stdout_eof", "host"];
 
 /// What a two-way import reads besides the transcript.
 #[derive(Debug, Clone, Default)]
@@ -52,8 +53,24 @@ pub struct TwoWayInputs<'a> {
     /// Model pi's bash tool processes (`--spawn-tools`): a `spawn` after each bash
     /// `tool_execution_start` (`/bin/bash -c COMMAND`, its own session), a `reap` when its
     /// `tool_execution_end` comes, and at an exit whose cause kills tools in this pi version
-    /// (a signal pi handles; stdin closing on pi 0.87.1 and later).
+    /// (a signal pi handles; stdin closing on pi 0.87.1 and later). For Claude Code: a
+    /// `spawn` where a Bash `tool_use` starts running (after the host's `allow` of its
+    /// permission prompt; commands the CLI runs without asking are not modelled), a `reap`
+    /// at its tool result and at an exit by a signal (the CLI kills its tools' trees).
     pub spawn_tools: bool,
+    /// pi's RPC mode or Claude Code's stream-json (`--mode stream-json`).
+    pub protocol: Protocol,
+}
+
+/// The files and choices of `cassette import --mode rpc|stream-json` besides the
+/// transcript (see [`TwoWayInputs`] for what each means).
+#[derive(Debug, Clone, Default)]
+pub struct FileInputs<'a> {
+    pub raw_stdout: Option<&'a Path>,
+    pub requests: Option<&'a Path>,
+    pub ending: Option<Ending>,
+    pub spawn_tools: bool,
+    pub protocol: Protocol,
 }
 
 fn input_err(file: &Path, line: usize, message: String) -> ImportError {
@@ -71,12 +88,25 @@ pub fn import_transcript(
     opts: &ImportOptions,
     more: &TwoWayInputs<'_>,
 ) -> Result<Cassette, ImportError> {
-    let dialect = crate::import::dialect_of(opts)?;
+    let claude = more.protocol == Protocol::StreamJson;
+    let dialect = if claude {
+        if !crate::cassette::KNOWN_CLAUDE_VERSIONS.contains(&opts.pi_version.as_str()) {
+            return Err(ImportError::Usage(format!(
+                "--pi-version: pi-harness knows Claude Code {}, not {:?}",
+                crate::cassette::KNOWN_CLAUDE_VERSIONS.join(", "),
+                opts.pi_version
+            )));
+        }
+        crate::Dialect::StreamJson
+    } else {
+        crate::import::dialect_of(opts)?
+    };
     if opts.scenario.is_empty() {
         return Err(ImportError::Usage("--scenario is empty".into()));
     }
     let mut expect = opts.expect.clone();
     match expect.flags.get("mode") {
+        _ if claude => {}
         None => {
             expect
                 .flags
@@ -126,6 +156,7 @@ pub fn import_transcript(
     // Tool children spawned and not reaped yet, in order; the last client action.
     let mut running: Vec<String> = Vec::new();
     let mut last_client: Option<&'static str> = None;
+    let mut claude_tools = ClaudeTools::default();
 
     for (idx, (line, _)) in split_lines(transcript).into_iter().enumerate() {
         let n = idx + 1;
@@ -184,10 +215,18 @@ pub fn import_transcript(
             "stdin" => {
                 let json = raw_entry[key].get().to_string();
                 client.push((
-                    value.get("id").map(Value::to_string),
+                    client_id(more.protocol, value),
                     value.get("type").and_then(Value::as_str).map(str::to_string),
                 ));
                 last_client = Some("stdin");
+                if claude && more.spawn_tools {
+                    if let Some(id) = claude_tools.allowed(value) {
+                        records.push(Record::new(dt, Action::Stdin(ClientLine { json, fields: None })));
+                        records.push(Record::new(0.0, bash_child(&id, &claude_tools.commands[&id])));
+                        running.push(id);
+                        continue;
+                    }
+                }
                 Record::new(dt, Action::Stdin(ClientLine { json, fields: None }))
             }
             "stdin_text" | "stdin_raw" => {
@@ -256,15 +295,35 @@ pub fn import_transcript(
                         _ => return Err(bad(format!("`{key}` must be a string"))),
                     },
                 };
-                if is_assistant_start(value) {
+                let call_start = if claude {
+                    claude_tools.model_call_starts(value)
+                } else {
+                    is_assistant_start(value)
+                };
+                if call_start {
                     if let Some(r) = requests.next() {
                         records.push(Record::new(0.0, Action::Request(r)));
                     }
                 }
                 let mut record = Record::stdout_line(dt, &bytes, newline);
-                if key == "stdout" && value.get("type").and_then(Value::as_str) == Some("response")
-                {
-                    record.reply = reply_to(value, &client, &mut answered);
+                if key == "stdout" {
+                    record.reply = reply_to(more.protocol, value, &client, &mut answered);
+                }
+                if claude && more.spawn_tools {
+                    let (ended, started) = claude_tools.stdout(value);
+                    for id in ended {
+                        if let Some(at) = running.iter().position(|r| *r == id) {
+                            running.remove(at);
+                            records.push(Record::new(record.dt_ms, Action::Reap(id)));
+                            record.dt_ms = 0.0;
+                        }
+                    }
+                    records.push(record);
+                    for id in started {
+                        records.push(Record::new(0.0, bash_child(&id, &claude_tools.commands[&id])));
+                        running.push(id);
+                    }
+                    continue;
                 }
                 let ended = (value.get("type").and_then(Value::as_str)
                     == Some("tool_execution_end"))
@@ -386,6 +445,8 @@ pub fn import_transcript(
     // pi kills its tools when it exits on a signal it handles, and on stdin closing from
     // the version that does so.
     let kills_tools = match last_client {
+        // Claude Code lets a tool finish when stdin closes (its result is already reaped).
+        Some("stdin_close") if claude => false,
         Some("stdin_close") => pi_grammar::Grammar::for_version(&opts.pi_version)
             .is_some_and(|g| g.has(pi_grammar::Feature::RpcEofKillsTools)),
         _ => true,
@@ -400,7 +461,14 @@ pub fn import_transcript(
         header: Header {
             format: FORMAT_NAME.to_string(),
             version: FORMAT_VERSION_TWO_WAY,
-            mode: Some("rpc".into()),
+            mode: Some(
+                if claude {
+                    crate::cassette::MODE_STREAM_JSON
+                } else {
+                    "rpc"
+                }
+                .into(),
+            ),
             pi: PiSource {
                 version: opts.pi_version.clone(),
                 dialect,
@@ -448,12 +516,128 @@ fn is_assistant_start(v: &Value) -> bool {
         && v["message"]["role"].as_str() == Some("assistant")
 }
 
+/// The id a client line carries under `protocol` (its JSON text).
+fn client_id(protocol: Protocol, line: &Value) -> Option<String> {
+    match protocol {
+        Protocol::Rpc => line.get("id").map(Value::to_string),
+        Protocol::StreamJson => (line.get("type").and_then(Value::as_str)
+            == Some("control_request"))
+        .then(|| line.get("request_id").map(Value::to_string))
+        .flatten(),
+    }
+}
+
+/// Claude Code's Bash tool calls as a transcript shows them: where each starts running and
+/// ends (pure bookkeeping for `spawn_tools`).
+#[derive(Debug, Default)]
+struct ClaudeTools {
+    /// Bash `tool_use` id -> its command.
+    commands: std::collections::HashMap<String, String>,
+    /// A `can_use_tool` request id (JSON text) -> the tool_use it asks about.
+    asked: std::collections::HashMap<String, String>,
+    /// The `message.id` of the last `assistant` record; whether `stream_event`s came.
+    last_message: Option<String>,
+    partial: bool,
+}
+
+impl ClaudeTools {
+    /// Does this stdout record show the CLI calling the model? A `message_start` stream
+    /// event, or (without partial messages) an `assistant` record of a new message.
+    fn model_call_starts(&mut self, v: &Value) -> bool {
+        match v.get("type").and_then(Value::as_str) {
+            Some("stream_event") => {
+                self.partial = true;
+                v["event"]["type"] == "message_start"
+            }
+            Some("assistant") if !self.partial => {
+                let id = v["message"]["id"].as_str().map(str::to_string);
+                let new = id.is_some() && id != self.last_message;
+                self.last_message = id;
+                new && v["message"]["model"] != "<synthetic>"
+            }
+            _ => false,
+        }
+    }
+
+    /// A stdout record: the Bash calls that ended (their tool result), and (always none
+    /// today) the ones that started running. A command the CLI runs without asking (`ls`,
+    /// `echo`) is not modelled as a process: whether its permission check or the end of
+    /// the model's message comes first is a race, so where it starts cannot be told from
+    /// the stdout order alone.
+    fn stdout(&mut self, v: &Value) -> (Vec<String>, Vec<String>) {
+        match v.get("type").and_then(Value::as_str) {
+            Some("assistant") => {
+                for block in v["message"]["content"].as_array().into_iter().flatten() {
+                    if block["type"] == "tool_use" && block["name"] == "Bash" {
+                        if let (Some(id), Some(cmd)) =
+                            (block["id"].as_str(), block["input"]["command"].as_str())
+                        {
+                            self.commands.insert(id.to_string(), cmd.to_string());
+                        }
+                    }
+                }
+                (Vec::new(), Vec::new())
+            }
+            Some("control_request") if v["request"]["subtype"] == "can_use_tool" => {
+                if let (Some(tool), Some(rid)) =
+                    (v["request"]["tool_use_id"].as_str(), v.get("request_id"))
+                {
+                    if self.commands.contains_key(tool) {
+                        self.asked.insert(rid.to_string(), tool.to_string());
+                    }
+                }
+                (Vec::new(), Vec::new())
+            }
+            Some("user") => {
+                let ended = v["message"]["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|b| b["type"] == "tool_result")
+                    .filter_map(|b| b["tool_use_id"].as_str().map(str::to_string))
+                    .collect();
+                (ended, Vec::new())
+            }
+            _ => (Vec::new(), Vec::new()),
+        }
+    }
+
+    /// The host's line: the Bash call it allowed, if it answered a `can_use_tool` with
+    /// `allow`.
+    fn allowed(&mut self, v: &Value) -> Option<String> {
+        if v.get("type").and_then(Value::as_str) != Some("control_response") {
+            return None;
+        }
+        let r = &v["response"];
+        if r["subtype"] != "success" || r["response"]["behavior"] != "allow" {
+            return None;
+        }
+        self.asked.remove(&r.get("request_id")?.to_string())
+    }
+}
+
 /// Which client line a response answers (see the module doc).
 fn reply_to(
+    protocol: Protocol,
     response: &Value,
     client: &[(Option<String>, Option<String>)],
     answered: &mut HashSet<usize>,
 ) -> Option<u32> {
+    if protocol == Protocol::StreamJson {
+        // A control_response names the host's control_request by `request_id`.
+        if response.get("type").and_then(Value::as_str) != Some("control_response") {
+            return None;
+        }
+        let id = response["response"].get("request_id")?.to_string();
+        let k = client
+            .iter()
+            .rposition(|(i, _)| i.as_deref() == Some(id.as_str()))?;
+        answered.insert(k);
+        return u32::try_from(k).ok();
+    }
+    if response.get("type").and_then(Value::as_str) != Some("response") {
+        return None;
+    }
     let k = match response.get("id") {
         Some(id) => {
             let id = id.to_string();
@@ -480,12 +664,17 @@ pub fn import_transcript_file(
     transcript_path: &Path,
     out: &Path,
     opts: &ImportOptions,
-    raw_stdout: Option<&Path>,
-    requests: Option<&Path>,
-    ending: Option<Ending>,
-    spawn_tools: bool,
+    files: &FileInputs<'_>,
 ) -> Result<Cassette, ImportError> {
-    if pi_grammar::Grammar::for_version(&opts.pi_version).is_none() {
+    let FileInputs {
+        raw_stdout,
+        requests,
+        ref ending,
+        spawn_tools,
+        protocol,
+    } = *files;
+    let ending = ending.clone();
+    if protocol == Protocol::Rpc && pi_grammar::Grammar::for_version(&opts.pi_version).is_none() {
         return Err(ImportError::Usage(format!(
             "--pi-version {}: not a pinned pi version ({})",
             opts.pi_version,
@@ -515,6 +704,7 @@ pub fn import_transcript_file(
         requests: requests.zip(req.as_deref()),
         ending,
         spawn_tools,
+        protocol,
     };
     let cassette = import_transcript(transcript_path, &transcript, opts, &more)?;
     let mut inputs: Vec<&Path> = vec![transcript_path];

@@ -54,3 +54,4 @@ pub mod two_way;
 
 pub use cassette::*;
 pub use input::Limits;
+pub use redact::FIXED_UUID_PREFIX;

@@ -370,10 +370,27 @@ fn secret_kind(token: &str) -> Option<&'static str> {
     if has(|c| c.is_ascii_uppercase())
         && has(|c| c.is_ascii_lowercase())
         && has(|c| c.is_ascii_digit())
+        && !is_camel_case_name(token)
     {
         return Some("a long base64-like token");
     }
     None
+}
+
+/// A camelCase identifier (`cacheCreationEphemeral1hInputTokens`, a field name Claude Code
+/// writes): starts lower case, every capital opens a word of at least three letters, at most
+/// three digits. Random base64 of that length almost never has this shape (each capital
+/// followed by two lower-case letters: about 1 in 6; a 32-character token has ~8 capitals).
+fn is_camel_case_name(token: &str) -> bool {
+    let b = token.as_bytes();
+    b.first().is_some_and(u8::is_ascii_lowercase)
+        && b.iter().all(u8::is_ascii_alphanumeric)
+        && b.iter().filter(|c| c.is_ascii_digit()).count() <= 3
+        && b.iter().enumerate().all(|(i, c)| {
+            !c.is_ascii_uppercase()
+                || (b.get(i + 1).is_some_and(u8::is_ascii_lowercase)
+                    && b.get(i + 2).is_some_and(u8::is_ascii_lowercase))
+        })
 }
 
 /// 40 base64 characters (`/` and `+` included), mixed case with a digit or a `/`/`+`: the
@@ -458,7 +475,7 @@ fn scan_text(text: &str, claims_redaction: bool) -> Vec<String> {
             if piece.is_empty() {
                 continue;
             }
-            if claims_redaction && is_uuid(piece) {
+            if claims_redaction && is_uuid(piece) && !piece.starts_with(crate::FIXED_UUID_PREFIX) {
                 out.push(format!(
                     "uuid {piece} left in a cassette that claims redactions: replace it with a placeholder"
                 ));
@@ -553,7 +570,12 @@ fn check_redaction(report: &mut Report, c: &Cassette) {
     }
     end_run(&mut run, report);
     for placeholder in c.header.redactions.keys() {
-        if !text_seen.contains(placeholder.as_str()) {
+        // The numbered-UUID family is used when one of its members is.
+        let probe = match placeholder.strip_suffix("<N>") {
+            Some(prefix) if prefix == crate::FIXED_UUID_PREFIX => prefix,
+            _ => placeholder.as_str(),
+        };
+        if !text_seen.contains(probe) {
             report.add(
                 1,
                 format!("header: redaction placeholder {placeholder:?} is listed but used nowhere"),

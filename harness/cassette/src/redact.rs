@@ -15,6 +15,11 @@ pub const TS: &str = "<TS>";
 /// 2023-11-14T22:13:20Z).
 pub const TS_MS: &str = "1700000000000";
 
+/// The start of the fixed UUIDs a Claude Code recording writes where the CLI invented one
+/// (`00000000-0000-4000-8000-000000000001`, ...); its header lists the family once as
+/// `00000000-0000-4000-8000-<N>`.
+pub const FIXED_UUID_PREFIX: &str = "00000000-0000-4000-8000-";
+
 /// Literal and pattern redactions, applied in a fixed order.
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {

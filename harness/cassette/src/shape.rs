@@ -104,6 +104,7 @@ pub(crate) fn check_header(v: &Value, text: &str) -> Result<(), String> {
     no_duplicates(text)?;
     for path in [
         "pi",
+        "claude",
         "scenario",
         "expect",
         "expect.flags",

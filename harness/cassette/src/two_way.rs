@@ -5,7 +5,62 @@
 
 use serde_json::Value;
 
-use crate::{Action, ClientLine, Record};
+use crate::{Action, ClientLine, Header, Record};
+
+/// The two-way protocol of a cassette: which field of a client line is its own id (never
+/// compared, echoed in the answer) and which fields the agent ignores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// pi's `--mode rpc`: a command's `id`, echoed first in its `response`.
+    #[default]
+    Rpc,
+    /// Claude Code's stream-json input: a host `control_request`'s `request_id`, echoed as
+    /// `response.request_id` of the `control_response`; a line's `session_id` and `uuid`
+    /// are not compared (the CLI does not act on them).
+    StreamJson,
+}
+
+impl Protocol {
+    /// The protocol of a two-way cassette (`Rpc` for anything but `stream-json`).
+    pub fn of(header: &Header) -> Protocol {
+        if header.is_claude() {
+            Protocol::StreamJson
+        } else {
+            Protocol::Rpc
+        }
+    }
+
+    /// The id a client line carries (its JSON text), if any.
+    fn id_of(self, line: &serde_json::Map<String, Value>) -> Option<String> {
+        match self {
+            Protocol::Rpc => line.get("id").map(Value::to_string),
+            Protocol::StreamJson => (line.get("type").and_then(Value::as_str)
+                == Some("control_request"))
+            .then(|| line.get("request_id").map(Value::to_string))
+            .flatten(),
+        }
+    }
+
+    /// Is `field` of a client line `line` left out of the comparison?
+    fn ignores(self, field: &str, line: &serde_json::Map<String, Value>) -> bool {
+        match self {
+            Protocol::Rpc => field == "id",
+            Protocol::StreamJson => {
+                matches!(field, "session_id" | "uuid")
+                    || (field == "request_id"
+                        && line.get("type").and_then(Value::as_str) == Some("control_request"))
+            }
+        }
+    }
+
+    /// A recorded answer with the replaying client's id in place of the recorded one.
+    pub fn echo(self, body: &[u8], id: Option<&str>) -> Vec<u8> {
+        match self {
+            Protocol::Rpc => with_id(body, id),
+            Protocol::StreamJson => with_request_id(body, id),
+        }
+    }
+}
 
 /// What a two-way cassette's client does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,6 +155,15 @@ pub fn excerpt(line: &[u8]) -> String {
 /// match the recorded JSON line `expected`? Compared by meaning: key order and spacing do
 /// not matter; `type` always, then the record's `match` fields, or every field but `id`.
 pub fn match_json(expected: &ClientLine, line: &[u8]) -> Result<Matched, Vec<Difference>> {
+    match_line(Protocol::Rpc, expected, line)
+}
+
+/// [`match_json`] under `protocol`'s rules for ids and ignored fields.
+pub fn match_line(
+    protocol: Protocol,
+    expected: &ClientLine,
+    line: &[u8],
+) -> Result<Matched, Vec<Difference>> {
     let want: Value = match serde_json::from_str(&expected.json) {
         Ok(v) => v,
         // The reader checked it is JSON; a failure here would be a reader bug.
@@ -141,7 +205,7 @@ pub fn match_json(expected: &ClientLine, line: &[u8]) -> Result<Matched, Vec<Dif
     fields.dedup();
     let differences: Vec<Difference> = fields
         .into_iter()
-        .filter(|f| *f != "id" && w.get(*f) != g.get(*f))
+        .filter(|f| !protocol.ignores(f, w) && !protocol.ignores(f, g) && w.get(*f) != g.get(*f))
         .map(|f| Difference {
             field: Some(f.to_string()),
             expected: shown(w.get(f)),
@@ -150,7 +214,7 @@ pub fn match_json(expected: &ClientLine, line: &[u8]) -> Result<Matched, Vec<Dif
         .collect();
     if differences.is_empty() {
         Ok(Matched {
-            id: g.get("id").map(Value::to_string),
+            id: protocol.id_of(g),
         })
     } else {
         Err(differences)
@@ -209,6 +273,29 @@ pub fn with_id(body: &[u8], id: Option<&str>) -> Vec<u8> {
     out
 }
 
+/// A recorded `control_response` (`body`) with the replaying host's `request_id` (JSON
+/// text) in place of the recorded one: the first `"request_id":` value is replaced, as the
+/// CLI writes it (`{"type":"control_response","response":{"subtype":..,"request_id":..}}`).
+/// Without an id, or without that key, the body is kept.
+pub fn with_request_id(body: &[u8], id: Option<&str>) -> Vec<u8> {
+    const KEY: &[u8] = b"\"request_id\":";
+    let (Some(id), Some(at)) = (id, memchr::memmem::find(body, KEY)) else {
+        return body.to_vec();
+    };
+    let start = at + KEY.len();
+    let mut values =
+        serde_json::Deserializer::from_slice(&body[start..]).into_iter::<serde::de::IgnoredAny>();
+    let Some(Ok(_)) = values.next() else {
+        return body.to_vec();
+    };
+    let end = start + values.byte_offset();
+    let mut out = Vec::with_capacity(body.len() + id.len());
+    out.extend_from_slice(&body[..start]);
+    out.extend_from_slice(id.as_bytes());
+    out.extend_from_slice(&body[end..]);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,6 +345,53 @@ mod tests {
         assert!(match_json(&rec, br#"{"type":"prompt","message":"hi"}"#).is_ok());
         let e = match_json(&rec, br#"{"type":"steer","message":"hi"}"#).unwrap_err();
         assert_eq!(e[0].field.as_deref(), Some("type"));
+    }
+
+    #[test]
+    fn stream_json_lines_ignore_session_and_echo_request_ids() {
+        let user = line(
+            r#"{"type":"user","session_id":"","parent_tool_use_id":null,"message":{"role":"user","content":"hi"}}"#,
+            None,
+        );
+        let sent = br#"{"type":"user","session_id":"abc","message":{"role":"user","content":"hi"},"parent_tool_use_id":null}"#;
+        assert_eq!(
+            match_line(Protocol::StreamJson, &user, sent).unwrap().id,
+            None
+        );
+        // Under RPC rules the session id counts.
+        assert!(match_json(&user, sent).is_err());
+        let interrupt = line(
+            r#"{"type":"control_request","request_id":"int-1","request":{"subtype":"interrupt"}}"#,
+            None,
+        );
+        let m = match_line(
+            Protocol::StreamJson,
+            &interrupt,
+            br#"{"type":"control_request","request_id":"mine","request":{"subtype":"interrupt"}}"#,
+        )
+        .unwrap();
+        assert_eq!(m.id.as_deref(), Some(r#""mine""#));
+        // An answer to the CLI's permission request: its request_id is compared (it must
+        // be the one the CLI issued) and nothing is echoed.
+        let allow = line(
+            r#"{"type":"control_response","response":{"subtype":"success","request_id":"r-9","response":{"behavior":"allow"}}}"#,
+            None,
+        );
+        let e = match_line(
+            Protocol::StreamJson,
+            &allow,
+            br#"{"type":"control_response","response":{"subtype":"success","request_id":"r-8","response":{"behavior":"allow"}}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e[0].field.as_deref(), Some("response"));
+        let deny = br#"{"type":"control_response","response":{"subtype":"success","request_id":"r-9","response":{"behavior":"deny","message":"no"}}}"#;
+        assert!(match_line(Protocol::StreamJson, &allow, deny).is_err());
+        let rec = br#"{"type":"control_response","response":{"subtype":"success","request_id":"int-1","response":{"still_queued":[]}}}"#;
+        assert_eq!(
+            Protocol::StreamJson.echo(rec, Some(r#""mine""#)),
+            br#"{"type":"control_response","response":{"subtype":"success","request_id":"mine","response":{"still_queued":[]}}}"#
+        );
+        assert_eq!(Protocol::StreamJson.echo(rec, None), rec.to_vec());
     }
 
     #[test]

@@ -15,6 +15,13 @@ struct Cli {
     command: Command,
 }
 
+/// `record --agent`: the CLI a recording runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum AgentArg {
+    Pi,
+    Claude,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Work with cassette files (recorded pi runs).
@@ -101,6 +108,11 @@ enum Command {
         /// pi's arguments must include `--mode rpc`. Writes a version 2 (two-way) cassette.
         #[arg(long, value_name = "FILE", conflicts_with_all = ["stdin", "signal"])]
         client_script: Option<PathBuf>,
+        /// The CLI --pi names: `pi`, or `claude` (Claude Code in stream-json mode, driven by
+        /// --client-script, against the script as an Anthropic API; writes a `stream-json`
+        /// cassette).
+        #[arg(long, value_enum, default_value_t = AgentArg::Pi)]
+        agent: AgentArg,
         /// pi's arguments; `{TMP}`/`{CWD}` name the run's temp and working dirs.
         #[arg(last = true, required = true)]
         pi_args: Vec<String>,
@@ -283,19 +295,33 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             api,
             allow_exhausted,
             client_script,
+            agent,
             pi_args,
         } => {
+            let claude = agent == AgentArg::Claude;
             let rpc_args = pi_args
                 .windows(2)
                 .any(|w| w[0] == "--mode" && w[1] == "rpc")
                 || pi_args.iter().any(|a| a == "--mode=rpc");
-            if client_script.is_some() != rpc_args {
+            let stream_json_args = pi_args
+                .windows(2)
+                .any(|w| w[0] == "--input-format" && w[1] == "stream-json")
+                || pi_args.iter().any(|a| a == "--input-format=stream-json");
+            if claude && (client_script.is_none() || !stream_json_args) {
+                anyhow::bail!(
+                    "--agent claude records a stream-json session: give --client-script and Claude Code's `--input-format stream-json`"
+                );
+            }
+            if !claude && client_script.is_some() != rpc_args {
                 anyhow::bail!(
                     "--client-script and pi's `--mode rpc` go together: an RPC session needs a client, and a client script drives only RPC mode"
                 );
             }
             let mut opts = recorder::RecordOptions::new(script, out, pi, pi_args);
             opts.client_script = client_script;
+            if claude {
+                opts.agent = recorder::Agent::Claude;
+            }
             opts.allow_exhausted = allow_exhausted;
             opts.pi_version = pi_version;
             opts.stdin = stdin;

@@ -19,8 +19,10 @@ pub struct ImportArgs {
     /// cassettes/FORMAT.md).
     #[arg(value_name = "RAW.jsonl")]
     pub raw: PathBuf,
-    /// What RAW holds: `json` (pi's stdout) or `rpc` (a two-way transcript: a version 2 cassette).
-    #[arg(long, value_name = "MODE", default_value = "json", value_parser = ["json", "rpc"])]
+    /// What RAW holds: `json` (pi's stdout), `rpc` (a two-way transcript of `pi --mode rpc`:
+    /// a version 2 cassette) or `stream-json` (a two-way transcript of Claude Code's
+    /// stream-json; `--pi-version` is then Claude Code's version, 2.1.330).
+    #[arg(long, value_name = "MODE", default_value = "json", value_parser = ["json", "rpc", "stream-json"])]
     pub mode: String,
     /// --mode rpc: pi's stdout byte for byte; every stdout entry of the transcript must be its next line, and the cassette keeps pi's exact bytes.
     #[arg(long, value_name = "FILE")]
@@ -145,7 +147,7 @@ impl ImportArgs {
             (None, Some(sig), false) => Ending::Signal(sig),
             (None, None, true) => Ending::Hang,
             // A transcript says how pi ended; [`run_import`] takes the option only if given.
-            (None, None, false) if self.mode == "rpc" => Ending::Hang,
+            (None, None, false) if self.mode != "json" => Ending::Hang,
             _ => {
                 return Err(ImportError::Usage(
                     "say how the process ended: one of --exit CODE, --signal SIG, --hang".into(),
@@ -215,13 +217,18 @@ impl ImportArgs {
 pub fn run_import(args: ImportArgs) -> i32 {
     let raw = args.raw.clone();
     let out = args.out.clone();
-    let rpc = args.mode == "rpc";
+    let rpc = args.mode != "json";
+    let protocol = if args.mode == "stream-json" {
+        pi_cassette::two_way::Protocol::StreamJson
+    } else {
+        pi_cassette::two_way::Protocol::Rpc
+    };
     let (raw_stdout, requests) = (args.raw_stdout.clone(), args.requests.clone());
     let spawn_tools = args.spawn_tools;
     let given_ending = args.exit.is_some() || args.signal.is_some() || args.hang;
     let result = if !rpc && (raw_stdout.is_some() || requests.is_some() || spawn_tools) {
         Err(ImportError::Usage(
-            "--raw-stdout, --requests and --spawn-tools belong to --mode rpc (a json-mode RAW is pi's stdout itself)".into(),
+            "--raw-stdout, --requests and --spawn-tools belong to --mode rpc and stream-json (a json-mode RAW is pi's stdout itself)".into(),
         ))
     } else {
         args.into_options().and_then(|o| {
@@ -231,10 +238,13 @@ pub fn run_import(args: ImportArgs) -> i32 {
                     &raw,
                     &out,
                     &o,
-                    raw_stdout.as_deref(),
-                    requests.as_deref(),
-                    ending,
-                    spawn_tools,
+                    &import_rpc::FileInputs {
+                        raw_stdout: raw_stdout.as_deref(),
+                        requests: requests.as_deref(),
+                        ending,
+                        spawn_tools,
+                        protocol,
+                    },
                 )
             } else {
                 import_file(&raw, &out, &o)

@@ -37,6 +37,8 @@
 //! assert_eq!(pi_grammar::join_prompt(stdin.as_deref(), &p87.messages).as_deref(), Some("Read this:hi"));
 //! ```
 
+pub mod claude;
+
 use std::collections::BTreeMap;
 use std::fmt;
 

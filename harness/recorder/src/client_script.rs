@@ -18,13 +18,15 @@
 //! |---|---|
 //! | absent | right after the previous step |
 //! | `"start"` | at once (pi buffers what comes before it is ready) |
-//! | `{"type": T, "n": K, "delta": D, "id": I}` | once K stdout records (from pi's start) had `type` T; `delta`: also `assistantMessageEvent.type` D; `id`: also that `id` |
+//! | `{"type": T, "n": K, "delta": D, "id": I}` | once K stdout records (from pi's start) had `type` T; `delta`: also `assistantMessageEvent.type` D (pi) or `event.delta.type` D (Claude Code's `stream_event`); `id`: also that `id` |
 //! | `{"idle_ms": N}` | once no stdout line came for N ms |
 //!
 //! Actions: `"send": COMMAND` (written as one compact JSON line), `"raw": "TEXT"` (written as
 //! is, then `\n`: a malformed command), `"close_stdin": true`, `"signal": "SIGTERM"` (or
 //! SIGINT, SIGHUP). After the last step the recorder waits for pi to exit (up to the
-//! recording's timeout). `{TMP}` and `{CWD}` in the script name the run's directories.
+//! recording's timeout). `{TMP}` and `{CWD}` in the script name the run's directories;
+//! `{REQUEST_ID}` in a `send` is the `request_id` of the last `control_request` the agent
+//! wrote (Claude Code's permission prompts: the answer must echo it).
 
 use std::path::Path;
 use std::time::Duration;
@@ -250,11 +252,33 @@ impl Seen {
             .filter(|v| {
                 delta.as_ref().map_or(true, |d| {
                     v["assistantMessageEvent"]["type"].as_str() == Some(d.as_str())
+                        || v["event"]["delta"]["type"].as_str() == Some(d.as_str())
                 })
             })
             .filter(|v| id.as_ref().map_or(true, |i| v.get("id") == Some(i)))
             .count();
         count >= *n
+    }
+
+    /// The `request_id` of the last `control_request` seen (a JSON string's contents).
+    pub fn last_request_id(&self) -> Option<&str> {
+        self.lines
+            .iter()
+            .rev()
+            .find(|v| v.get("type").and_then(Value::as_str) == Some("control_request"))
+            .and_then(|v| v["request_id"].as_str())
+    }
+
+    /// `line` with `{REQUEST_ID}` replaced (Err when there is none to echo).
+    pub fn fill(&self, line: &str) -> Result<String, String> {
+        if !line.contains("{REQUEST_ID}") {
+            return Ok(line.to_string());
+        }
+        let id = self
+            .last_request_id()
+            .ok_or("`{REQUEST_ID}`: the agent wrote no control_request yet")?;
+        let quoted = Value::from(id).to_string();
+        Ok(line.replace("{REQUEST_ID}", &quoted[1..quoted.len() - 1]))
     }
 }
 

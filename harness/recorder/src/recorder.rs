@@ -25,7 +25,7 @@ use tokio::sync::mpsc;
 use crate::client_script::{Act, ClientScript, When};
 use crate::llm_script::{Api, Script};
 use crate::llm_server::{LlmServer, LoggedRequest, ServerOptions};
-use pi_cassette::redact::{self, Redactor};
+use pi_cassette::redact::{self, Redactor, FIXED_UUID_PREFIX};
 use pi_cassette::{
     Action, Cassette, Dialect, Expect, FlagRule, Grandchild, Header, Origin, OriginKind, PiSource,
     ProcessBehaviour, Record, Scenario, SignalAction, Spawn, TimingKind, FORMAT_NAME,
@@ -132,6 +132,42 @@ pub struct RecordOptions {
     /// Record an RPC session (`--mode rpc`) driven by this client script (see
     /// [`crate::client_script`]): a version 2 cassette.
     pub client_script: Option<PathBuf>,
+    /// Which CLI `pi` is: pi itself, or Claude Code (stream-json, driven by the client script).
+    pub agent: Agent,
+}
+
+/// The CLI a recording runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Agent {
+    #[default]
+    Pi,
+    /// Claude Code, in stream-json mode, against the scripted server as an Anthropic API
+    /// (`ANTHROPIC_BASE_URL`), with a throwaway `HOME` and `TMPDIR` and nothing else from
+    /// the environment but `PATH`.
+    Claude,
+}
+
+impl Agent {
+    /// The two-way protocol a client script speaks to it.
+    pub fn protocol(self) -> pi_cassette::two_way::Protocol {
+        match self {
+            Agent::Pi => pi_cassette::two_way::Protocol::Rpc,
+            Agent::Claude => pi_cassette::two_way::Protocol::StreamJson,
+        }
+    }
+}
+
+/// Claude Code's version as `claude --version` prints it (`2.1.330 (Claude Code)`).
+pub fn claude_version_of(claude: &Path) -> Option<String> {
+    let out = std::process::Command::new(claude)
+        .arg("--version")
+        .env("HOME", "/nonexistent")
+        .stdin(Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v = text.split_whitespace().next()?;
+    (out.status.success() && text.contains("(Claude Code)")).then(|| v.to_string())
 }
 
 impl RecordOptions {
@@ -158,6 +194,7 @@ impl RecordOptions {
             allow_exhausted: false,
             api: Api::OpenAi,
             client_script: None,
+            agent: Agent::Pi,
         }
     }
 }
@@ -522,9 +559,25 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
             }
         );
     }
-    let pi_root = pi_package_root(&opts.pi);
+    let claude = opts.agent == Agent::Claude;
+    if claude && client.is_none() {
+        bail!(
+            "--agent claude records a stream-json session: give --client-script (the host's side)"
+        );
+    }
+    let pi_root = if claude {
+        None
+    } else {
+        pi_package_root(&opts.pi)
+    };
     let version = match (&opts.pi_version, &pi_root) {
         (Some(v), _) => v.clone(),
+        (None, None) if claude => claude_version_of(&opts.pi).ok_or_else(|| {
+            anyhow!(
+                "{}: `--version` did not print a Claude Code version; pass --pi-version",
+                opts.pi.display()
+            )
+        })?,
         (None, Some(root)) => package_version(root)
             .ok_or_else(|| anyhow!("{}: no version in package.json", root.display()))?,
         (None, None) => bail!(
@@ -541,7 +594,8 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
     let work = tmp.join("work");
     let agent = tmp.join("agent");
     let home = tmp.join("home");
-    for d in [&work, &agent, &home] {
+    let tmpdir = tmp.join("tmpdir");
+    for d in [&work, &agent, &home, &tmpdir] {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
     }
     for (rel, content) in &script.files {
@@ -612,6 +666,11 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
         work: work.clone(),
         path: path_value,
         marker: format!("pi-harness-rec-{}", random_token(8)),
+        claude: claude.then(|| ClaudeEnv {
+            base_url: server.base_url().trim_end_matches("/v1").to_string(),
+            key: key.clone(),
+            tmpdir: tmpdir.clone(),
+        }),
     };
 
     if let Some(prelude) = &opts.prelude {
@@ -640,6 +699,9 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
         if let Some(id) = rpc_session_id(&run.timeline) {
             redactor.literal(&id, "<SESSION_ID>", "pi's session id");
         }
+        if claude {
+            claude_redactions(&run.timeline, &mut redactor);
+        }
         let (transcript, stdout) =
             rpc_transcript(&run.timeline, (run.ending, run.exited_at), &mut redactor);
         let log = std::fs::read_to_string(&log_path).unwrap_or_default();
@@ -655,7 +717,10 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
                 opts.scenario.clone()
             },
             &if opts.description.is_empty() {
-                format!("recorded from pi {version}")
+                format!(
+                    "recorded from {} {version}",
+                    if claude { "Claude Code" } else { "pi" }
+                )
             } else {
                 opts.description.clone()
             },
@@ -671,18 +736,28 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
                 requests: Some((Path::new("(the request log)"), log.as_bytes())),
                 ending: None,
                 spawn_tools: true,
+                protocol: opts.agent.protocol(),
             },
         )
         .map_err(|e| anyhow!("building the cassette: {e}"))?;
         let redacted_args: Vec<String> = args.iter().map(|a| redactor.apply(a)).collect();
-        cassette.header.expect = expect_from_args(
-            &version,
-            &redacted_args,
-            None,
-            &recording_settings(opts),
-            session_use(opts, &redacted_args),
-        )
-        .map_err(anyhow::Error::msg)?;
+        cassette.header.expect = if claude {
+            claude_expect(&redacted_args)?
+        } else {
+            expect_from_args(
+                &version,
+                &redacted_args,
+                None,
+                &recording_settings(opts),
+                session_use(opts, &redacted_args),
+            )
+            .map_err(anyhow::Error::msg)?
+        };
+        if claude {
+            // SIGTERM and SIGHUP: the tool trees killed, exit 143 / 129 (pi's defaults);
+            // SIGINT: an interrupt, then exit 0 (the recorded records say what comes first).
+            cassette.header.process.on_sigint = pi_cassette::SignalAction::CleanupExit { code: 0 };
+        }
         cassette.header.origin = Origin {
             kind: OriginKind::Recorded,
             source: Some(opts.source.clone().unwrap_or_else(|| {
@@ -710,6 +785,18 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
             .filter(|(p, _)| body.contains(p.as_str()))
             .map(|(p, d)| (p.clone(), d.clone()))
             .collect();
+        // The numbered UUIDs are one redaction, listed once.
+        let before = cassette.header.redactions.len();
+        cassette
+            .header
+            .redactions
+            .retain(|p, _| !p.starts_with(FIXED_UUID_PREFIX));
+        if cassette.header.redactions.len() < before {
+            cassette.header.redactions.insert(
+                format!("{FIXED_UUID_PREFIX}<N>"),
+                "UUIDs Claude Code invents (message uuids, permission request ids), numbered in order of first appearance".into(),
+            );
+        }
         let path = write_checked(&cassette, &opts.out, &key, &tmp)?;
         let bytes = std::fs::metadata(&path)?.len();
         drop(tmp_dir);
@@ -1091,10 +1178,39 @@ struct PiEnv {
     work: PathBuf,
     path: String,
     marker: String,
+    claude: Option<ClaudeEnv>,
+}
+
+/// What Claude Code is given instead of pi's agent dir.
+struct ClaudeEnv {
+    /// The scripted server, as `ANTHROPIC_BASE_URL` (without `/v1`).
+    base_url: String,
+    key: String,
+    tmpdir: PathBuf,
 }
 
 fn pi_command(pi: &Path, args: &[String], env: &PiEnv) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(pi);
+    if let Some(c) = &env.claude {
+        // Nothing of the developer's environment: their ANTHROPIC_* / CLAUDE_* / proxy
+        // variables would change what the CLI does.
+        cmd.args(args)
+            .current_dir(&env.work)
+            .env_clear()
+            .env("PATH", &env.path)
+            .env("HOME", &env.home)
+            .env("TMPDIR", &c.tmpdir)
+            .env("LANG", "C.UTF-8")
+            .env("ANTHROPIC_BASE_URL", &c.base_url)
+            .env("ANTHROPIC_API_KEY", &c.key)
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("CLAUDE_CODE_MAX_RETRIES", "1")
+            .env(MARKER_VAR, &env.marker)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        return cmd;
+    }
     cmd.args(args)
         .current_dir(&env.work)
         .env("PI_CODING_AGENT_DIR", &env.agent)
@@ -1743,6 +1859,13 @@ async fn run_rpc(
                     failure = Some(format!("client script step {i}: stdin is already closed"));
                     break;
                 };
+                let line = match seen.fill(line) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        failure = Some(format!("client script step {i}: {e}"));
+                        break;
+                    }
+                };
                 let mut bytes = line.clone().into_bytes();
                 bytes.push(b'\n');
                 if let Err(e) = w.write_all(&bytes).await {
@@ -1752,7 +1875,7 @@ async fn run_rpc(
                     break;
                 }
                 let _ = w.flush().await;
-                timeline.push((at, Timed::Wrote(line.clone())));
+                timeline.push((at, Timed::Wrote(line)));
             }
             Act::CloseStdin => {
                 if let Some(mut w) = stdin.take() {
@@ -1815,6 +1938,92 @@ async fn run_rpc(
         exited_at,
         leftovers,
     })
+}
+
+/// Claude Code's run-specific values in a recording: its session id (`<SESSION_ID>`), the
+/// other UUIDs it invents (message uuids, permission request ids), in order of first
+/// appearance, as fixed UUIDs `00000000-0000-4000-8000-00000000NNNN` (still UUIDs, so a
+/// host that checks their shape accepts them; consistent, so a request id the host echoes
+/// stays the one the CLI issued), and its process id inside the socket path.
+fn claude_redactions(timeline: &[(Duration, Timed)], redactor: &mut Redactor) {
+    let mut uuids: Vec<String> = Vec::new();
+    let mut pids: Vec<String> = Vec::new();
+    let mut session: Option<String> = None;
+    for (_, e) in timeline {
+        let text = match e {
+            Timed::Out(Captured::Line(l, _)) => String::from_utf8_lossy(l),
+            Timed::Wrote(l) => std::borrow::Cow::Borrowed(l.as_str()),
+            _ => continue,
+        };
+        if let Ok(v) = serde_json::from_str::<Value>(&text) {
+            if v["type"] == "system" && v["subtype"] == "init" {
+                if let Some(id) = v["session_id"].as_str() {
+                    redactor.literal(id, "<SESSION_ID>", "Claude Code's session id");
+                    session = Some(id.to_string());
+                }
+            }
+        }
+        let b = text.as_bytes();
+        for i in 0..b.len().saturating_sub(35) {
+            // UUIDs are ASCII: a window that is not is no UUID (and no char boundary matters).
+            let Ok(cand) = std::str::from_utf8(&b[i..i + 36]) else {
+                continue;
+            };
+            if is_uuid(cand) && !uuids.iter().any(|u| u == cand) && session.as_deref() != Some(cand)
+            {
+                uuids.push(cand.to_string());
+            }
+        }
+        let mut rest = &text[..];
+        while let Some(at) = rest.find("cc-socks/") {
+            rest = &rest[at + 9..];
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            if !digits.is_empty() && rest[digits.len()..].starts_with(".sock") {
+                pids.push(format!("cc-socks/{digits}.sock"));
+            }
+        }
+    }
+    for (n, u) in uuids.iter().enumerate() {
+        redactor.literal(
+            u,
+            &format!("{FIXED_UUID_PREFIX}{:012}", n + 1),
+            "UUIDs Claude Code invents (uuid, request_id), numbered in order",
+        );
+    }
+    for p in pids {
+        redactor.literal(
+            &p,
+            "cc-socks/<PID>.sock",
+            "Claude Code's pid in its socket path",
+        );
+    }
+}
+
+fn is_uuid(s: &str) -> bool {
+    s.len() == 36
+        && s.bytes().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => b == b'-',
+            _ => b.is_ascii_hexdigit() && !b.is_ascii_uppercase(),
+        })
+        && !s.starts_with(FIXED_UUID_PREFIX)
+}
+
+/// A Claude Code recording's `expect`: every option of the command line (switches present,
+/// values exact); `ANTHROPIC_API_KEY` set.
+fn claude_expect(args: &[String]) -> anyhow::Result<pi_cassette::Expect> {
+    let parsed = pi_grammar::claude::parse(args, false)
+        .map_err(|stop| anyhow!("the Claude Code command line: {}", stop.stderr.trim_end()))?;
+    let mut expect = pi_cassette::Expect::default();
+    for name in parsed.options.keys() {
+        let rule = match parsed.flag_value(name) {
+            Some(v) => pi_cassette::FlagRule::Value(v),
+            None => pi_cassette::FlagRule::Present(true),
+        };
+        expect.flags.insert(name.clone(), rule);
+    }
+    expect.argv_messages = Some(parsed.prompt.clone());
+    expect.env = vec!["ANTHROPIC_API_KEY".into()];
+    Ok(expect)
 }
 
 /// The session id an RPC session reports (`get_state`'s `data.sessionId`), if any.

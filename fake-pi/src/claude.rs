@@ -1,0 +1,177 @@
+//! fake-pi as Claude Code: a `stream-json` cassette (header `mode: "stream-json"`) makes
+//! fake-pi behave like the Claude Code CLI it was recorded from.
+//!
+//! The command line is read as the CLI reads it ([`pi_grammar::claude`]: its option errors
+//! and checks, with its exact messages and exit 1; `--version`); then it is compared with
+//! the recording's (`expect.flags`: every option the recording had, with its value, and no
+//! other); `ANTHROPIC_API_KEY` must be set as the CLI needs it. Then the two-way replay runs
+//! exactly as for pi's RPC mode ([`crate::client`], [`crate::replay`]) under the
+//! stream-json rules of [`pi_cassette::two_way::Protocol::StreamJson`]: the host's lines
+//! are checked (user messages, `control_response`s to permission prompts: allow vs deny,
+//! and `control_request`s whose `request_id` is echoed in the CLI's answer), and what does
+//! not match is exit 99 with one line per difference. The recorded session id becomes the
+//! host's `--session-id` or a fresh UUID; the recording's directories become this run's.
+
+use std::fs::File;
+use std::io::{IsTerminal, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use pi_cassette::{CassetteError, CassetteReader, FlagRule, Header};
+use pi_grammar::claude;
+
+use crate::{fail, EXIT_EXPECTATION, EXIT_INVALID_CASSETTE, EXIT_MISUSE, EXIT_NO_CASSETTE};
+
+/// Replay the stream-json cassette `file` (at `path`, header `header`) for `argv`.
+pub fn run(header: &Header, argv: &[String], path: &Path, file: &File, speed: Option<&str>) -> i32 {
+    let stdout_tty = std::io::stdout().is_terminal();
+    let parsed = match claude::parse(argv, stdout_tty) {
+        Ok(p) => p,
+        Err(stop) => {
+            let mut out = std::io::stdout().lock();
+            if out
+                .write_all(stop.stdout.as_bytes())
+                .and_then(|()| out.flush())
+                .is_err()
+            {
+                return crate::replay::EXIT_STDOUT_CLOSED;
+            }
+            let _ = std::io::stderr().write_all(stop.stderr.as_bytes());
+            return stop.code;
+        }
+    };
+    let mismatches = mismatches(header, &parsed);
+    if !mismatches.is_empty() {
+        for m in &mismatches {
+            eprintln!(
+                "fake-pi: expectation mismatch: {m} (cassette {})",
+                path.display()
+            );
+        }
+        return EXIT_EXPECTATION;
+    }
+    if std::env::var_os("ANTHROPIC_API_KEY").map_or(true, |k| k.is_empty()) {
+        // What the CLI prints without a key (measured with `-p hi`).
+        println!("Not logged in · Please run /login");
+        return 1;
+    }
+    let speed = match crate::replay::Speed::parse(speed) {
+        Ok(s) => s,
+        Err(e) => return fail(EXIT_MISUSE, e),
+    };
+    if let Err(e) = crate::signals::block() {
+        return fail(EXIT_MISUSE, format!("cannot block signals: {e}"));
+    }
+    if let Err(e) = crate::signals::start(header.process.clone()) {
+        return fail(EXIT_MISUSE, format!("cannot start the signal thread: {e}"));
+    }
+    let wait = match crate::rpc_wait() {
+        Ok(w) => w,
+        Err(e) => return fail(EXIT_MISUSE, e),
+    };
+    let client =
+        match crate::client::Client::start(wait, pi_cassette::two_way::Protocol::StreamJson) {
+            Ok(c) => c,
+            Err(e) => return fail(EXIT_MISUSE, format!("cannot read stdin: {e}")),
+        };
+    let requests =
+        match crate::client::RequestLog::open(std::env::var("FAKE_PI_REQUEST_LOG").ok().as_deref())
+        {
+            Ok(r) => r,
+            Err(e) => return fail(EXIT_MISUSE, format!("FAKE_PI_REQUEST_LOG: {e}")),
+        };
+    let cwd = std::env::current_dir()
+        .map(|d| d.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| ".".into());
+    let session_id = parsed
+        .value("session-id")
+        .map(str::to_string)
+        .unwrap_or_else(crate::values::uuid_v4);
+    let home = std::env::var("HOME").unwrap_or_default();
+    let tmp = std::env::temp_dir().to_string_lossy().into_owned();
+    let keep_recorded = std::env::var("FAKE_PI_VALUES").is_ok_and(|v| v == "recorded");
+    let values = if keep_recorded {
+        None
+    } else {
+        crate::values::Values::from_pairs(
+            header.redactions.keys(),
+            &[
+                ("<SESSION_ID>", &session_id),
+                ("<CWD>", &cwd),
+                ("<HOME>", &home),
+                ("<TMP>", &tmp),
+            ],
+        )
+    };
+    let session = crate::session::Session::new(
+        crate::session::Plan::Ephemeral {
+            id: Some(session_id.clone()),
+        },
+        None,
+        &cwd,
+    );
+    let mut hooks = crate::replay::Hooks {
+        session,
+        meta: crate::session::SessionMeta {
+            provider: None,
+            model: None,
+            thinking: None,
+        },
+        values,
+        recorded_session_id: None,
+        session_line_done: true,
+        client: Some(client),
+        requests,
+    };
+    let load_error = |e: CassetteError| match e {
+        e @ CassetteError::Io { .. } => fail(EXIT_NO_CASSETTE, e.to_string()),
+        e @ CassetteError::Invalid { .. } => {
+            fail(EXIT_INVALID_CASSETTE, format!("invalid cassette: {e}"))
+        }
+    };
+    let mut records = match (&*file)
+        .seek(SeekFrom::Start(0))
+        .map_err(|source| CassetteError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+        .and_then(|_| CassetteReader::from_read(path, file))
+    {
+        Ok(r) => r,
+        Err(e) => return load_error(e),
+    };
+    crate::replay::run(&mut records, path, speed, &mut hooks)
+}
+
+/// How the command line differs from the recording's: an option the recording had that is
+/// missing or has another value, or one it did not have.
+fn mismatches(header: &Header, parsed: &claude::Parsed) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, rule) in &header.expect.flags {
+        match rule {
+            FlagRule::Present(true) if !parsed.has(name) => out.push(format!(
+                "the recording ran with --{name}; this call has none"
+            )),
+            FlagRule::Present(false) if parsed.has(name) => {
+                out.push(format!("--{name}: the recording ran without it"))
+            }
+            FlagRule::Value(want) => match parsed.flag_value(name) {
+                None => out.push(format!(
+                    "the recording ran with --{name} {want}; this call has none"
+                )),
+                Some(got) if got != *want => out.push(format!(
+                    "--{name}: expected {want:?} (as recorded), got {got:?}"
+                )),
+                Some(_) => {}
+            },
+            _ => {}
+        }
+    }
+    for name in parsed.options.keys() {
+        if !header.expect.flags.contains_key(name) {
+            out.push(format!(
+                "--{name}: the recording ran without it (it changes what the CLI does)"
+            ));
+        }
+    }
+    out
+}

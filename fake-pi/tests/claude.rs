@@ -1,0 +1,208 @@
+//! fake-pi as Claude Code (a `stream-json` cassette): every recorded session replays to the
+//! recorded bytes when a host does what the recording's host did, the permission answer is
+//! checked (allow is not deny), the command line is read as the CLI reads it, and the
+//! tool process of an allowed Bash call runs until the CLI's SIGTERM ends it.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use common::*;
+use pi_cassette::two_way::{client_steps, ClientAction};
+use pi_cassette::{Action, Cassette};
+
+const ARGS: &[&str] = &[
+    "-p",
+    "--input-format",
+    "stream-json",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--include-partial-messages",
+    "--permission-prompt-tool",
+    "stdio",
+];
+
+fn corpus() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cassettes/claude");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains(".cassette.jsonl"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn claude(name: &str) -> PathBuf {
+    corpus()
+        .into_iter()
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(name))
+        .unwrap_or_else(|| panic!("no {name} cassette"))
+}
+
+/// The host's lines, written at once (fake-pi takes them in order as the replay reaches
+/// them), and whether the host closes stdin at the end.
+fn host_input(c: &Cassette) -> (Vec<u8>, bool, Option<String>) {
+    let mut bytes = Vec::new();
+    let mut close = false;
+    let mut signal = None;
+    for step in client_steps(&c.records) {
+        match step.action {
+            ClientAction::Line(l) | ClientAction::Raw(l) => {
+                bytes.extend_from_slice(l.as_bytes());
+                bytes.push(b'\n');
+            }
+            ClientAction::Close => close = true,
+            ClientAction::Signal(s) => signal = Some(s),
+        }
+    }
+    (bytes, close, signal)
+}
+
+#[test]
+fn every_recorded_session_replays_byte_for_byte_to_the_same_host() {
+    let world = World::new("claude_corpus");
+    let cassettes = corpus();
+    assert!(cassettes.len() >= 8, "the corpus has {}", cassettes.len());
+    for path in cassettes {
+        let c = Cassette::load(&path).unwrap();
+        let (input, close, signal) = host_input(&c);
+        let mut child = world
+            .fake_pi(&path)
+            .args(ARGS)
+            .env("FAKE_PI_VALUES", "recorded")
+            .env("FAKE_PI_SPEED", "0")
+            .env("ANTHROPIC_API_KEY", "k")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(&input).unwrap();
+        if let Some(sig) = &signal {
+            // The recording's host signalled once the tool ran: wait for the replay to
+            // reach the signal (its spawn is running), then send it.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let sig: nix::sys::signal::Signal = sig.parse().unwrap();
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
+        }
+        if close {
+            drop(stdin);
+        } else {
+            std::mem::forget(stdin);
+        }
+        let out = child.wait_with_output().unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&c.stdout_bytes()),
+            "{name}: stdout"
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&c.stderr_bytes()),
+            "{name}: stderr"
+        );
+        match c.ending() {
+            Action::Exit(code) => assert_eq!(out.status.code(), Some(*code), "{name}"),
+            other => panic!("{name}: a recorded session ends with an exit, not {other:?}"),
+        }
+    }
+    world.assert_none_left();
+}
+
+#[test]
+fn a_deny_where_the_recording_allowed_is_refused_naming_the_line() {
+    let world = World::new("claude_deny_vs_allow");
+    let path = claude("claude_tool_allowed");
+    let c = Cassette::load(&path).unwrap();
+    let (input, _, _) = host_input(&c);
+    let input = String::from_utf8(input).unwrap().replace(
+        r#""behavior":"allow""#,
+        r#""behavior":"deny","message":"no""#,
+    );
+    let mut child = world
+        .fake_pi(&path)
+        .args(ARGS)
+        .env("ANTHROPIC_API_KEY", "k")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(99), "{err}");
+    let first = err.lines().next().unwrap();
+    assert!(
+        first.starts_with(&format!("fake-pi: client mismatch: {}:", path.display()))
+            && first.contains("field `response`")
+            && first.contains(r#""behavior":"allow""#)
+            && first.contains(r#""behavior":"deny""#),
+        "{first}"
+    );
+    world.assert_none_left();
+}
+
+#[test]
+fn the_command_line_is_read_as_the_cli_reads_it() {
+    let world = World::new("claude_argv");
+    let path = claude("claude_text");
+    let run = |args: &[&str], key: bool| {
+        let mut cmd = world.fake_pi(&path);
+        cmd.args(args).stdin(Stdio::null());
+        if key {
+            cmd.env("ANTHROPIC_API_KEY", "k");
+        } else {
+            cmd.env_remove("ANTHROPIC_API_KEY");
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // The CLI's own checks, with its messages (measured on 2.1.330).
+    assert_eq!(
+        run(&["-p", "--output-format", "stream-json", "hi"], true),
+        (
+            Some(1),
+            String::new(),
+            "Error: When using --print, --output-format=stream-json requires --verbose\n".into()
+        )
+    );
+    assert_eq!(
+        run(&["--version"], true),
+        (Some(0), "2.1.330 (Claude Code)\n".into(), String::new())
+    );
+    // A valid call the recording did not make: said so, exit 99.
+    let mut fewer: Vec<&str> = ARGS.to_vec();
+    fewer.truncate(ARGS.len() - 2);
+    let (code, _, err) = run(&fewer, true);
+    assert_eq!(code, Some(99), "{err}");
+    assert!(
+        err.contains("the recording ran with --permission-prompt-tool stdio; this call has none"),
+        "{err}"
+    );
+    // No key: what the CLI says.
+    assert_eq!(
+        run(ARGS, false),
+        (
+            Some(1),
+            "Not logged in · Please run /login\n".into(),
+            String::new()
+        )
+    );
+    world.assert_none_left();
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Record the Claude Code corpus from the real CLI: every cassettes/scripts/claude/NAME.client.json
+# (the host's side) with NAME.llm.json (the scripted model), into OUT (default cassettes/claude).
+# Usage: scripts/record-claude-corpus.sh [OUT] [NAME...]
+# Needs the pi-harness binary (PI_HARNESS, default target/debug/pi-harness) and installs the CLI
+# with scripts/install-claude.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-cassettes/claude}
+shift || true
+PI_HARNESS=${PI_HARNESS:-target/debug/pi-harness}
+CLAUDE=$(scripts/install-claude.sh)
+VERSION=$(HOME=/nonexistent "$CLAUDE" --version | cut -d' ' -f1)
+SUFFIX=cc${VERSION//./}
+mkdir -p "$OUT"
+names=("$@")
+if [ ${#names[@]} -eq 0 ]; then
+  for f in cassettes/scripts/claude/*.client.json; do names+=("$(basename "$f" .client.json)"); done
+fi
+for name in "${names[@]}"; do
+  s=cassettes/scripts/claude/$name
+  desc=$(sed -n 's/^ *"description": *"\(.*\)",*$/\1/p' "$s.llm.json" | head -1)
+  "$PI_HARNESS" record --agent claude --pi "$CLAUDE" --script "$s.llm.json" --client-script "$s.client.json" \
+    --scenario "$name" ${desc:+--description "$desc"} --timeout 120 \
+    --out "$OUT/$name.$SUFFIX.cassette.jsonl" \
+    -- -p --input-format stream-json --output-format stream-json --verbose --include-partial-messages \
+       --permission-prompt-tool stdio
+done
