@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# The live drift lane: install real pi, re-record the corpus into a temp dir, and compare the
-# fresh cassettes with the committed ones (cassettes/recorded, and the RPC sessions in
-# cassettes/rpc). Fails with a readable diff when their normalized streams differ (timing and
-# redacted fields aside).
+# The live drift lane: install real pi and Claude Code, re-record the corpora into a temp dir,
+# and compare the fresh cassettes with the committed ones (cassettes/recorded, the RPC sessions
+# in cassettes/rpc, the Claude Code sessions in cassettes/claude). Fails with a readable diff
+# when their normalized streams differ (timing and redacted fields aside).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 fresh="$(mktemp -d "${TMPDIR:-/tmp}/pi-harness-drift.XXXXXX")"
 bash scripts/record-corpus.sh "$fresh"
+bash scripts/record-claude-corpus.sh "$fresh/claude"
 if cargo run -q -p pi-harness -- drift --committed cassettes/recorded --fresh "$fresh" \
-  && cargo run -q -p pi-harness -- drift --committed cassettes/rpc --fresh "$fresh/rpc"; then
+  && cargo run -q -p pi-harness -- drift --committed cassettes/rpc --fresh "$fresh/rpc" \
+  && cargo run -q -p pi-harness -- drift --committed cassettes/claude --fresh "$fresh/claude"; then
   rm -rf "$fresh"
   echo "drift lane: passed in $(( $(date +%s) - start )) s"
 else

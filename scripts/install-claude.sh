@@ -3,7 +3,7 @@
 # the binary's path. Only the platform package is fetched (`npm pack`: no install scripts), its
 # sha512 checked against the registry's integrity value, and only the binary extracted.
 # Usage: scripts/install-claude.sh [DEST]   (default ~/.cache/pi-harness/claude-2.1.330)
-# Needs npm, openssl, tar; ~175 MB download, 381 MB on disk.
+# Needs npm (and its node), tar; ~175 MB download, 381 MB on disk.
 set -euo pipefail
 VERSION=2.1.330
 PKG=@anthropic-ai/claude-code-linux-x64
@@ -18,7 +18,8 @@ tmp=$(mktemp -d "$DEST.tmp.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 ( cd "$tmp" && npm pack --silent "$PKG@$VERSION" >/dev/null ) || { echo "install-claude.sh: npm pack of $PKG@$VERSION failed" >&2; exit 1; }
 tgz=$tmp/anthropic-ai-claude-code-linux-x64-$VERSION.tgz
-got="sha512-$(openssl dgst -sha512 -binary "$tgz" | base64 -w0)"
+# node is there with npm; no openssl needed.
+got="sha512-$(node -e 'process.stdout.write(require("crypto").createHash("sha512").update(require("fs").readFileSync(process.argv[1])).digest("base64"))' "$tgz")"
 [ "$got" = "$INTEGRITY" ] || { echo "install-claude.sh: integrity mismatch: $got" >&2; exit 1; }
 tar -xzf "$tgz" -C "$tmp" package/claude package/package.json
 rm -f "$tgz"

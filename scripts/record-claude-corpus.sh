@@ -8,6 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-cassettes/claude}
 shift || true
+cargo build -q -p pi-harness
 PI_HARNESS=${PI_HARNESS:-target/debug/pi-harness}
 CLAUDE=$(scripts/install-claude.sh)
 VERSION=$(HOME=/nonexistent "$CLAUDE" --version | cut -d' ' -f1)

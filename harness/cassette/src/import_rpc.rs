@@ -479,7 +479,14 @@ pub fn import_transcript(
                 tags: opts.tags.clone(),
             },
             expect,
-            process: opts.process.clone(),
+            process: {
+                let mut p = opts.process.clone();
+                // Claude Code answers SIGINT with an interrupt of the turn, then exit 0 (pi dies).
+                if claude && p.on_sigint == crate::SignalAction::pi_sigint() {
+                    p.on_sigint = crate::SignalAction::CleanupExit { code: 0 };
+                }
+                p
+            },
             redactions: opts.redactions.clone(),
             origin: Origin {
                 kind: OriginKind::Imported,
@@ -838,5 +845,91 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.ending(), &Action::Hang);
+    }
+
+    /// A Claude Code host's transcript (shortened from a real one): the CLI's permission
+    /// prompt, the host's allow, the tool's run, an interrupt of the host's own.
+    const CLAUDE: &str = r#"{"t_ms": 0, "host": "start", "argv": ["claude"]}
+{"t_ms": 1, "stdin": {"type": "user", "session_id": "", "message": {"role": "user", "content": "touch x"}}}
+{"t_ms": 700, "stdout": {"type": "system", "subtype": "init", "session_id": "s-1"}}
+{"t_ms": 710, "stdout": {"type": "stream_event", "event": {"type": "message_start"}}}
+{"t_ms": 720, "stdout": {"type": "assistant", "message": {"id": "msg_1", "content": [{"type": "tool_use", "id": "toolu_01", "name": "Bash", "input": {"command": "touch x"}}]}}}
+{"t_ms": 730, "stdout": {"type": "stream_event", "event": {"type": "message_stop"}}}
+{"t_ms": 740, "stdout": {"type": "control_request", "request_id": "r-9", "request": {"subtype": "can_use_tool", "tool_name": "Bash", "input": {"command": "touch x"}, "tool_use_id": "toolu_01"}}}
+{"t_ms": 741, "stdin": {"type": "control_response", "response": {"subtype": "success", "request_id": "r-9", "response": {"behavior": "allow"}}}}
+{"t_ms": 800, "stdout": {"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "", "is_error": false}]}}}
+{"t_ms": 810, "stdin": {"type": "control_request", "request_id": "int-1", "request": {"subtype": "interrupt"}}}
+{"t_ms": 820, "stdout": {"type": "control_response", "response": {"subtype": "success", "request_id": "int-1", "response": {"still_queued": []}}}}
+{"t_ms": 830, "stdin_close": true}
+{"t_ms": 900, "exit": 0}
+"#;
+
+    #[test]
+    fn a_claude_transcript_ties_answers_by_request_id_and_runs_the_allowed_tool() {
+        let o = ImportOptions::new("2.1.330", "t", "d", Ending::Exit(0));
+        let more = TwoWayInputs {
+            spawn_tools: true,
+            protocol: Protocol::StreamJson,
+            ..TwoWayInputs::default()
+        };
+        let c = import_transcript(Path::new("t"), CLAUDE.as_bytes(), &o, &more).unwrap();
+        assert_eq!(c.header.mode.as_deref(), Some("stream-json"));
+        assert_eq!(c.header.pi.dialect, crate::Dialect::StreamJson);
+        assert!(c
+            .header
+            .to_json()
+            .contains(r#","claude":{"version":"2.1.330""#));
+        let kinds: Vec<String> = c
+            .records
+            .iter()
+            .map(|r| match &r.action {
+                Action::Stdout(b) => {
+                    let v: Value = serde_json::from_slice(&b.data).unwrap();
+                    format!("out {}", v["type"].as_str().unwrap())
+                }
+                Action::Stdin(l) => {
+                    let v: Value = serde_json::from_str(&l.json).unwrap();
+                    format!("in {}", v["type"].as_str().unwrap())
+                }
+                Action::Spawn(s) => format!("spawn {}", s.id),
+                Action::Reap(id) => format!("reap {id}"),
+                Action::StdinClose => "close".into(),
+                Action::Exit(c) => format!("exit {c}"),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "in user",
+                "out system",
+                "out stream_event",
+                "out assistant",
+                "out stream_event",
+                "out control_request",
+                "in control_response",
+                // The tool runs from the host's allow to its result.
+                "spawn toolu_01",
+                "reap toolu_01",
+                "out user",
+                "in control_request",
+                "out control_response",
+                "close",
+                "exit 0",
+            ]
+        );
+        // The CLI's answer to the interrupt names the host's line (index 2 of the host's
+        // lines) by its request_id; the CLI's own permission prompt is no reply.
+        let replies: Vec<Option<u32>> = c.records.iter().map(|r| r.reply).collect();
+        assert_eq!(replies[11], Some(2));
+        assert!(replies[..11].iter().all(Option::is_none));
+        // Round trip through the one reader.
+        let back = crate::Cassette::parse(Path::new("t"), c.to_jsonl().as_bytes()).unwrap();
+        assert_eq!(back.to_jsonl(), c.to_jsonl());
+        // SIGINT interrupts the turn, then the CLI exits 0.
+        assert_eq!(
+            c.header.process.on_sigint,
+            crate::SignalAction::CleanupExit { code: 0 }
+        );
     }
 }

@@ -176,6 +176,9 @@ pub struct Facts<'a> {
 
 /// Gather the facts; an error (the header's expectations cannot hold) as `header field ...`.
 pub fn facts<'a>(c: &'a Cassette, path: Option<&Path>) -> Result<Facts<'a>, String> {
+    if c.header.is_claude() {
+        return Ok(claude_facts(c, path));
+    }
     let version = &c.header.pi.version;
     let known = Grammar::for_version(version);
     let grammar = known.unwrap_or_else(|| Grammar::nearest(version));
@@ -210,6 +213,78 @@ pub fn facts<'a>(c: &'a Cassette, path: Option<&Path>) -> Result<Facts<'a>, Stri
         prompts,
         replay,
     })
+}
+
+/// The facts of a Claude Code cassette: its recorded options as the command line, the
+/// host's lines piped, nothing of pi's matching.
+fn claude_facts<'a>(c: &'a Cassette, path: Option<&Path>) -> Facts<'a> {
+    let e = &c.header.expect;
+    let mut argv = Vec::new();
+    for (flag, rule) in &e.flags {
+        match rule {
+            FlagRule::Present(true) => argv.push(format!("--{flag}")),
+            FlagRule::Present(false) => {}
+            FlagRule::Value(v) => {
+                argv.push(format!("--{flag}"));
+                argv.extend(v.split(' ').map(str::to_string));
+            }
+        }
+    }
+    let mut env: Vec<(String, String)> = vec![
+        (
+            "FAKE_PI_CASSETTE".into(),
+            path.map_or("CASSETTE".to_string(), |p| p.display().to_string()),
+        ),
+        ("FAKE_PI_SPEED".into(), "0".into()),
+    ];
+    for var in &e.env {
+        env.push((var.clone(), "fake-value".into()));
+    }
+    let mut notes = vec![
+        "fake-pi answers to any name: put a `claude` symlink to it on the host's PATH".to_string(),
+    ];
+    let client = client_steps(c);
+    if client
+        .iter()
+        .any(|s| matches!(s.action, ClientAction::Signal(_)))
+    {
+        notes.push("the recording's host sends a signal (see above): a pipe cannot; send it by hand at that point".into());
+    }
+    if !matches!(client.last().map(|s| &s.action), Some(ClientAction::Close)) {
+        notes.push("the recording's host keeps stdin open to the end: a pipe closes it, which the replay reports as a mismatch after the last recorded line".into());
+    }
+    let stdin_lines = Some(
+        client
+            .iter()
+            .filter_map(|s| match &s.action {
+                ClientAction::Line(l) | ClientAction::Raw(l) => Some(l.clone()),
+                _ => None,
+            })
+            .collect(),
+    );
+    let grammar = Grammar::nearest(pi_grammar::KNOWN_VERSIONS[0]);
+    Facts {
+        cassette: c,
+        path: path.map(Path::to_path_buf),
+        grammar,
+        replayable: true,
+        want: EffectiveExpect::default(),
+        follow_ups: None,
+        prompts: Prompts {
+            stdin: None,
+            argv: Vec::new(),
+            delivery: None,
+        },
+        replay: Replay {
+            env,
+            argv,
+            stdin: None,
+            stdin_lines,
+            session_file: None,
+            hangs: false,
+            notes,
+        },
+    }
 }
 
 /// Where the prompt was (stdin, argv), from `prompt` and `argv_messages`.
@@ -710,8 +785,9 @@ pub fn render_text(f: &Facts, color: bool) -> String {
 
     let _ = writeln!(
         o,
-        "{} (pi {}, wire dialect {})",
+        "{} ({} {}, wire dialect {})",
         bold(&h.scenario.name),
+        if h.is_claude() { "Claude Code" } else { "pi" },
         h.pi.version,
         serde_json::to_value(h.pi.dialect)
             .ok()
@@ -729,7 +805,11 @@ pub fn render_text(f: &Facts, color: bool) -> String {
     row(
         &mut o,
         "origin",
-        &format!("{}, {timing}", origin_kind(h.origin.kind)),
+        &format!(
+            "{}, {timing}",
+            origin_kind(h.origin.kind)
+                .replace(" pi", if h.is_claude() { " Claude Code" } else { " pi" })
+        ),
     );
     if let Some(s) = &h.origin.source {
         row(&mut o, "source", s);
@@ -743,7 +823,25 @@ pub fn render_text(f: &Facts, color: bool) -> String {
 
     // What the caller must send.
     let _ = writeln!(o);
-    if e.is_empty() {
+    if h.is_claude() {
+        let _ = writeln!(
+            o,
+            "{} (the CLI's options exactly: one missing, different or added is exit 99)",
+            bold("What the host must run")
+        );
+        row(
+            &mut o,
+            "command line",
+            &format!("claude {}", f.replay.argv.join(" ")),
+        );
+        if !e.env.is_empty() {
+            row(
+                &mut o,
+                "environment",
+                &format!("{} (set and non-empty)", e.env.join(", ")),
+            );
+        }
+    } else if e.is_empty() {
         let _ = writeln!(
             o,
             "{}",
@@ -954,7 +1052,7 @@ pub fn render_text(f: &Facts, color: bool) -> String {
         if grandchild_escapes && matches!(action, SignalAction::CleanupExit { .. }) {
             text.push_str(" (the grandchild in its own session survives)");
         }
-        if default {
+        if default && !h.is_claude() {
             text.push_str(" [pi's answer]");
         }
         row(&mut o, &format!("on {sig}"), &text);

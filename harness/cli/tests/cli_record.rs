@@ -396,3 +396,92 @@ fn client_script_and_rpc_mode_go_together() {
     );
     w.assert_none_left();
 }
+
+/// `record --agent claude` drives Claude Code in stream-json mode with a client script. Here
+/// the CLI is fake-pi replaying a committed Claude Code session (found through `fake-pi.conf`
+/// beside it: the recorder gives the CLI an empty environment), so the recording must give
+/// back that session: the host's lines where the script put them, the permission answer
+/// echoing the request id the CLI issued, the allowed tool's process, the CLI's records in
+/// order, the clean environment's placeholders.
+#[test]
+fn agent_claude_records_a_stream_json_session() {
+    let w = World::new("cli_record_claude");
+    let source = repo().join("cassettes/claude/claude_tool_allowed.cc21330.cassette.jsonl");
+    let scripts = repo().join("cassettes/scripts/claude");
+    let bin = w.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy(pi_testkit::fake_pi(), bin.join("claude")).unwrap();
+    std::fs::write(
+        bin.join("fake-pi.conf"),
+        format!("FAKE_PI_CASSETTE={}\nFAKE_PI_SPEED=0\n", source.display()),
+    )
+    .unwrap();
+    let out = w.path().join("claude.cassette.jsonl");
+    let args = [
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--include-partial-messages",
+        "--permission-prompt-tool",
+        "stdio",
+    ];
+    let assert = Command::new(env!("CARGO_BIN_EXE_pi-harness"))
+        .args(["record", "--agent", "claude", "--pi-version", "2.1.330"])
+        .arg("--script")
+        .arg(scripts.join("claude_tool_allowed.llm.json"))
+        .arg("--client-script")
+        .arg(scripts.join("claude_tool_allowed.client.json"))
+        .arg("--pi")
+        .arg(bin.join("claude"))
+        .arg("--out")
+        .arg(&out)
+        .arg("--")
+        .args(args)
+        .env(MARKER_VAR, w.marker())
+        .timeout(Duration::from_secs(60))
+        .assert();
+    let output = assert.get_output();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let got = Cassette::load(&out).unwrap();
+    let want = Cassette::load(&source).unwrap();
+    assert!(got.header.is_claude());
+    assert_eq!(got.header.pi.version, "2.1.330");
+    assert_eq!(
+        got.header.expect, want.header.expect,
+        "the options as expectations"
+    );
+    let source_text = got.header.origin.source.clone().unwrap_or_default();
+    assert!(
+        source_text.contains("record --agent claude"),
+        "{source_text}"
+    );
+    // The same host lines (the allow answers the request id the CLI issued), spawns, reaps
+    // and CLI record types, in the same order.
+    let shape = |c: &Cassette| -> Vec<String> {
+        c.records
+            .iter()
+            .filter(|r| !matches!(r.action, Action::Request(_)))
+            .map(|r| match &r.action {
+                Action::Stdout(b) => {
+                    let v: serde_json::Value = serde_json::from_slice(&b.data).unwrap();
+                    format!("stdout {} {}", v["type"], v["subtype"])
+                }
+                Action::Stdin(l) => format!("stdin {}", l.json),
+                a => a.key().to_string(),
+            })
+            .collect()
+    };
+    assert_eq!(shape(&got), shape(&want));
+    // The session id the CLI invented (fake-pi made a fresh one) is a placeholder again.
+    let text = got.to_jsonl();
+    assert!(text.contains(r#""session_id":"<SESSION_ID>""#));
+    assert!(got.header.redactions.contains_key("<SESSION_ID>"));
+    w.assert_none_left();
+}

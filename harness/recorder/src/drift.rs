@@ -198,7 +198,7 @@ fn message_lines(prefix: &str, m: &Value, out: &mut Vec<String>) {
 /// are sorted (parallel tools finish in any order).
 pub fn normalize(c: &Cassette) -> Vec<String> {
     let mut out = wire_stream(c);
-    if c.header.mode.is_some() {
+    if c.header.mode.is_some() && !c.header.is_claude() {
         // An RPC session: the wire stream holds the client's actions and pi's answers;
         // the json-mode mapper's stream does not apply to it.
         return out;
@@ -217,7 +217,11 @@ pub fn normalized_stream(c: &Cassette) -> Vec<String> {
     use pi_wire::message::Message;
     let (code, signal) = c.exit_status();
     let end = StreamEnd::recorded(code, signal, &c.stderr_bytes());
-    let msgs = map_all(&c.stdout_bytes(), end, MapperOptions::default());
+    let msgs = if c.header.is_claude() {
+        pi_wire::claude::map_all(&c.stdout_bytes(), end, MapperOptions::default())
+    } else {
+        map_all(&c.stdout_bytes(), end, MapperOptions::default())
+    };
     let mut out = Vec::new();
     let mut text = String::new();
     for m in &msgs {
@@ -231,6 +235,16 @@ pub fn normalized_stream(c: &Cassette) -> Vec<String> {
         match m {
             // Usage is left out as on the wire; tool updates depend on timing.
             Message::ToolUpdate { .. } | Message::Usage(_) => {}
+            // Claude Code's retry delays are jittered.
+            Message::RetryScheduled {
+                attempt,
+                max_attempts,
+                error,
+                ..
+            } if c.header.is_claude() => out.push(format!(
+                "retry.scheduled attempt={attempt} max_attempts={max_attempts} error={}",
+                short(error)
+            )),
             Message::TerminalCompleted { stop_reason, .. } => {
                 out.push(format!("terminal.completed stop_reason={stop_reason}"))
             }
@@ -259,9 +273,15 @@ pub fn wire_stream(c: &Cassette) -> Vec<String> {
     let mut out = Vec::new();
     let mut updates = 0usize;
     let mut stderr = String::new();
+    // pi's `message_update`s, or Claude Code's content_block_delta stream events.
+    let label = if c.header.is_claude() {
+        "content_block_delta"
+    } else {
+        "message_update"
+    };
     let flush = |updates: &mut usize, out: &mut Vec<String>| {
         if *updates > 0 {
-            out.push(format!("message_update x{updates}"));
+            out.push(format!("{label} x{updates}"));
             *updates = 0;
         }
     };
@@ -277,8 +297,17 @@ pub fn wire_stream(c: &Cassette) -> Vec<String> {
                     continue;
                 };
                 let ty = v["type"].as_str().unwrap_or("?").to_string();
-                if ty == "message_update" {
+                if ty == "message_update"
+                    || (ty == "stream_event" && v["event"]["type"] == "content_block_delta")
+                {
                     updates += 1;
+                    continue;
+                }
+                if c.header.is_claude() {
+                    if let Some(line) = claude_line(&ty, &v) {
+                        flush(&mut updates, &mut out);
+                        out.push(line);
+                    }
                     continue;
                 }
                 flush(&mut updates, &mut out);
@@ -401,6 +430,112 @@ pub fn wire_stream(c: &Cassette) -> Vec<String> {
         out.push(format!("stderr {}", short(stderr)));
     }
     out
+}
+
+/// One Claude Code stdout record in the coarse stream, or nothing for what depends on
+/// timing (`system/task_*`, `tool_progress`, `system/thinking_tokens`) or races the
+/// permission prompt (`content_block_stop`, `message_stop`: whether the CLI's
+/// `can_use_tool` comes before or after them varies run to run).
+fn claude_line(ty: &str, v: &Value) -> Option<String> {
+    let s = |k: &Value| k.as_str().unwrap_or("?").to_string();
+    Some(match ty {
+        "system" => match v["subtype"].as_str().unwrap_or("?") {
+            "init" => format!(
+                "system init model={} permissionMode={} version={}",
+                s(&v["model"]),
+                s(&v["permissionMode"]),
+                s(&v["claude_code_version"])
+            ),
+            "status" => format!("system status {}", s(&v["status"])),
+            "api_retry" => format!(
+                "system api_retry attempt={} max={} status={} error={}",
+                v["attempt"],
+                v["max_retries"],
+                v["error_status"],
+                s(&v["error"])
+            ),
+            "thinking_tokens" | "task_started" | "task_notification" => return None,
+            other => format!("system {other}"),
+        },
+        "stream_event" => {
+            let e = &v["event"];
+            match e["type"].as_str().unwrap_or("?") {
+                "content_block_stop" | "message_stop" => return None,
+                "content_block_start" => format!(
+                    "stream_event content_block_start {}",
+                    s(&e["content_block"]["type"])
+                ),
+                "message_delta" => format!(
+                    "stream_event message_delta stop_reason={}",
+                    e["delta"]["stop_reason"]
+                ),
+                other => format!("stream_event {other}"),
+            }
+        }
+        "assistant" => {
+            let blocks: Vec<String> = v["message"]["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|b| match b["type"].as_str().unwrap_or("?") {
+                    "text" => format!("text {}", short(b["text"].as_str().unwrap_or(""))),
+                    "thinking" => {
+                        format!("thinking {}", short(b["thinking"].as_str().unwrap_or("")))
+                    }
+                    "tool_use" => format!(
+                        "tool_use {} {} {}",
+                        s(&b["id"]),
+                        s(&b["name"]),
+                        short(&b["input"].to_string())
+                    ),
+                    other => other.to_string(),
+                })
+                .collect();
+            format!(
+                "assistant{} {}",
+                if v["aborted"] == true { " aborted" } else { "" },
+                blocks.join(" | ")
+            )
+        }
+        "user" => {
+            let content = &v["message"]["content"];
+            match content.as_array() {
+                Some(blocks) => {
+                    let parts: Vec<String> = blocks
+                        .iter()
+                        .map(|b| match b["type"].as_str().unwrap_or("?") {
+                            "tool_result" => format!(
+                                "tool_result {} is_error={} {}",
+                                s(&b["tool_use_id"]),
+                                b["is_error"],
+                                short(&b["content"].to_string())
+                            ),
+                            "text" => format!("text {}", short(b["text"].as_str().unwrap_or(""))),
+                            other => other.to_string(),
+                        })
+                        .collect();
+                    format!("user {}", parts.join(" | "))
+                }
+                None => format!("user text {}", short(content.as_str().unwrap_or(""))),
+            }
+        }
+        "result" => format!(
+            "result {} is_error={} terminal_reason={} stop_reason={} {}",
+            s(&v["subtype"]),
+            v["is_error"],
+            s(&v["terminal_reason"]),
+            v["stop_reason"],
+            short(v["result"].as_str().unwrap_or(""))
+        ),
+        "control_request" => format!(
+            "control_request {} {}",
+            s(&v["request"]["subtype"]),
+            v["request"]["tool_name"].as_str().unwrap_or("")
+        ),
+        "control_response" => format!("control_response {}", s(&v["response"]["subtype"])),
+        "tool_progress" => return None,
+        other => other.to_string(),
+    })
 }
 
 /// Sort each run of consecutive lines starting with `prefix`: tools of one assistant message

@@ -753,16 +753,13 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
             )
             .map_err(anyhow::Error::msg)?
         };
-        if claude {
-            // SIGTERM and SIGHUP: the tool trees killed, exit 143 / 129 (pi's defaults);
-            // SIGINT: an interrupt, then exit 0 (the recorded records say what comes first).
-            cassette.header.process.on_sigint = pi_cassette::SignalAction::CleanupExit { code: 0 };
-        }
+
         cassette.header.origin = Origin {
             kind: OriginKind::Recorded,
             source: Some(opts.source.clone().unwrap_or_else(|| {
                 format!(
-                    "pi-harness record --script {} --client-script {} -- {}",
+                    "pi-harness record{} --script {} --client-script {} -- {}",
+                    if claude { " --agent claude" } else { "" },
                     opts.script_path.display(),
                     opts.client_script
                         .as_deref()
@@ -1577,6 +1574,43 @@ mod tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn claude_redactions_number_invented_uuids_and_keep_the_session_apart() {
+        let sid = "5e551011-aaaa-4bbb-8ccc-0123456789ab";
+        let rid = "bd0992e7-1111-4222-8333-444455556666";
+        let line = |t: &str| {
+            (
+                Duration::ZERO,
+                Timed::Out(Captured::Line(t.as_bytes().to_vec(), true)),
+            )
+        };
+        let timeline = vec![
+            // A long non-ASCII text before the ids: windows over it are not char boundaries.
+            line(&format!(
+                r#"{{"type":"assistant","text":"{}"}}"#,
+                "—".repeat(40)
+            )),
+            line(&format!(
+                r#"{{"type":"system","subtype":"init","session_id":"{sid}","messaging_socket_path":"/t/cc-socks/4242.sock"}}"#
+            )),
+            line(&format!(
+                r#"{{"type":"control_request","request_id":"{rid}"}}"#
+            )),
+            (
+                Duration::ZERO,
+                Timed::Wrote(format!(
+                    r#"{{"type":"control_response","response":{{"request_id":"{rid}"}}}}"#
+                )),
+            ),
+        ];
+        let mut r = Redactor::new();
+        claude_redactions(&timeline, &mut r);
+        assert_eq!(
+            r.apply(&format!("{sid} {rid} /t/cc-socks/4242.sock")),
+            "<SESSION_ID> 00000000-0000-4000-8000-000000000001 /t/cc-socks/<PID>.sock"
+        );
     }
 
     #[test]
