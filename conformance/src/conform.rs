@@ -312,12 +312,9 @@ fn claude_case(name: String, path: &Path, c: &Cassette) -> Case {
     let mut argv = Vec::new();
     for (flag, rule) in &h.expect.flags {
         match rule {
-            FlagRule::Present(true) => argv.push(format!("--{flag}")),
+            FlagRule::Present(true) => argv.extend(pi_grammar::claude::option_argv(flag, None)),
             FlagRule::Present(false) => {}
-            FlagRule::Value(v) => {
-                argv.push(format!("--{flag}"));
-                argv.extend(v.split(' ').map(str::to_string));
-            }
+            FlagRule::Value(v) => argv.extend(pi_grammar::claude::option_argv(flag, Some(v))),
         }
     }
     let mut env = BTreeMap::new();
@@ -649,7 +646,19 @@ pub async fn reference_run_claude(
         };
         let pid = child.id().map(|p| p as i32);
         let mut stdin = child.stdin.take();
-        let mut lines = tokio::io::BufReader::new(child.stdout.take().expect("piped")).lines();
+        // Bytes, not `lines()`: a line that is not UTF-8 is the mapper's to report.
+        let mut reader = tokio::io::BufReader::new(child.stdout.take().expect("piped"));
+        let mut buf = Vec::new();
+        let mut next_line = async move |stdout: &mut Vec<u8>| -> bool {
+            buf.clear();
+            match reader.read_until(b'\n', &mut buf).await {
+                Ok(0) | Err(_) => false,
+                Ok(_) => {
+                    stdout.extend_from_slice(&buf);
+                    true
+                }
+            }
+        };
         let mut stderr = child.stderr.take().expect("piped");
         let err_task = tokio::spawn(async move {
             let mut buf = Vec::new();
@@ -661,13 +670,10 @@ pub async fn reference_run_claude(
         let mut open = true;
         for step in doc.rpc.iter().flatten() {
             while open && seen < step.after_stdout_lines {
-                match lines.next_line().await {
-                    Ok(Some(l)) => {
-                        stdout.extend_from_slice(l.as_bytes());
-                        stdout.push(b'\n');
-                        seen += 1;
-                    }
-                    _ => open = false,
+                if next_line(&mut stdout).await {
+                    seen += 1;
+                } else {
+                    open = false;
                 }
             }
             if !open {
@@ -692,10 +698,7 @@ pub async fn reference_run_claude(
             }
         }
         let rest = async {
-            while let Ok(Some(l)) = lines.next_line().await {
-                stdout.extend_from_slice(l.as_bytes());
-                stdout.push(b'\n');
-            }
+            while next_line(&mut stdout).await {}
             child.wait().await
         };
         let status = match tokio::time::timeout(Duration::from_secs(60), rest).await {
@@ -709,7 +712,12 @@ pub async fn reference_run_claude(
             }
         };
         drop(stdin);
-        let stderr = err_task.await.unwrap_or_default();
+        let mut stderr = err_task.await.unwrap_or_default();
+        // A tail, as the provider keeps one.
+        const TAIL: usize = 4096;
+        if stderr.len() > TAIL {
+            stderr.drain(..stderr.len() - TAIL);
+        }
         let signal = status
             .signal()
             .and_then(|s| nix::sys::signal::Signal::try_from(s).ok())
@@ -874,7 +882,10 @@ pub fn prepare(case: &Case, dir: &Path, fake_pi: &Path) -> Result<RequestDoc, St
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).map_err(|e| format!("{}: {e}", bin.display()))?;
     let name = if c.header.is_claude() { "claude" } else { "pi" };
-    std::os::unix::fs::symlink(fake_pi, bin.join(name))
+    // The link lives in another directory: a relative target would point nowhere.
+    let fake_pi =
+        std::path::absolute(fake_pi).map_err(|e| format!("{}: {e}", fake_pi.display()))?;
+    std::os::unix::fs::symlink(&fake_pi, bin.join(name))
         .map_err(|e| format!("{}: {e}", bin.join(name).display()))?;
     std::fs::create_dir_all(dir.join("sessions")).map_err(|e| e.to_string())?;
     let request = instantiate(&case.request, &copy, dir);

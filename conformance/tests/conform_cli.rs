@@ -140,6 +140,43 @@ fn an_rpc_client_in_node_is_scored_on_the_rpc_cases() {
     );
 }
 
+const NODE_CLAUDE_BRIDGE: &str = "node conformance/examples/node-claude-bridge/bridge.js";
+
+/// A Claude Code bridge written outside the reference (Node, no dependencies) is scored on
+/// the Claude Code cases: it runs `claude` (fake-pi) in stream-json mode, does the host's
+/// steps and maps stdout by the rules of docs/normalized-stream.md. It passes every one
+/// (claude_sigterm_mid_tool included: its SIGTERM step comes right after the permission
+/// answer, and fake-pi takes it as the recorded host's signal however early it lands); it
+/// claims no pi capability, so every pi case is skipped.
+#[test]
+fn a_claude_bridge_in_node_is_scored_on_the_claude_cases() {
+    if !node() {
+        eprintln!("node is not on PATH: the Node Claude Code bridge is not run");
+        return;
+    }
+    let claude_cases = conformance::conform::discover(&cassettes_dir())
+        .expect("cases")
+        .iter()
+        .filter(|c| c.request.agent.as_deref() == Some("claude"))
+        .count();
+    assert!(claude_cases >= 8, "{claude_cases} Claude cases");
+    let (code, out, err) = conform(&["--impl", NODE_CLAUDE_BRIDGE]);
+    assert_eq!(code, 0, "{out}{err}");
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("| claude |"))
+        .unwrap_or_else(|| panic!("no claude row:\n{out}{err}"));
+    assert_eq!(
+        row,
+        format!("| claude | {claude_cases} | {claude_cases} | 0 | 0 |"),
+        "{out}"
+    );
+    let t = all_row(&out);
+    assert_eq!(t.passed, claude_cases, "{out}");
+    assert_eq!(t.skipped, t.cases - claude_cases, "{out}");
+    assert!(!out.contains("processes left behind"), "{out}");
+}
+
 #[test]
 fn the_node_example_passes_some_skips_some_fails_some() {
     if !node() {

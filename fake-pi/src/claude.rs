@@ -68,8 +68,13 @@ pub fn run(header: &Header, argv: &[String], path: &Path, file: &File, speed: Op
         Ok(w) => w,
         Err(e) => return fail(EXIT_MISUSE, e),
     };
+    let ahead = match crate::client::client_signals(path, file) {
+        Ok(a) => a,
+        Err(e) => return fail(EXIT_INVALID_CASSETTE, format!("invalid cassette: {e}")),
+    };
     let client =
-        match crate::client::Client::start(wait, pi_cassette::two_way::Protocol::StreamJson) {
+        match crate::client::Client::start(wait, pi_cassette::two_way::Protocol::StreamJson, ahead)
+        {
             Ok(c) => c,
             Err(e) => return fail(EXIT_MISUSE, format!("cannot read stdin: {e}")),
         };

@@ -30,17 +30,23 @@ enum Event {
 
 /// The signal the replay waits for at a `client_signal` record (0: none).
 static AWAITED: AtomicI32 = AtomicI32::new(0);
+/// The signal of the next client action, when that action is a `client_signal` (0: none):
+/// a client that sends it before the replay reached the record has done that action early
+/// (the records before it then play as recorded, as for a line sent early).
+static NEXT: AtomicI32 = AtomicI32::new(0);
 static FORWARD: OnceLock<Mutex<Sender<Event>>> = OnceLock::new();
 
 /// Called by the signal thread: true when `sig` is the client action the replay waits
 /// for (it is handed over and must not be answered otherwise).
 pub fn take_awaited(sig: Signal) -> bool {
-    if AWAITED
-        .compare_exchange(sig as i32, 0, Ordering::SeqCst, Ordering::SeqCst)
-        .is_err()
-    {
+    let take = |slot: &AtomicI32| {
+        slot.compare_exchange(sig as i32, 0, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    };
+    if !(take(&AWAITED) || take(&NEXT)) {
         return false;
     }
+    NEXT.store(0, Ordering::SeqCst);
     FORWARD.get().is_some_and(|tx| {
         tx.lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -57,12 +63,25 @@ pub struct Client {
     wait: Option<Duration>,
     closed: bool,
     protocol: two_way::Protocol,
+    /// Per client action of the cassette, in order: its signal when it is a
+    /// `client_signal`; and how many actions were done.
+    ahead: Vec<Option<Signal>>,
+    done: usize,
+    /// The next action's signal, sent while the replay still waited for the action before
+    /// it (a line the client wrote just before signalling): when it came.
+    early_signal: Option<Instant>,
 }
 
 impl Client {
     /// Start reading stdin. `wait` bounds each wait for the client (`None`: as long as it
     /// takes, as pi waits).
-    pub fn start(wait: Option<Duration>, protocol: two_way::Protocol) -> std::io::Result<Client> {
+    /// `ahead`: the cassette's client actions in order, `Some(signal)` for a
+    /// `client_signal` (see [`client_signals`]).
+    pub fn start(
+        wait: Option<Duration>,
+        protocol: two_way::Protocol,
+        ahead: Vec<Option<Signal>>,
+    ) -> std::io::Result<Client> {
         let (tx, rx) = mpsc::channel();
         let _ = FORWARD.set(Mutex::new(tx.clone()));
         std::thread::Builder::new()
@@ -74,7 +93,18 @@ impl Client {
             wait,
             closed: false,
             protocol,
+            ahead,
+            done: 0,
+            early_signal: None,
         })
+        .inspect(Client::arm_next)
+    }
+
+    /// Let the signal thread take the signal of the next client action, or of the one after
+    /// it (a client that writes a line and signals at once), when one is a signal.
+    fn arm_next(&self) {
+        let next = (self.done..self.done + 2).find_map(|k| self.ahead.get(k).copied().flatten());
+        NEXT.store(next.map_or(0, |s| s as i32), Ordering::SeqCst);
     }
 
     /// The protocol the client speaks (how its ids are read and echoed).
@@ -90,6 +120,15 @@ impl Client {
     /// Wait for the client action `action` (a client record) and check it. Ok: when it
     /// arrived. Err: one line per way the client did something else.
     pub fn expect(&mut self, action: &ActionRef<'_>) -> Result<Instant, Vec<String>> {
+        let result = self.expect_one(action);
+        if result.is_ok() {
+            self.done += 1;
+            self.arm_next();
+        }
+        result
+    }
+
+    fn expect_one(&mut self, action: &ActionRef<'_>) -> Result<Instant, Vec<String>> {
         let wanted = describe(action);
         if self.closed && !matches!(action, ActionRef::ClientSignal(_)) {
             return Err(vec![format!(
@@ -97,6 +136,9 @@ impl Client {
             )]);
         }
         if let ActionRef::ClientSignal(name) = action {
+            if let Some(at) = self.early_signal.take() {
+                return Ok(at);
+            }
             let sig: Signal = name.parse().map_err(|_| vec![format!("unknown {name}")])?;
             AWAITED.store(sig as i32, Ordering::SeqCst);
         }
@@ -129,6 +171,15 @@ impl Client {
                 }
                 (_, Event::Eof(_)) => {
                     return Err(vec![format!("the client closed stdin; expected {wanted}")])
+                }
+                // The following action's signal, sent right after this action's line: kept
+                // for that action (only an armed signal reaches the channel).
+                (_, Event::Signal(at))
+                    if self.early_signal.is_none()
+                        && self.ahead.get(self.done + 1).copied().flatten().is_some() =>
+                {
+                    self.early_signal = Some(at);
+                    continue;
                 }
                 (_, Event::Signal(_)) => {
                     return Err(vec![format!("the client sent a signal; expected {wanted}")])
@@ -172,6 +223,31 @@ impl Client {
             }
         }
     }
+}
+
+/// The client actions of the two-way cassette `file` (at `path`), in order: `Some(signal)`
+/// for a `client_signal`. Read from the file's start; the caller reads it again to replay.
+pub fn client_signals(
+    path: &std::path::Path,
+    file: &std::fs::File,
+) -> Result<Vec<Option<Signal>>, pi_cassette::CassetteError> {
+    use std::io::{Seek, SeekFrom};
+    (&*file)
+        .seek(SeekFrom::Start(0))
+        .map_err(|source| pi_cassette::CassetteError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let mut reader = pi_cassette::CassetteReader::from_read(path, file)?;
+    let mut out = Vec::new();
+    while let Some(record) = reader.next_ref() {
+        match record?.action {
+            ActionRef::ClientSignal(name) => out.push(name.parse().ok()),
+            ActionRef::Stdin(_) | ActionRef::StdinText(_) | ActionRef::StdinClose => out.push(None),
+            _ => {}
+        }
+    }
+    Ok(out)
 }
 
 /// A client record, for a message.

@@ -334,7 +334,11 @@ fn run() -> i32 {
                 Ok(w) => w,
                 Err(e) => return fail(EXIT_MISUSE, e),
             };
-            match client::Client::start(wait, pi_cassette::two_way::Protocol::Rpc) {
+            let ahead = match client::client_signals(&path, &file) {
+                Ok(a) => a,
+                Err(e) => return load_error(e),
+            };
+            match client::Client::start(wait, pi_cassette::two_way::Protocol::Rpc, ahead) {
                 Ok(c) => Some(c),
                 Err(e) => return fail(EXIT_MISUSE, format!("cannot read stdin: {e}")),
             }

@@ -233,7 +233,19 @@ pub fn run<R: BufRead>(
             None => break,
             Some(Err(e)) => return stop_at(e, &mut pending, &mut out, &mut err),
         };
-        due = due.saturating_add(speed.scale(record.dt_ms));
+        // A client record is waited for, not timed: its delay is the recording's client's
+        // pace, and what follows is timed from when this client acts (never before the
+        // records ahead of it were due).
+        let client_record = matches!(
+            record.action,
+            ActionRef::Stdin(_)
+                | ActionRef::StdinText(_)
+                | ActionRef::StdinClose
+                | ActionRef::ClientSignal(_)
+        );
+        if !client_record {
+            due = due.saturating_add(speed.scale(record.dt_ms));
+        }
         if let Some(wait) = due.checked_sub(start.elapsed()) {
             if !wait.is_zero() {
                 // Not due yet: what is due goes out before the wait.

@@ -206,3 +206,69 @@ fn the_command_line_is_read_as_the_cli_reads_it() {
     );
     world.assert_none_left();
 }
+
+/// A host that answers the permission prompt and signals at once (conform's steps do: both
+/// after the same stdout line) has done the recording's host's actions: the replay takes the
+/// SIGTERM as the recorded one, whether it comes before the replay reached it or while the
+/// allow is still being read, and plays what the CLI wrote after it (the tool's
+/// `Exit code 137`), then exits 143 with nothing left.
+#[test]
+fn a_sigterm_right_after_the_allow_is_the_recorded_hosts_signal() {
+    use std::io::{BufRead, BufReader};
+    let world = World::new("claude_early_sigterm");
+    let path = claude("claude_sigterm_mid_tool");
+    let c = Cassette::load(&path).unwrap();
+    let steps = client_steps(&c.records);
+    let line = |k: usize| match &steps[k].action {
+        ClientAction::Line(l) => l.clone(),
+        other => panic!("step {k}: {other:?}"),
+    };
+    for round in 0..5 {
+        let mut child = world
+            .fake_pi(&path)
+            .args(ARGS)
+            .env("FAKE_PI_VALUES", "recorded")
+            .env("FAKE_PI_SPEED", "0")
+            .env("ANTHROPIC_API_KEY", "k")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin, "{}", line(0)).unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut seen = Vec::new();
+        loop {
+            let mut l = String::new();
+            assert!(
+                out.read_line(&mut l).unwrap() > 0,
+                "round {round}: stdout ended"
+            );
+            seen.extend_from_slice(l.as_bytes());
+            if l.contains(r#""type":"control_request""#) {
+                break;
+            }
+        }
+        writeln!(stdin, "{}", line(1)).unwrap();
+        stdin.flush().unwrap();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
+        let mut rest = Vec::new();
+        std::io::Read::read_to_end(&mut out, &mut rest).unwrap();
+        seen.extend_from_slice(&rest);
+        let status = child.wait().unwrap();
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(143), "round {round}: {err}");
+        assert_eq!(
+            String::from_utf8_lossy(&seen),
+            String::from_utf8_lossy(&c.stdout_bytes()),
+            "round {round}: the records after the signal"
+        );
+    }
+    world.assert_none_left();
+}

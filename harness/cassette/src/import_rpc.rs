@@ -38,7 +38,7 @@ use crate::import::{
 use crate::two_way::Protocol;
 
 /// Entries a client may log that say nothing about the protocol.
-pub const ANNOTATIONS: &[&str] = &["note", "ps", "final", "stdout_eof", "host"];
+pub const ANNOTATIONS: &[&str] = &["note", "ps", "final", "stdout_eof"];
 
 /// What a two-way import reads besides the transcript.
 #[derive(Debug, Clone, Default)]
@@ -105,6 +105,23 @@ pub fn import_transcript(
         return Err(ImportError::Usage("--scenario is empty".into()));
     }
     let mut expect = opts.expect.clone();
+    if claude {
+        // fake-pi compares the call's options with these: a cassette without them refuses
+        // every call, so say so now.
+        if expect.flags.is_empty() {
+            return Err(ImportError::Usage(
+                "--mode stream-json: give the Claude Code options the transcript's host ran with, as --flag (long names: --flag print --flag input-format=stream-json --flag output-format=stream-json --flag verbose ...); fake-pi refuses a call whose options differ".into(),
+            ));
+        }
+        if let Some(bad) = expect.flags.keys().find(|k| !pi_grammar::claude::knows(k)) {
+            return Err(ImportError::Usage(format!(
+                "--flag {bad}: Claude Code has no option --{bad} (give long names without dashes: print, not p)"
+            )));
+        }
+        if !expect.env.iter().any(|v| v == "ANTHROPIC_API_KEY") {
+            expect.env.push("ANTHROPIC_API_KEY".into());
+        }
+    }
     match expect.flags.get("mode") {
         _ if claude => {}
         None => {
@@ -610,7 +627,7 @@ impl ClaudeTools {
     }
 
     /// The host's line: the Bash call it allowed, if it answered a `can_use_tool` with
-    /// `allow`.
+    /// `allow` (the command it runs is the host's `updatedInput` when it gave one).
     fn allowed(&mut self, v: &Value) -> Option<String> {
         if v.get("type").and_then(Value::as_str) != Some("control_response") {
             return None;
@@ -619,7 +636,11 @@ impl ClaudeTools {
         if r["subtype"] != "success" || r["response"]["behavior"] != "allow" {
             return None;
         }
-        self.asked.remove(&r.get("request_id")?.to_string())
+        let id = self.asked.remove(&r.get("request_id")?.to_string())?;
+        if let Some(cmd) = r["response"]["updatedInput"]["command"].as_str() {
+            self.commands.insert(id.clone(), cmd.to_string());
+        }
+        Some(id)
     }
 }
 
@@ -849,8 +870,7 @@ mod tests {
 
     /// A Claude Code host's transcript (shortened from a real one): the CLI's permission
     /// prompt, the host's allow, the tool's run, an interrupt of the host's own.
-    const CLAUDE: &str = r#"{"t_ms": 0, "host": "start", "argv": ["claude"]}
-{"t_ms": 1, "stdin": {"type": "user", "session_id": "", "message": {"role": "user", "content": "touch x"}}}
+    const CLAUDE: &str = r#"{"t_ms": 1, "stdin": {"type": "user", "session_id": "", "message": {"role": "user", "content": "touch x"}}}
 {"t_ms": 700, "stdout": {"type": "system", "subtype": "init", "session_id": "s-1"}}
 {"t_ms": 710, "stdout": {"type": "stream_event", "event": {"type": "message_start"}}}
 {"t_ms": 720, "stdout": {"type": "assistant", "message": {"id": "msg_1", "content": [{"type": "tool_use", "id": "toolu_01", "name": "Bash", "input": {"command": "touch x"}}]}}}
@@ -866,7 +886,32 @@ mod tests {
 
     #[test]
     fn a_claude_transcript_ties_answers_by_request_id_and_runs_the_allowed_tool() {
-        let o = ImportOptions::new("2.1.330", "t", "d", Ending::Exit(0));
+        let mut o = ImportOptions::new("2.1.330", "t", "d", Ending::Exit(0));
+        let more = TwoWayInputs {
+            spawn_tools: true,
+            protocol: Protocol::StreamJson,
+            ..TwoWayInputs::default()
+        };
+        // The options are required, by their long names.
+        let e = import_transcript(Path::new("t"), CLAUDE.as_bytes(), &o, &more).unwrap_err();
+        assert!(
+            e.to_string().contains("give the Claude Code options"),
+            "{e}"
+        );
+        o.expect.flags.insert("p".into(), FlagRule::Present(true));
+        let e = import_transcript(Path::new("t"), CLAUDE.as_bytes(), &o, &more).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("--flag p: Claude Code has no option --p"),
+            "{e}"
+        );
+        o.expect.flags.clear();
+        o.expect
+            .flags
+            .insert("print".into(), FlagRule::Present(true));
+        o.expect
+            .flags
+            .insert("input-format".into(), FlagRule::Value("stream-json".into()));
         let more = TwoWayInputs {
             spawn_tools: true,
             protocol: Protocol::StreamJson,
@@ -875,6 +920,7 @@ mod tests {
         let c = import_transcript(Path::new("t"), CLAUDE.as_bytes(), &o, &more).unwrap();
         assert_eq!(c.header.mode.as_deref(), Some("stream-json"));
         assert_eq!(c.header.pi.dialect, crate::Dialect::StreamJson);
+        assert_eq!(c.header.expect.env, ["ANTHROPIC_API_KEY"]);
         assert!(c
             .header
             .to_json()

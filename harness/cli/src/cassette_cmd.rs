@@ -24,13 +24,13 @@ pub struct ImportArgs {
     /// stream-json; `--pi-version` is then Claude Code's version, 2.1.330).
     #[arg(long, value_name = "MODE", default_value = "json", value_parser = ["json", "rpc", "stream-json"])]
     pub mode: String,
-    /// --mode rpc: pi's stdout byte for byte; every stdout entry of the transcript must be its next line, and the cassette keeps pi's exact bytes.
+    /// --mode rpc or stream-json: the CLI's stdout byte for byte; every stdout entry of the transcript must be its next line, and the cassette keeps the exact bytes.
     #[arg(long, value_name = "FILE")]
     pub raw_stdout: Option<PathBuf>,
-    /// --mode rpc: the scripted server's request log (one JSON object per model request), stored as `request` records.
+    /// --mode rpc or stream-json: the scripted server's request log (one JSON object per model request), stored as `request` records.
     #[arg(long, value_name = "FILE")]
     pub requests: Option<PathBuf>,
-    /// --mode rpc: model pi's bash tool processes: spawned at each bash `tool_execution_start`, gone at its end (or when pi's exit kills them).
+    /// --mode rpc or stream-json: model the bash tool's processes: pi's spawned at each bash `tool_execution_start`, Claude Code's at the host's allow of a Bash call; gone at their end (or when the CLI's exit kills them).
     #[arg(long)]
     pub spawn_tools: bool,
     /// Cassette to write (`.cassette.jsonl`, or `.cassette.jsonl.gz` for gzip).

@@ -222,12 +222,9 @@ fn claude_facts<'a>(c: &'a Cassette, path: Option<&Path>) -> Facts<'a> {
     let mut argv = Vec::new();
     for (flag, rule) in &e.flags {
         match rule {
-            FlagRule::Present(true) => argv.push(format!("--{flag}")),
+            FlagRule::Present(true) => argv.extend(pi_grammar::claude::option_argv(flag, None)),
             FlagRule::Present(false) => {}
-            FlagRule::Value(v) => {
-                argv.push(format!("--{flag}"));
-                argv.extend(v.split(' ').map(str::to_string));
-            }
+            FlagRule::Value(v) => argv.extend(pi_grammar::claude::option_argv(flag, Some(v))),
         }
     }
     let mut env: Vec<(String, String)> = vec![
@@ -829,10 +826,11 @@ pub fn render_text(f: &Facts, color: bool) -> String {
             "{} (the CLI's options exactly: one missing, different or added is exit 99)",
             bold("What the host must run")
         );
+        let argv: Vec<String> = f.replay.argv.iter().map(|a| sh_quote(a)).collect();
         row(
             &mut o,
             "command line",
-            &format!("claude {}", f.replay.argv.join(" ")),
+            &format!("claude {}", argv.join(" ")),
         );
         if !e.env.is_empty() {
             row(

@@ -112,12 +112,12 @@ impl Parsed {
     }
 
     /// The option as a cassette's `expect.flags` states it: `None` for a switch, else the
-    /// value(s) (several joined with a space).
+    /// value (the values of a variadic option joined with `\n`; see [`option_argv`]).
     pub fn flag_value(&self, name: &str) -> Option<String> {
         let kind = OPTIONS.iter().find(|o| o.0 == name).map(|o| o.2)?;
         match kind {
             Kind::Switch => None,
-            _ => self.options.get(name).map(|v| v.join(" ")),
+            _ => self.options.get(name).map(|v| v.join("\n")),
         }
     }
 
@@ -125,6 +125,24 @@ impl Parsed {
     pub fn is_switch(name: &str) -> bool {
         OPTIONS.iter().any(|o| o.0 == name && o.2 == Kind::Switch)
     }
+}
+
+/// The arguments that give option `name` with `value` as [`Parsed::flag_value`] states it
+/// (`None`: a switch): `--name`, then the value, or each value of a variadic option.
+pub fn option_argv(name: &str, value: Option<&str>) -> Vec<String> {
+    let mut argv = vec![format!("--{name}")];
+    let variadic = OPTIONS.iter().any(|o| o.0 == name && o.2 == Kind::Variadic);
+    match value {
+        None => {}
+        Some(v) if variadic => argv.extend(v.split('\n').map(str::to_string)),
+        Some(v) => argv.push(v.to_string()),
+    }
+    argv
+}
+
+/// Is `name` a long option the CLI knows (without dashes)?
+pub fn knows(name: &str) -> bool {
+    OPTIONS.iter().any(|o| o.0 == name)
 }
 
 /// What the CLI does instead of running: print this and exit.
@@ -345,6 +363,22 @@ mod tests {
         let p = parse(&argv("-p --allowedTools Bash hi"), false).unwrap();
         assert_eq!(p.options["allowedTools"], ["Bash", "hi"]);
         assert!(p.prompt.is_empty());
+        // Back to argv, values with spaces kept whole.
+        let v = p.flag_value("allowedTools");
+        assert_eq!(
+            option_argv("allowedTools", v.as_deref()),
+            ["--allowedTools", "Bash", "hi"]
+        );
+        let spaced: Vec<String> = ["-p", "--system-prompt", "be brief"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let p = parse(&spaced, false).unwrap();
+        let v = p.flag_value("system-prompt");
+        assert_eq!(
+            option_argv("system-prompt", v.as_deref()),
+            ["--system-prompt", "be brief"]
+        );
         assert_eq!(
             parse(&argv("--version"), false).unwrap_err().stdout,
             VERSION_LINE
