@@ -1,15 +1,17 @@
-//! The client of an RPC replay (a version 2 cassette): what it writes on stdin, when it
-//! closes stdin, the signals it sends, checked against what the recording's client did.
+//! The client of a two-way replay (a version 2 cassette: pi's RPC mode, Claude Code's
+//! stream-json): what it writes on stdin, when it closes stdin, the signals it sends,
+//! checked against what the recording's client did.
 //!
 //! A thread reads stdin line by line from the start, so a client never blocks on a full
-//! pipe and commands sent early wait in order. The replay asks for the next client action
+//! pipe and lines sent early wait in order. The replay asks for the next client action
 //! when it reaches a client record ([`Client::expect`]): it blocks until the client does
-//! something (pi, idle, waits as long; `FAKE_PI_RPC_WAIT_MS` bounds the wait), and the
-//! time the action arrived is when the records after it are timed from. A signal is the
-//! client's action only while the replay waits at a `client_signal` record for that
-//! signal ([`take_awaited`]); at any other time fake-pi answers it as pi does (the
-//! cassette's `process` section), which is also what pi does when the client signals
-//! sooner than the recording's client did.
+//! something (pi, idle, waits as long; `FAKE_PI_RPC_WAIT_MS` bounds it), and what follows
+//! is timed from when the action arrived. A signal is the client's action when the replay
+//! waits at a `client_signal` record for it, and also when it comes early but is the
+//! client's next action, or the one after the line the replay waits for (a client that
+//! writes a line and signals at once: [`take_awaited`]); the records before it then play
+//! as recorded, as they do for a line sent early. Any other signal fake-pi answers as pi
+//! does (the cassette's `process` section).
 
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicI32, Ordering};
