@@ -522,9 +522,10 @@ pub async fn provider_run_request(
 }
 
 /// Run an RPC case with the reference provider's [`RpcSession`]: each step once pi has
-/// written its number of stdout lines; every run a prompt starts streams into `out` (one
-/// JSON line per message, runs in the order their messages come); a refused prompt adds
-/// nothing. After the last step (or pi's exit) the session is shut down and the runs
+/// written its number of stdout lines; every run a prompt starts goes to `out` (one JSON
+/// line per message, run after run in the order the prompts were sent: pi runs one prompt
+/// at a time, and the order two runs' streams are drained in must not depend on
+/// scheduling); a refused prompt adds nothing. After the last step (or pi's exit) the session is shut down and the runs
 /// drained. Returns the messages written.
 pub async fn provider_run_rpc(
     req: Request,
@@ -556,11 +557,12 @@ pub async fn provider_run_rpc(
             if cmd["type"] == "prompt" && cmd.get("streamingBehavior").is_none() {
                 let text = cmd["message"].as_str().unwrap_or("").to_string();
                 if let Ok(mut stream) = session.prompt(&text).await {
-                    let tx = tx.clone();
                     runs.push(tokio::spawn(async move {
+                        let mut messages = Vec::new();
                         while let Some(m) = stream.next().await {
-                            let _ = tx.send(m);
+                            messages.push(m);
                         }
+                        messages
                     }));
                 }
             } else {
@@ -582,16 +584,20 @@ pub async fn provider_run_rpc(
             }
         }
     }
+    let mut done = Vec::new();
     if !closed {
         // Let the runs end on their own (settled, or pi gone after a signal) before the
         // session is shut down under them.
         for r in runs.drain(..) {
-            let _ = r.await;
+            done.push(r.await.unwrap_or_default());
         }
     }
     session.shutdown().await;
     for r in runs {
-        let _ = r.await;
+        done.push(r.await.unwrap_or_default());
+    }
+    for m in done.into_iter().flatten() {
+        let _ = tx.send(m);
     }
     drop(tx);
     write_all_messages(&mut rx, &mut out).await

@@ -148,6 +148,10 @@ fn main() {
     if args.first().map(String::as_str) == Some("replay") {
         std::process::exit(i32::from(!replay_section()));
     }
+    // `ratios cli`: only `pi-harness run` against `pi-harness map`.
+    if args.first().map(String::as_str) == Some("cli") {
+        std::process::exit(i32::from(!cli_run_vs_map()));
+    }
     let reps = env_usize("RATIOS_REPS", 9).max(1);
     if cfg!(debug_assertions) {
         eprintln!("ratios: WARNING: debug build; run with --release for meaningful figures");
