@@ -622,6 +622,66 @@ mod tests {
         Cassette::parse(Path::new("t"), format!("{header}\n{body}").as_bytes()).unwrap()
     }
 
+    /// A committed Claude Code cassette, as lines.
+    fn claude_lines(name: &str) -> Vec<String> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../cassettes/claude")
+            .join(name);
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn claude(lines: &[String]) -> Cassette {
+        Cassette::parse(Path::new("t"), format!("{}\n", lines.join("\n")).as_bytes()).unwrap()
+    }
+
+    /// Two real recordings of one Claude Code scenario differ where the CLI races (the
+    /// permission prompt against `message_stop`) and in its jittered retry delays: neither
+    /// is drift. A different tool result is.
+    #[test]
+    fn claude_races_and_retry_jitter_are_no_drift_but_a_changed_result_is() {
+        let lines = claude_lines("claude_tool_allowed.cc21330.cassette.jsonl");
+        let base = normalize(&claude(&lines));
+        let prompt = lines
+            .iter()
+            .position(|l| l.contains(r#""type":"control_request""#))
+            .unwrap();
+        let stop = lines
+            .iter()
+            .skip(prompt)
+            .position(|l| l.contains(r#""type":"message_stop""#))
+            .unwrap()
+            + prompt;
+        let mut raced = lines.clone();
+        let moved = raced.remove(stop);
+        raced.insert(prompt, moved);
+        assert_eq!(normalize(&claude(&raced)), base);
+        let changed: Vec<String> = lines
+            .iter()
+            .map(|l| l.replace("(Bash completed with no output)", "something else"))
+            .collect();
+        assert_ne!(normalize(&claude(&changed)), base);
+
+        let lines = claude_lines("claude_retry_then_ok.cc21330.cassette.jsonl");
+        let base = normalize(&claude(&lines));
+        let jittered: Vec<String> = lines
+            .iter()
+            .map(|l| {
+                let Some(at) = l.find(r#""retry_delay_ms":"#) else {
+                    return l.clone();
+                };
+                let start = at + r#""retry_delay_ms":"#.len();
+                let end = start + l[start..].find(|c: char| !c.is_ascii_digit()).unwrap();
+                format!("{}{}{}", &l[..start], 1234, &l[end..])
+            })
+            .collect();
+        assert_ne!(jittered, lines, "the recording has a retry delay");
+        assert_eq!(normalize(&claude(&jittered)), base);
+    }
+
     #[test]
     fn normalize_ignores_timing_usage_and_collapses_updates() {
         let a = cassette(concat!(
