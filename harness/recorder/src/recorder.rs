@@ -727,6 +727,11 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
             pi_cassette::import::Ending::Hang,
         );
         iopts.tags = opts.tags.clone();
+        let redacted_args: Vec<String> = args.iter().map(|a| redactor.apply(a)).collect();
+        if claude {
+            // The import checks a Claude cassette names the CLI's options.
+            iopts.expect = claude_expect(&redacted_args)?;
+        }
         let mut cassette = pi_cassette::import_rpc::import_transcript(
             Path::new("(the recording's transcript)"),
             &transcript,
@@ -740,9 +745,8 @@ pub async fn record(opts: &RecordOptions) -> anyhow::Result<RecordOutcome> {
             },
         )
         .map_err(|e| anyhow!("building the cassette: {e}"))?;
-        let redacted_args: Vec<String> = args.iter().map(|a| redactor.apply(a)).collect();
         cassette.header.expect = if claude {
-            claude_expect(&redacted_args)?
+            iopts.expect.clone()
         } else {
             expect_from_args(
                 &version,
