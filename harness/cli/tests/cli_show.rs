@@ -629,3 +629,52 @@ fn bad_input_is_one_line_and_exit_2() {
     assert!(err.contains("FILE|-"), "{err}");
     w.assert_none_left();
 }
+
+/// A Claude Code cassette: `show` names the CLI and the options the host must run it with,
+/// and its replay command (the host's lines piped) replays the session: the CLI's records,
+/// ending with the turn's `result`, exit 0.
+#[test]
+fn a_claude_cassette_shows_the_cli_options_and_its_command_line_replays() {
+    let w = World::new("show_claude");
+    let file = cassette("claude/claude_text.cc21330.cassette.jsonl");
+    let text = show_text(&w, &file);
+    contains_all(
+        &text,
+        &[
+            "claude_text (Claude Code 2.1.330, wire dialect stream-json)\n",
+            "recorded from real Claude Code, measured timing",
+            "What the host must run (the CLI's options exactly",
+            "  command line          claude --include-partial-messages --input-format stream-json --output-format stream-json --permission-prompt-tool stdio --print --verbose\n",
+            "  environment           ANTHROPIC_API_KEY (set and non-empty)\n",
+            "  <SESSION_ID>          Claude Code's session id\n",
+            "note: fake-pi answers to any name: put a `claude` symlink to it on the host's PATH",
+        ],
+    );
+    let line = replay_line(&text);
+    assert!(
+        line.starts_with("printf '%s\\n' '{\"message\":{\"content\":\"say hi\""),
+        "{line}"
+    );
+    let out = shell(&w, &line).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c = pi_cassette::Cassette::load(&file).unwrap();
+    let types = |bytes: &[u8]| -> Vec<String> {
+        bytes
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                let v: Value = serde_json::from_slice(l).unwrap();
+                v["type"].as_str().unwrap().to_string()
+            })
+            .collect()
+    };
+    let got = types(&out.stdout);
+    assert_eq!(got, types(&c.stdout_bytes()));
+    assert_eq!(got.last().map(String::as_str), Some("result"));
+    w.assert_none_left();
+}
