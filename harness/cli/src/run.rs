@@ -390,12 +390,19 @@ async fn execute(plan: Plan, color: bool) -> i32 {
     // The run is over and nothing of it is left. Let the output finish; a signal now, or a
     // reader that does not read after a signal-cancel, ends pi-harness at once.
     let flush_limit = signalled.then(|| tokio::time::Instant::now() + FLUSH_AFTER_SIGNAL);
+    let mut unread = false;
     tokio::select! {
-        _ = output.finish() => {}
+        broken = output.finish() => unread = broken,
         _ = sigint.recv() => {}
         _ = sigterm.recv() => {}
         _ = sighup.recv() => {}
         _ = sleep_until(flush_limit) => {}
+    }
+    // stdout closed: whether the run had already ended when the writer found out is a race
+    // (an instant replay can end before the first write fails); the stream did not reach
+    // its reader either way, and that is what the status says (130, as for a cancel).
+    if unread {
+        return EXIT_CANCELLED;
     }
     match &terminal {
         Some(t) => exit_code(t),
@@ -490,7 +497,8 @@ struct Output {
     tx: mpsc::UnboundedSender<String>,
     pending: Arc<AtomicUsize>,
     drained: Arc<Notify>,
-    task: tokio::task::JoinHandle<()>,
+    /// Ends with whether a write failed (nobody reads stdout any more).
+    task: tokio::task::JoinHandle<bool>,
 }
 
 impl Output {
@@ -534,6 +542,7 @@ impl Output {
                 p.fetch_sub(taken, Ordering::AcqRel);
                 d.notify_one();
             }
+            broken
         });
         Output {
             tx,
@@ -556,10 +565,11 @@ impl Output {
         }
     }
 
-    /// Close the queue and wait until everything queued was written.
-    async fn finish(self) {
+    /// Close the queue and wait until everything queued was written; true when a write
+    /// failed (stdout closed).
+    async fn finish(self) -> bool {
         drop(self.tx);
-        let _ = self.task.await;
+        self.task.await.unwrap_or(true)
     }
 }
 

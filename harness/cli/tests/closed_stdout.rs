@@ -113,6 +113,33 @@ fn every_printing_command_survives_a_closed_stdout() {
     let out = with_closed_stdout(run);
     failures.extend(check("run", &out, 130));
 
+    // A short run can end before the writer finds stdout closed; the stream still did not
+    // reach anyone: 130 all the same. (Before, a third of these runs said 0.)
+    for _ in 0..12 {
+        let mut short = pih(
+            &w,
+            &[
+                "run",
+                "--pi-version",
+                "0.87.1",
+                "--provider",
+                "fake",
+                "--model",
+                "fake-model",
+                "--json",
+                "Say hello.",
+            ],
+        );
+        short
+            .arg("--pi")
+            .arg(fake_pi())
+            .env("FAKE_PI_CASSETTE", text)
+            .env("FAKE_PI_SPEED", "0")
+            .env("PI_CODING_AGENT_DIR", w.agent_dir());
+        let out = with_closed_stdout(short);
+        failures.extend(check("run (a short run)", &out, 130));
+    }
+
     // fake-pi: a quiet 141 for help, version and replay alike.
     for args in [&["--help"][..], &["--version"][..]] {
         let mut c = w.fake_pi(Path::new(text));
