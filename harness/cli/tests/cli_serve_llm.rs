@@ -133,8 +133,10 @@ fn a_port_that_cannot_be_bound_is_one_error_line_and_exit_2() {
 fn a_closed_stdout_exits_0_quietly() {
     let w = World::new("serve-llm-epipe");
     let script = w.write("s.json", r#"{"turns":[{"text":["ok"]}]}"#);
-    // stdout is a pipe nobody reads: its read end is closed before the server starts.
-    let (read_end, write_end) = nix::unistd::pipe().unwrap();
+    // stdout is a pipe nobody reads: its read end is closed before the server starts. Both
+    // ends close on exec: a process another test starts meanwhile must not keep the read
+    // end open (the server would then write into a pipe with a reader and never stop).
+    let (read_end, write_end) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
     drop(read_end);
     let mut c = serve_llm(&w, &["--script", script.to_str().unwrap()]);
     let mut p = c

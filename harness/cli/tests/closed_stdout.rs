@@ -12,7 +12,9 @@ const RECORDED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../cassettes/rec
 
 /// Run `cmd` with a stdout pipe whose reading end is already closed.
 fn with_closed_stdout(mut cmd: Command) -> Output {
-    let (reader, writer) = nix::unistd::pipe().expect("a pipe");
+    // Close-on-exec: a process another test starts meanwhile must not inherit the read end
+    // (the pipe would then have a reader).
+    let (reader, writer) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).expect("a pipe");
     drop(reader);
     cmd.stdout(Stdio::from(writer))
         .stderr(Stdio::piped())
