@@ -604,6 +604,21 @@ fn collect_strings(v: &serde_json::Value, out: &mut Vec<String>, top: bool) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn camel_case_field_names_are_no_secrets_but_base64_still_is() {
+        // Field names Claude Code writes (they were flagged before).
+        for name in [
+            "cacheCreationEphemeral1hInputTokens",
+            "cacheCreationEphemeral5mInputTokens",
+        ] {
+            assert_eq!(secret_kind(name), None, "{name}");
+        }
+        assert_eq!(
+            secret_kind("aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY"),
+            Some("a long base64-like token")
+        );
+    }
     use super::*;
 
     const HEADER: &str = r#"{"format":"pi-cassette","version":1,"pi":{"version":"0.87.1","dialect":"delta-only"},"scenario":{"name":"t","description":"d"},"origin":{"kind":"imported","timing":"synthetic"}}"#;
