@@ -309,14 +309,7 @@ pub fn case_of(root: &Path, path: &Path, c: &Cassette) -> Case {
 /// A Claude Code case: the recording's options as argv, its host's lines as steps.
 fn claude_case(name: String, path: &Path, c: &Cassette) -> Case {
     let h = &c.header;
-    let mut argv = Vec::new();
-    for (flag, rule) in &h.expect.flags {
-        match rule {
-            FlagRule::Present(true) => argv.extend(pi_grammar::claude::option_argv(flag, None)),
-            FlagRule::Present(false) => {}
-            FlagRule::Value(v) => argv.extend(pi_grammar::claude::option_argv(flag, Some(v))),
-        }
-    }
+    let argv = h.expect.claude_argv();
     let mut env = BTreeMap::new();
     for var in &h.expect.env {
         env.insert(var.clone(), format!("conformance-{}", var.to_lowercase()));

@@ -59,15 +59,8 @@ pub fn iso(ms: u64) -> String {
     )
 }
 
-/// A new session id as pi makes them: a UUIDv7 (time-ordered).
-pub fn uuid_v7(ms: u64) -> String {
-    let mut b = [0u8; 16];
-    b[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
-    for x in b[6..].iter_mut() {
-        *x = fastrand::u8(..);
-    }
-    b[6] = 0x70 | (b[6] & 0x0f);
-    b[8] = 0x80 | (b[8] & 0x3f);
+/// 16 bytes as a UUID's text (`8-4-4-4-12` lower-case hex digits).
+fn hyphenated(b: &[u8; 16]) -> String {
     let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
     format!(
         "{}-{}-{}-{}-{}",
@@ -79,6 +72,18 @@ pub fn uuid_v7(ms: u64) -> String {
     )
 }
 
+/// A new session id as pi makes them: a UUIDv7 (time-ordered).
+pub fn uuid_v7(ms: u64) -> String {
+    let mut b = [0u8; 16];
+    b[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
+    for x in b[6..].iter_mut() {
+        *x = fastrand::u8(..);
+    }
+    b[6] = 0x70 | (b[6] & 0x0f);
+    b[8] = 0x80 | (b[8] & 0x3f);
+    hyphenated(&b)
+}
+
 /// A random UUID (version 4), as Claude Code makes its session ids.
 pub fn uuid_v4() -> String {
     let mut b = [0u8; 16];
@@ -87,15 +92,7 @@ pub fn uuid_v4() -> String {
     }
     b[6] = 0x40 | (b[6] & 0x0f);
     b[8] = 0x80 | (b[8] & 0x3f);
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..]
-    )
+    hyphenated(&b)
 }
 
 fn json_inner(s: &str) -> Vec<u8> {

@@ -190,6 +190,22 @@ pub struct Expect {
     pub syntax: bool,
 }
 
+impl Expect {
+    /// A Claude Code cassette's options as a command line (`--print --verbose
+    /// --input-format stream-json ...`; see [`pi_grammar::claude::option_argv`]).
+    pub fn claude_argv(&self) -> Vec<String> {
+        let mut argv = Vec::new();
+        for (flag, rule) in &self.flags {
+            match rule {
+                FlagRule::Present(true) => argv.extend(pi_grammar::claude::option_argv(flag, None)),
+                FlagRule::Present(false) => {}
+                FlagRule::Value(v) => argv.extend(pi_grammar::claude::option_argv(flag, Some(v))),
+            }
+        }
+        argv
+    }
+}
+
 /// The effective values of a recorded call; `None` fields are not compared.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

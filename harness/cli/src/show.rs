@@ -219,14 +219,7 @@ pub fn facts<'a>(c: &'a Cassette, path: Option<&Path>) -> Result<Facts<'a>, Stri
 /// host's lines piped, nothing of pi's matching.
 fn claude_facts<'a>(c: &'a Cassette, path: Option<&Path>) -> Facts<'a> {
     let e = &c.header.expect;
-    let mut argv = Vec::new();
-    for (flag, rule) in &e.flags {
-        match rule {
-            FlagRule::Present(true) => argv.extend(pi_grammar::claude::option_argv(flag, None)),
-            FlagRule::Present(false) => {}
-            FlagRule::Value(v) => argv.extend(pi_grammar::claude::option_argv(flag, Some(v))),
-        }
-    }
+    let argv = e.claude_argv();
     let mut env: Vec<(String, String)> = vec![
         (
             "FAKE_PI_CASSETTE".into(),
