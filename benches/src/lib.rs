@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 use pi_cassette::Cassette;
 use pi_wire::mapper::{Mapper, MapperOptions, StreamEnd};
-use pi_wire::message::{ExitInfo, Failure, FailureReason, Message, Usage};
+use pi_wire::message::{ExitInfo, Failure, FailureReason, Json, Message, Usage};
 use serde::de::IgnoredAny;
 use serde_json::Value;
 
@@ -242,7 +242,7 @@ pub fn naive_map(stdout: &[u8]) -> Vec<Message> {
         out.push(Message::ToolCall {
             id: id.to_string(),
             name: name.and_then(Value::as_str).unwrap_or("").to_string(),
-            arguments: args.cloned().unwrap_or(Value::Null),
+            arguments: args.map_or_else(Json::null, Json::from),
         });
     }
 
@@ -361,12 +361,12 @@ pub fn naive_map(stdout: &[u8]) -> Vec<Message> {
                     if let Some(p) = ev.get("partialResult") {
                         out.push(Message::ToolUpdate {
                             id: id.to_string(),
-                            partial: p.clone(),
+                            partial: p.into(),
                         });
                     }
                 } else if kind == "tool_execution_end" {
                     *done = true;
-                    let result = ev.get("result").cloned().unwrap_or(Value::Null);
+                    let result = ev.get("result").map_or_else(Json::null, Json::from);
                     out.push(
                         if ev.get("isError").and_then(Value::as_bool) == Some(true) {
                             Message::ToolFailed {

@@ -101,12 +101,12 @@ impl Renderer {
                     "{} {} {}",
                     p.cyan(&format!("-> tool {name}")),
                     p.dim(&format!("({id})")),
-                    short(arguments)
+                    short(&arguments.to_value())
                 )
             }
             Message::ToolUpdate { id, partial } => {
                 // Show only what is new since the last update, like a terminal would.
-                let text = value_text(partial);
+                let text = value_text(&partial.to_value());
                 let shown = self.shown.entry(id.clone()).or_default();
                 let new = match text.strip_prefix(shown.as_str()) {
                     Some(rest) => rest.to_string(),
@@ -123,7 +123,7 @@ impl Renderer {
                 lines.join("\n")
             }
             Message::ToolCompleted { id, result } => {
-                let text = value_text(result);
+                let text = value_text(&result.to_value());
                 match self.shown.remove(id) {
                     // The output was streamed already.
                     Some(shown) if shown == text => p.green(&format!("<- tool {id} done")),
@@ -139,7 +139,7 @@ impl Renderer {
                 format!(
                     "{}{}",
                     p.red(&format!("<- tool {id} failed:")),
-                    indent(&cut_lines(&value_text(error)))
+                    indent(&cut_lines(&value_text(&error.to_value())))
                 )
             }
             Message::RetryScheduled {
@@ -349,11 +349,11 @@ mod tests {
             Message::ToolCall {
                 id: "c1".into(),
                 name: "bash".into(),
-                arguments: json!({"command": "ls"}),
+                arguments: json!({"command": "ls"}).into(),
             },
             Message::ToolCompleted {
                 id: "c1".into(),
-                result: json!({"content": [{"type": "text", "text": "a.txt\nb.txt"}]}),
+                result: json!({"content": [{"type": "text", "text": "a.txt\nb.txt"}]}).into(),
             },
             Message::Assistant {
                 text: "Two files.".into(),
@@ -453,7 +453,7 @@ mod tests {
     fn tool_updates_show_only_new_output() {
         let upd = |t: &str| Message::ToolUpdate {
             id: "c".into(),
-            partial: json!({"content": [{"type": "text", "text": t}]}),
+            partial: json!({"content": [{"type": "text", "text": t}]}).into(),
         };
         let msgs = [
             upd(""),
@@ -461,11 +461,11 @@ mod tests {
             upd("hi\nthere\n"),
             Message::ToolCompleted {
                 id: "c".into(),
-                result: json!({"content": [{"type": "text", "text": "hi\nthere\n"}]}),
+                result: json!({"content": [{"type": "text", "text": "hi\nthere\n"}]}).into(),
             },
             Message::ToolFailed {
                 id: "d".into(),
-                error: json!("boom"),
+                error: json!("boom").into(),
             },
         ];
         assert_eq!(
@@ -480,7 +480,7 @@ mod tests {
         let text = render_all(
             &[Message::ToolCompleted {
                 id: "c".into(),
-                result: json!(many),
+                result: json!(many).into(),
             }],
             false,
         );

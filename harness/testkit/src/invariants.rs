@@ -311,7 +311,7 @@ pub fn check_structure(messages: &[Message]) -> Result<(), String> {
     }
     let mut called = HashSet::new();
     let mut ended = HashSet::new();
-    let mut last_update: HashMap<&str, &Value> = HashMap::new();
+    let mut last_update: HashMap<&str, &pi_wire::message::Json> = HashMap::new();
     for m in messages {
         match m {
             Message::ToolCall { id, .. } if !called.insert(id.as_str()) => {

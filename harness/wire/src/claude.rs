@@ -681,7 +681,7 @@ impl State {
         out.push(Message::ToolCall {
             id: id.to_string(),
             name: name.to_string(),
-            arguments,
+            arguments: arguments.into(),
         });
     }
 
@@ -696,12 +696,12 @@ impl State {
         out.push(if failed {
             Message::ToolFailed {
                 id: id.to_string(),
-                error: value,
+                error: value.into(),
             }
         } else {
             Message::ToolCompleted {
                 id: id.to_string(),
-                result: value,
+                result: value.into(),
             }
         });
     }

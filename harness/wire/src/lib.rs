@@ -13,6 +13,8 @@
 //! - [`claude`]: Claude Code's `stream-json` stdout to messages ([`claude::ClaudeMapper`], a run per turn);
 //! - [`message`]: the normalized messages themselves (serde, one JSON object each), the
 //!   contract every implementation targets (`docs/normalized-stream.md`);
+//! - [`json`]: the tool payloads those messages pass through ([`json::Json`], kept as the
+//!   validated text pi wrote and parsed on demand);
 //! - [`secret`]: one secret (the caller's API key) kept out of the stream, however pi
 //!   echoes it.
 //!
@@ -48,6 +50,7 @@
 
 pub mod claude;
 pub mod framing;
+pub mod json;
 pub mod mapper;
 pub mod message;
 pub mod secret;

@@ -30,6 +30,7 @@ use crate::framing::{Line, LineSplitter};
 
 mod fast;
 mod hot;
+use crate::json::Json;
 use crate::message::{ExitInfo, Failure, FailureReason, InvalidLine, Message, RetrySource, Usage};
 
 /// Default line cap: 16 MiB lets every real pi 0.73.1 line through (its snapshots grow quadratically).
@@ -215,7 +216,7 @@ struct State {
     /// The assistant message being streamed.
     open: Option<OpenMessage>,
     /// `timestamp` (raw JSON) of the last assistant message closed by `message_end`.
-    last_closed_ts: Option<String>,
+    last_closed_ts: Option<Stamp>,
     /// The run-level text snapshot-only producers are compared against: the whole text
     /// of the previous assistant message as the producer gave it.
     kept: String,
@@ -249,7 +250,7 @@ struct State {
 
 #[derive(Debug, Default)]
 struct OpenMessage {
-    timestamp: Option<String>,
+    timestamp: Option<Stamp>,
     /// Text emitted for this message so far.
     emitted: String,
     /// Snapshot-only producers: the replayed previous text this message starts with,
@@ -273,7 +274,7 @@ struct ToolState {
 struct Held {
     id: String,
     failed: bool,
-    result: Value,
+    result: Json,
 }
 
 /// Event types that are understood and deliberately produce nothing.
@@ -568,7 +569,7 @@ impl State {
             Some(_) => return, // user, system, custom: nothing to say
             None => return self.bad(n, raw, "`message_start` without `message.role`".into()),
         }
-        let ts = m.timestamp.map(|t| t.get().to_string());
+        let ts = m.timestamp.map(|t| Stamp::new(t.get()));
         if let Some(open) = &self.open {
             if ts.is_some() && open.timestamp == ts {
                 return; // the same start again
@@ -732,7 +733,7 @@ impl State {
             Some(_) => return,
             None => return self.bad(n, raw, "`message_end` without `message.role`".into()),
         }
-        let ts = m.timestamp.map(|t| t.get().to_string());
+        let ts = m.timestamp.map(|t| Stamp::new(t.get()));
         // The message_end of the message closed last, again (same timestamp, same text),
         // while no message with that timestamp is open: ignored.
         let repeated = ts.is_some()
@@ -787,7 +788,7 @@ impl State {
                     self.record(n, raw.len() as u64, problem, raw);
                 }
             }
-            self.kept = text.into_owned();
+            set_text(&mut self.kept, text);
             // message_end is authoritative for thoughts too.
             open.thoughts = content.thoughts();
             for call in content.tool_calls() {
@@ -846,7 +847,7 @@ impl State {
         out.push(Message::ToolCall {
             id: id.to_string(),
             name: name.unwrap_or("").to_string(),
-            arguments: args.map(to_value).unwrap_or(Value::Null),
+            arguments: args.map(to_json).unwrap_or_else(Json::null),
         });
     }
 
@@ -861,11 +862,14 @@ impl State {
         };
         if let Some(i) = self.held.iter().position(|h| h.id == id) {
             let mut held = self.held.remove(i);
-            if let (Some(nested), Value::Object(result)) = (m.nested_calls, &mut held.result) {
-                // pi's own result wins if it ever carries the field itself.
-                result
-                    .entry("nestedCalls")
-                    .or_insert_with(|| to_value(nested));
+            if let Some(nested) = m.nested_calls {
+                if let Value::Object(mut result) = held.result.to_value() {
+                    // pi's own result wins if it ever carries the field itself.
+                    result
+                        .entry("nestedCalls")
+                        .or_insert_with(|| to_json(nested).to_value());
+                    held.result = Json::from(Value::Object(result));
+                }
             }
             out.push(held.into_message());
         }
@@ -917,10 +921,12 @@ impl State {
             "tool_execution_update" => {
                 if let Some(p) = ev.partial_result {
                     if tool.last_partial.as_deref() != Some(p.get()) {
-                        tool.last_partial = Some(p.get().to_string());
+                        let last = tool.last_partial.get_or_insert_with(String::new);
+                        last.clear();
+                        last.push_str(p.get());
                         out.push(Message::ToolUpdate {
                             id: id.to_string(),
-                            partial: to_value(p),
+                            partial: to_json(p),
                         });
                     }
                 }
@@ -931,7 +937,7 @@ impl State {
                 let end = Held {
                     id: id.to_string(),
                     failed: ev.is_error.as_bool() == Some(true),
-                    result: ev.result.map(to_value).unwrap_or(Value::Null),
+                    result: ev.result.map(to_json).unwrap_or_else(Json::null),
                 };
                 if tool.nested {
                     // Its toolResult message, next, carries `nestedCalls`.
@@ -1038,9 +1044,43 @@ impl Held {
     }
 }
 
-fn to_value(raw: RawJson<'_>) -> Value {
+/// A message's `timestamp` (its raw JSON text), compared to tell one message from another:
+/// held inline when short (pi writes a millisecond count), so keeping it costs no allocation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Stamp {
+    Short(u8, [u8; STAMP_INLINE]),
+    Long(Box<str>),
+}
+
+const STAMP_INLINE: usize = 30;
+
+impl Stamp {
+    fn new(raw: &str) -> Stamp {
+        let b = raw.as_bytes();
+        if b.len() <= STAMP_INLINE {
+            let mut buf = [0u8; STAMP_INLINE];
+            buf[..b.len()].copy_from_slice(b);
+            Stamp::Short(b.len() as u8, buf)
+        } else {
+            Stamp::Long(raw.into())
+        }
+    }
+}
+
+/// `dst` becomes `text`, reusing its buffer when `text` is borrowed.
+fn set_text(dst: &mut String, text: Cow<'_, str>) {
+    match text {
+        Cow::Owned(s) => *dst = s,
+        Cow::Borrowed(b) => {
+            dst.clear();
+            dst.push_str(b);
+        }
+    }
+}
+
+fn to_json(raw: RawJson<'_>) -> Json {
     // The text was validated as JSON when the line was parsed.
-    serde_json::from_str(raw.get()).unwrap_or(Value::Null)
+    Json::validated(raw.get())
 }
 
 /// Length in bytes of the common prefix, on a char boundary.

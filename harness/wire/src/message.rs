@@ -4,7 +4,8 @@
 //! per message, tagged by `type`. It holds no logic beyond small helpers.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+
+pub use crate::json::Json;
 
 /// Version of the normalized stream described here.
 pub const STREAM_VERSION: u32 = 1;
@@ -31,15 +32,15 @@ pub enum Message {
     ToolCall {
         id: String,
         name: String,
-        arguments: Value,
+        arguments: Json,
     },
     /// A tool's partial result (only when it changed).
     #[serde(rename = "tool.update")]
-    ToolUpdate { id: String, partial: Value },
+    ToolUpdate { id: String, partial: Json },
     #[serde(rename = "tool.completed")]
-    ToolCompleted { id: String, result: Value },
+    ToolCompleted { id: String, result: Json },
     #[serde(rename = "tool.failed")]
-    ToolFailed { id: String, error: Value },
+    ToolFailed { id: String, error: Json },
     /// A retry is coming: pi's own (`source: pi`) or the caller's retry layer (`source: caller`).
     #[serde(rename = "retry.scheduled")]
     RetryScheduled {

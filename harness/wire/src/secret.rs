@@ -31,7 +31,7 @@
 
 use serde_json::Value;
 
-use crate::message::{Failure, Message};
+use crate::message::{Failure, Json, Message};
 
 /// Replacements, tried in order; their characters differ so that any key clashes with few.
 const REPLACEMENTS: &[&str] = &[
@@ -195,9 +195,11 @@ impl SecretFilter {
 
     fn scrub_message(&self, message: Message) -> Message {
         let s = |t: String| self.scrub(&t);
-        let v = |mut x: Value| {
+        // A payload is read, scrubbed as a value (an escaped echo included) and written again.
+        let v = |x: Json| {
+            let mut x = x.to_value();
             self.scrub_value(&mut x);
-            x
+            Json::from(x)
         };
         match message {
             Message::SessionStarted { session_id } => Message::SessionStarted {
@@ -310,6 +312,32 @@ mod tests {
             .collect()
     }
 
+    /// Tool payloads are kept as the text pi wrote: a key echoed there with JSON escapes
+    /// (`\u0073k-...`, `\/`) is found in the value, and the payload written again without it.
+    #[test]
+    fn a_key_escaped_in_a_tool_payload_is_scrubbed() {
+        let key = "sk-ant/123";
+        let mut f = SecretFilter::new(key).unwrap();
+        let payload =
+            Json::from_text(r#"{"out":"\u0073k-ant\/123 and sk-ant/123","sk-ant\/123":1}"#)
+                .unwrap();
+        let out = run(
+            &mut f,
+            vec![Message::ToolCompleted {
+                id: "t".into(),
+                result: payload,
+            }],
+        );
+        let Message::ToolCompleted { result, .. } = &out[0] else {
+            panic!("{out:?}")
+        };
+        assert_eq!(
+            result.to_value(),
+            serde_json::json!({"out": "[REDACTED] and [REDACTED]", "[REDACTED]": 1})
+        );
+        assert!(!serde_json::to_string(&out).unwrap().contains("123"));
+    }
+
     #[test]
     fn the_replacement_never_clashes_with_the_key() {
         assert_eq!(
@@ -347,7 +375,8 @@ mod tests {
                 Message::ToolCall {
                     id: "t1".into(),
                     name: "bash".into(),
-                    arguments: serde_json::json!({"command": format!("echo {key}"), key: [key]}),
+                    arguments: serde_json::json!({"command": format!("echo {key}"), key: [key]})
+                        .into(),
                 },
                 Message::RetryScheduled {
                     source: crate::message::RetrySource::Pi,
@@ -473,7 +502,7 @@ mod tests {
             input.push(Message::ToolCall {
                 id: key.clone(),
                 name: format!("{key}{key}"),
-                arguments: serde_json::json!({ key.clone(): whole.clone() }),
+                arguments: serde_json::json!({ key.clone(): whole.clone() }).into(),
             });
             input.push(Message::TerminalFailed(Failure {
                 reason: FailureReason::ModelError,

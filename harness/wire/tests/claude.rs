@@ -80,21 +80,21 @@ fn call(id: &str, command: &str) -> Message {
     Message::ToolCall {
         id: id.into(),
         name: "Bash".into(),
-        arguments: json!({ "command": command }),
+        arguments: json!({ "command": command }).into(),
     }
 }
 
 fn done(id: &str, result: Value) -> Message {
     Message::ToolCompleted {
         id: id.into(),
-        result,
+        result: result.into(),
     }
 }
 
 fn tool_failed(id: &str, error: Value) -> Message {
     Message::ToolFailed {
         id: id.into(),
-        error,
+        error: error.into(),
     }
 }
 
@@ -800,7 +800,7 @@ fn tools_once_per_id_and_results_as_they_are() {
         Message::ToolCall {
             id: "t9".into(),
             name: "".into(),
-            arguments: Value::Null,
+            arguments: Value::Null.into(),
         },
         done("t9", json!("orphan")),
     ];

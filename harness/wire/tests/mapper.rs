@@ -568,31 +568,67 @@ fn p5_tools_once_per_id_updates_without_repeats_one_end() {
             &Message::ToolCall {
                 id: "t1".into(),
                 name: "bash".into(),
-                arguments: json!({"command":"ls -l"})
+                arguments: json!({"command":"ls -l"}).into()
             },
             &Message::ToolCall {
                 id: "t2".into(),
                 name: "bash".into(),
-                arguments: json!({"command":"false"})
+                arguments: json!({"command":"false"}).into()
             },
             &Message::ToolUpdate {
                 id: "t1".into(),
-                partial: result("a")
+                partial: result("a").into()
             },
             &Message::ToolUpdate {
                 id: "t1".into(),
-                partial: result("ab")
+                partial: result("ab").into()
             },
             &Message::ToolCompleted {
                 id: "t1".into(),
-                result: result("ab")
+                result: result("ab").into()
             },
             &Message::ToolFailed {
                 id: "t2".into(),
-                error: result("exit 1")
+                error: result("exit 1").into()
             },
         ]
     );
+}
+
+/// pi (JavaScript) writes a broken string's lone surrogate as an escape (`"\ud800"`): valid
+/// JSON that no Rust string can hold. Tool arguments and results holding one used to become
+/// `null` (the whole payload lost, silently); they keep everything, the surrogate as U+FFFD.
+#[test]
+fn a_lone_surrogate_in_a_tool_payload_loses_nothing_else() {
+    let stdout = [
+        r#"{"type":"session","version":3,"id":"s","timestamp":"T","cwd":"/w"}"#,
+        r#"{"type":"tool_execution_start","toolCallId":"t1","toolName":"bash","args":{"command":"printf '\ud800'"}}"#,
+        r#"{"type":"tool_execution_update","toolCallId":"t1","toolName":"bash","args":{},"partialResult":{"content":[{"type":"text","text":"a\udc00"}]}}"#,
+        r#"{"type":"tool_execution_end","toolCallId":"t1","toolName":"bash","result":{"content":[{"type":"text","text":"a\udc00b \ud83d\ude00"}]},"isError":false}"#,
+        r#"{"type":"agent_end","messages":[]}"#,
+    ]
+    .join("\n");
+    let out = map(&stdout);
+    let tools: Vec<Value> = out
+        .iter()
+        .filter_map(|m| match m {
+            Message::ToolCall { arguments: j, .. }
+            | Message::ToolUpdate { partial: j, .. }
+            | Message::ToolCompleted { result: j, .. } => Some(j.to_value()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            json!({"command": "printf '\u{fffd}'"}),
+            json!({"content": [{"type": "text", "text": "a\u{fffd}"}]}),
+            json!({"content": [{"type": "text", "text": "a\u{fffd}b \u{1f600}"}]}),
+        ]
+    );
+    // Written out, the stream holds the same.
+    let written = serde_json::to_string(&out).unwrap();
+    assert!(written.contains(r#""text":"a�b 😀""#), "{written}");
 }
 
 // ---------------------------------------------------------------------------
@@ -1084,9 +1120,11 @@ fn p1_recorded_pairs_of_both_versions_give_the_same_stream() {
             if let Message::ToolCompleted { result, .. }
             | Message::ToolFailed { error: result, .. } = m
             {
-                if let Some(o) = result.as_object_mut() {
+                let mut v = result.to_value();
+                if let Some(o) = v.as_object_mut() {
                     o.remove("structuredContent");
                 }
+                *result = v.into();
             }
         }
         assert_eq!(a, c, "{name}: pi73 vs pi152");
@@ -1228,20 +1266,21 @@ fn pi1_nested_calls_surface_only_through_their_parent() {
             Message::ToolCall {
                 id: "cm".into(),
                 name: "codemode".into(),
-                arguments: json!({"code":"..."})
+                arguments: json!({"code":"..."}).into()
             },
             Message::ToolCall {
                 id: "b".into(),
                 name: "bash".into(),
-                arguments: json!({"command":"true"})
+                arguments: json!({"command":"true"}).into()
             },
             Message::ToolUpdate {
                 id: "cm".into(),
-                partial: json!({"content":[],"details":{"calls":[]}})
+                partial: json!({"content":[],"details":{"calls":[]}}).into()
             },
             Message::ToolUpdate {
                 id: "cm".into(),
                 partial: json!({"content":[],"details":{"calls":[{"id":"cm/1","status":"ok"}]}})
+                    .into()
             },
             // The plain tool ends when pi says so; the parent's end waits for its
             // toolResult message, which carries nestedCalls.
@@ -1249,10 +1288,11 @@ fn pi1_nested_calls_surface_only_through_their_parent() {
                 id: "b".into(),
                 result: json!({"content":[{"type":"text","text":""}],
                     "structuredContent":{"output":"","exit_code":0}})
+                .into()
             },
             Message::ToolCompleted {
                 id: "cm".into(),
-                result: cm_result.clone()
+                result: cm_result.clone().into()
             },
         ]
     );
@@ -1263,7 +1303,7 @@ fn pi1_nested_calls_surface_only_through_their_parent() {
     check_structure(&out).unwrap();
     assert!(out.contains(&Message::ToolFailed {
         id: "cm".into(),
-        error: cm_result
+        error: cm_result.into()
     }));
     // Nothing of the nested calls is reported as a bad line either.
     assert!(matches!(
@@ -1278,7 +1318,7 @@ fn pi1_a_held_parent_end_is_not_lost_without_its_tool_result_message() {
         "details":{"calls":[{"id":"cm/1","status":"ok"},{"id":"cm/2","status":"error"}]}});
     let parent_end = Message::ToolCompleted {
         id: "cm".into(),
-        result: cm_result,
+        result: cm_result.into(),
     };
     // The stream stops after the tool ends (pi killed): the end comes out at finish,
     // before the terminal, without nestedCalls.
@@ -1374,15 +1414,15 @@ fn pi1_structured_content_and_other_result_fields_pass_through() {
     let out = map(&jsonl(&events));
     assert!(out.contains(&Message::ToolUpdate {
         id: "a".into(),
-        partial
+        partial: partial.into()
     }));
     assert!(out.contains(&Message::ToolFailed {
         id: "a".into(),
-        error: bash_fail
+        error: bash_fail.into()
     }));
     assert!(out.contains(&Message::ToolCompleted {
         id: "b".into(),
-        result: read_ok
+        result: read_ok.into()
     }));
 }
 
@@ -1740,7 +1780,7 @@ fn pi152_codemode_results_carry_nested_calls_and_bash_structured_content() {
     let result = out
         .iter()
         .find_map(|m| match m {
-            Message::ToolCompleted { id, result } if id == "call_cm" => Some(result),
+            Message::ToolCompleted { id, result } if id == "call_cm" => Some(result.to_value()),
             _ => None,
         })
         .unwrap();
@@ -1767,7 +1807,7 @@ fn pi152_codemode_results_carry_nested_calls_and_bash_structured_content() {
     let error = out
         .iter()
         .find_map(|m| match m {
-            Message::ToolFailed { id, error } if id == "call_cx" => Some(error),
+            Message::ToolFailed { id, error } if id == "call_cx" => Some(error.to_value()),
             _ => None,
         })
         .unwrap();
@@ -1777,7 +1817,7 @@ fn pi152_codemode_results_carry_nested_calls_and_bash_structured_content() {
         id: "call_c".into(),
         error: json!({"content":[{"type":"text","text":"oops\n\n\nCommand exited with code 3"}],
             "structuredContent":{"output":"oops\n","truncated":false,"exit_code":3,"wall_time_seconds":0},
-            "isError":true})
+            "isError":true}).into()
     }));
 }
 

@@ -40,7 +40,11 @@ fn shorten_message(m: &mut Message) {
         Message::ToolCall { arguments: v, .. }
         | Message::ToolUpdate { partial: v, .. }
         | Message::ToolCompleted { result: v, .. }
-        | Message::ToolFailed { error: v, .. } => shorten(v),
+        | Message::ToolFailed { error: v, .. } => {
+            let mut value = v.to_value();
+            shorten(&mut value);
+            *v = value.into();
+        }
         Message::TerminalFailed(f) => {
             if let Some(t) = &mut f.stderr_tail {
                 shorten_str(t)

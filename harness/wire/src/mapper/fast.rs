@@ -32,6 +32,8 @@ const BODY_MAX: usize = 64 << 10;
 const BODIES: usize = 16;
 /// Bytes kept in all.
 const ARENA_MAX: usize = 1 << 20;
+/// The arena's first capacity.
+const ARENA_FIRST: usize = 64 << 10;
 
 /// Message bodies already validated (see the module docs). Kept by the mapper between lines.
 #[derive(Debug, Default)]
@@ -67,6 +69,11 @@ impl Memo {
         if self.bodies.len() >= BODIES || self.arena.len() + bytes.len() > ARENA_MAX {
             self.bodies.clear();
             self.arena.clear();
+        }
+        if self.arena.capacity() == 0 {
+            // One allocation for a run's first bodies (a system prompt, a few turns), not
+            // a copy at every doubling.
+            self.arena.reserve(ARENA_FIRST.max(bytes.len()));
         }
         self.bodies.push(Body {
             start: self.arena.len(),
