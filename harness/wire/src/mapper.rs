@@ -390,6 +390,7 @@ impl State {
         let mut ev = Event::default();
         // The other lines, in one pass too when nothing is unusual about them.
         if self.fast {
+            self.fast_memo.tool_results_matter = !self.held.is_empty();
             if fast::scan(raw, &mut self.fast_memo, &mut ev) {
                 if let Lv::Str(k) = &ev.kind {
                     let kind = k.clone();

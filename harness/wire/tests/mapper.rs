@@ -1243,6 +1243,53 @@ fn codemode_run(parent_error: bool, with_result_messages: bool) -> Vec<Value> {
     events
 }
 
+/// The parent's toolResult message may start before its end: the `message_end` that then
+/// repeats the remembered `message_start` body still releases the held end, with
+/// `nestedCalls` (the body memo must not take it for an inert repeat).
+#[test]
+fn pi1_a_tool_result_message_started_before_the_end_still_releases_it() {
+    let mut events = codemode_run(false, true);
+    let at = |events: &[Value], pred: &dyn Fn(&Value) -> bool| {
+        events.iter().position(|e| pred(e)).expect("event present")
+    };
+    let start = at(&events, &|e| {
+        e["type"] == "message_start" && e["message"]["toolCallId"] == "cm"
+    });
+    let moved = events.remove(start);
+    let end = at(&events, &|e| {
+        e["type"] == "tool_execution_end" && e["toolCallId"] == "cm"
+    });
+    events.insert(end, moved);
+    // `type` first, as pi writes it (serde_json sorts keys; a `message` before the `type`
+    // would take the mapper's serde path, not the one-pass path with its memo).
+    let pi_order = |events: &[Value]| -> String {
+        events
+            .iter()
+            .map(|e| {
+                let mut rest = e.as_object().unwrap().clone();
+                let kind = rest.remove("type").unwrap();
+                let rest = serde_json::to_string(&rest).unwrap();
+                format!("{{\"type\":{kind},{}\n", &rest[1..])
+            })
+            .collect()
+    };
+    let reordered = map(&pi_order(&events));
+    let in_order = map(&pi_order(&codemode_run(false, true)));
+    let completed = |out: &[Message]| {
+        out.iter()
+            .find_map(|m| match m {
+                Message::ToolCompleted { id, result } if id == "cm" => Some(result.to_value()),
+                _ => None,
+            })
+            .expect("cm completed")
+    };
+    assert!(
+        completed(&reordered).get("nestedCalls").is_some(),
+        "{reordered:?}"
+    );
+    assert_eq!(completed(&reordered), completed(&in_order));
+}
+
 fn tool_messages(out: &[Message]) -> Vec<Message> {
     out.iter()
         .filter(|m| m.kind().starts_with("tool."))

@@ -41,6 +41,9 @@ pub(super) struct Memo {
     /// The bodies, end to end (one allocation for all).
     arena: Vec<u8>,
     bodies: Vec<Body>,
+    /// Set by the mapper before each line: a `toolResult` message is something to it (a
+    /// tool's end waits for it). When false, a repeated `toolResult` body is inert too.
+    pub(super) tool_results_matter: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -48,8 +51,10 @@ struct Body {
     start: usize,
     len: usize,
     /// Where the role string (plain, without escapes) stands in the body, when the role
-    /// makes the message nothing to the mapper.
+    /// may make the message nothing to the mapper.
     inert_role: Option<(usize, usize)>,
+    /// The role is `toolResult`: inert only while no tool's end waits for its message.
+    tool_result: bool,
 }
 
 impl Memo {
@@ -62,7 +67,7 @@ impl Memo {
             .copied()
     }
 
-    fn remember(&mut self, bytes: &[u8], inert_role: Option<(usize, usize)>) {
+    fn remember(&mut self, bytes: &[u8], inert_role: Option<(usize, usize)>, tool_result: bool) {
         if bytes.len() > BODY_MAX {
             return;
         }
@@ -79,6 +84,7 @@ impl Memo {
             start: self.arena.len(),
             len: bytes.len(),
             inert_role,
+            tool_result,
         });
         self.arena.extend_from_slice(bytes);
     }
@@ -364,27 +370,33 @@ fn message<'a>(s: &mut Scanner<'a>, memo: &mut Memo, end: bool) -> R<MsgField<'a
     if let Some(Body {
         len,
         inert_role: Some((rs, re)),
+        tool_result,
         ..
     }) = seen
     {
-        let role = std::str::from_utf8(&s.b[start + rs..start + re]).map_err(|_| Fallback)?;
-        s.i += len;
-        let body = MessageBody {
-            role: Lv::Str(Cow::Borrowed(role)),
-            ..MessageBody::default()
-        };
-        return Ok(MsgField::Body(Some(Box::new(body))));
+        if !tool_result || !memo.tool_results_matter {
+            let role = std::str::from_utf8(&s.b[start + rs..start + re]).map_err(|_| Fallback)?;
+            s.i += len;
+            let body = MessageBody {
+                role: Lv::Str(Cow::Borrowed(role)),
+                ..MessageBody::default()
+            };
+            return Ok(MsgField::Body(Some(Box::new(body))));
+        }
     }
     // Filled in place: a `MessageBody` is big.
     let mut body = Box::<MessageBody>::default();
     let role_at = message_body(s, &mut body)?;
-    let inert = match body.role.as_str() {
-        Some("assistant" | "toolResult") | None => None,
-        Some(_) => role_at.map(|(a, b)| (a - start, b - start)),
+    let at = role_at.map(|(a, b)| (a - start, b - start));
+    let (inert, tool_result) = match body.role.as_str() {
+        Some("assistant") | None => (None, false),
+        Some("toolResult") => (at, true),
+        Some(_) => (at, false),
     };
-    // message_end bodies come back in turn_end and agent_end; inert ones in their message_end.
+    // message_end bodies come back in turn_end and agent_end; inert ones (and tool
+    // results) in their message_end.
     if seen.is_none() && (end || inert.is_some()) {
-        memo.remember(&s.b[start..s.i], inert);
+        memo.remember(&s.b[start..s.i], inert, tool_result);
     }
     Ok(MsgField::Body(Some(body)))
 }
