@@ -1250,7 +1250,7 @@ fn codemode_run(parent_error: bool, with_result_messages: bool) -> Vec<Value> {
 fn pi1_a_tool_result_message_started_before_the_end_still_releases_it() {
     let mut events = codemode_run(false, true);
     let at = |events: &[Value], pred: &dyn Fn(&Value) -> bool| {
-        events.iter().position(|e| pred(e)).expect("event present")
+        events.iter().position(pred).expect("event present")
     };
     let start = at(&events, &|e| {
         e["type"] == "message_start" && e["message"]["toolCallId"] == "cm"
