@@ -1153,6 +1153,18 @@ enum Lv<'a> {
 }
 
 impl<'a> Lv<'a> {
+    fn to_static(&self) -> Lv<'static> {
+        match self {
+            Lv::Absent => Lv::Absent,
+            Lv::Str(t) => Lv::Str(Cow::Owned(t.to_string())),
+            Lv::U64(v) => Lv::U64(*v),
+            Lv::I64(v) => Lv::I64(*v),
+            Lv::F64(v) => Lv::F64(*v),
+            Lv::Bool(v) => Lv::Bool(*v),
+            Lv::Other => Lv::Other,
+        }
+    }
+
     fn as_str(&self) -> Option<&str> {
         match self {
             Lv::Str(s) => Some(s),
@@ -1241,7 +1253,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Lv<'a> {
 }
 
 /// An object parsed as `T`, or `None` when the value is not an object.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 struct Obj<T>(Option<T>);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
@@ -1648,7 +1660,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
 }
 
 /// pi's `usage` object.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 struct PiUsage<'a> {
     #[serde(borrow, default)]
     input: Lv<'a>,
@@ -1664,10 +1676,26 @@ struct PiUsage<'a> {
     cost: Obj<PiCost<'a>>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 struct PiCost<'a> {
     #[serde(borrow, default)]
     total: Lv<'a>,
+}
+
+impl PiUsage<'_> {
+    /// The same, owning its strings (kept between lines).
+    fn to_static(&self) -> PiUsage<'static> {
+        PiUsage {
+            input: self.input.to_static(),
+            output: self.output.to_static(),
+            cache_read: self.cache_read.to_static(),
+            cache_write: self.cache_write.to_static(),
+            total_tokens: self.total_tokens.to_static(),
+            cost: Obj(self.cost.0.as_ref().map(|c| PiCost {
+                total: c.total.to_static(),
+            })),
+        }
+    }
 }
 
 impl PiUsage<'_> {

@@ -44,6 +44,12 @@ pub(super) struct Memo {
     /// Set by the mapper before each line: a `toolResult` message is something to it (a
     /// tool's end waits for it). When false, a repeated `toolResult` body is inert too.
     pub(super) tool_results_matter: bool,
+    /// The last two `usage` objects read in message bodies (their bytes) and what they
+    /// read as: pi repeats them (every `message_start` of an assistant message carries the
+    /// same zeros, between `message_end`s that differ), and an object that starts with
+    /// those bytes is that object. The slot to replace next is the one not used last.
+    usage: [(Vec<u8>, PiUsage<'static>); 2],
+    usage_next: usize,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -386,7 +392,7 @@ fn message<'a>(s: &mut Scanner<'a>, memo: &mut Memo, end: bool) -> R<MsgField<'a
     }
     // Filled in place: a `MessageBody` is big.
     let mut body = Box::<MessageBody>::default();
-    let role_at = message_body(s, &mut body)?;
+    let role_at = message_body(s, &mut body, memo)?;
     let at = role_at.map(|(a, b)| (a - start, b - start));
     let (inert, tool_result) = match body.role.as_str() {
         Some("assistant") | None => (None, false),
@@ -439,7 +445,11 @@ fn field(seen: &mut u32, bit: u32) -> R<()> {
 
 /// An agent message object (at `{`, depth 1), as the derived `MessageBody` reads it, into
 /// `m` (a default one); returns where its role string stands when it is plain.
-fn message_body<'a>(s: &mut Scanner<'a>, m: &mut MessageBody<'a>) -> R<Option<(usize, usize)>> {
+fn message_body<'a>(
+    s: &mut Scanner<'a>,
+    m: &mut MessageBody<'a>,
+    memo: &mut Memo,
+) -> R<Option<(usize, usize)>> {
     let mut role_at = None;
     members(s, |s, key| {
         Ok(match key {
@@ -464,7 +474,7 @@ fn message_body<'a>(s: &mut Scanner<'a>, m: &mut MessageBody<'a>) -> R<Option<(u
                 1 << 3
             }
             b"usage" => {
-                usage(s, &mut m.usage)?;
+                usage(s, &mut m.usage, memo)?;
                 1 << 4
             }
             b"timestamp" => {
@@ -565,11 +575,38 @@ fn block<'a>(s: &mut Scanner<'a>, b: &mut Block<'a>) -> R<()> {
 }
 
 /// `usage` (depth 2): an object read as `PiUsage` into `u` (left `None` for anything else).
-fn usage<'a>(s: &mut Scanner<'a>, u: &mut Obj<PiUsage<'a>>) -> R<()> {
+fn usage<'a>(s: &mut Scanner<'a>, u: &mut Obj<PiUsage<'a>>, memo: &mut Memo) -> R<()> {
     if s.peek() != Some(b'{') {
         return s.value(2);
     }
-    let u = u.0.insert(PiUsage::default());
+    let start = s.i;
+    let rest = &s.b[start..];
+    if let Some(i) =
+        (0..2).find(|&i| !memo.usage[i].0.is_empty() && rest.starts_with(&memo.usage[i].0))
+    {
+        s.i += memo.usage[i].0.len();
+        u.0 = Some(memo.usage[i].1.clone());
+        memo.usage_next = 1 - i;
+        return Ok(());
+    }
+    usage_object(s, u.0.insert(PiUsage::default()))?;
+    if let Some(read) = &u.0 {
+        if s.i - start <= USAGE_MAX {
+            let slot = &mut memo.usage[memo.usage_next];
+            slot.0.clear();
+            slot.0.extend_from_slice(&s.b[start..s.i]);
+            slot.1 = read.to_static();
+            memo.usage_next = 1 - memo.usage_next;
+        }
+    }
+    Ok(())
+}
+
+/// Longest `usage` object kept in the memo.
+const USAGE_MAX: usize = 1024;
+
+/// The members of a `usage` object (at its `{`).
+fn usage_object<'a>(s: &mut Scanner<'a>, u: &mut PiUsage<'a>) -> R<()> {
     members(s, |s, key| {
         Ok(match key {
             b"input" => {
