@@ -32,8 +32,6 @@ const BODY_MAX: usize = 64 << 10;
 const BODIES: usize = 16;
 /// Bytes kept in all.
 const ARENA_MAX: usize = 1 << 20;
-/// The arena's first capacity.
-const ARENA_FIRST: usize = 64 << 10;
 
 /// Message bodies already validated (see the module docs). Kept by the mapper between lines.
 #[derive(Debug, Default)]
@@ -80,11 +78,6 @@ impl Memo {
         if self.bodies.len() >= BODIES || self.arena.len() + bytes.len() > ARENA_MAX {
             self.bodies.clear();
             self.arena.clear();
-        }
-        if self.arena.capacity() == 0 {
-            // One allocation for a run's first bodies (a system prompt, a few turns), not
-            // a copy at every doubling.
-            self.arena.reserve(ARENA_FIRST.max(bytes.len()));
         }
         self.bodies.push(Body {
             start: self.arena.len(),
@@ -462,7 +455,11 @@ fn message_body<'a>(
                 1
             }
             b"content" => {
-                content(s, &mut m.content)?;
+                // Only an assistant message's content is read by the handlers; another
+                // role's (named before it, as pi writes it) is checked as the serde path
+                // checks it, not kept.
+                let keep = !matches!(&m.role, Lv::Str(r) if r != "assistant");
+                content(s, &mut m.content, keep)?;
                 1 << 1
             }
             b"stopReason" => {
@@ -499,8 +496,9 @@ fn message_body<'a>(
 }
 
 /// `content` (depth 2): `null` is `None`, a string is the text, an array holds blocks
-/// (other elements ignored), anything else is `Other`.
-fn content<'a>(s: &mut Scanner<'a>, c: &mut Option<Content<'a>>) -> R<()> {
+/// (other elements ignored), anything else is `Other`. Without `keep`, blocks are read
+/// (and checked) one at a time and not kept: the array reads as no blocks.
+fn content<'a>(s: &mut Scanner<'a>, c: &mut Option<Content<'a>>, keep: bool) -> R<()> {
     *c = match s.peek() {
         Some(b'n') => return s.literal(b"null"),
         Some(b'"') => match lv(s, 2)? {
@@ -516,7 +514,9 @@ fn content<'a>(s: &mut Scanner<'a>, c: &mut Option<Content<'a>>) -> R<()> {
             } else {
                 loop {
                     s.ws();
-                    if s.peek() == Some(b'{') {
+                    if s.peek() == Some(b'{') && !keep {
+                        block(s, &mut Block::default())?;
+                    } else if s.peek() == Some(b'{') {
                         blocks.push(Block::default());
                         let last = blocks.last_mut().ok_or(Fallback)?;
                         block(s, last)?;
