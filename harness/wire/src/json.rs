@@ -172,7 +172,56 @@ fn lossy_surrogates(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    /// Any JSON value: strings with any character (quotes, backslashes, controls, astral).
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            // Floats that print and read back exactly (serde_json's default float reading may
+            // be one ulp off on others, with or without `Json`).
+            (-1e4f64..1e4).prop_map(|f| Value::from((f * 8.0).round() / 8.0)),
+            any::<String>().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 32, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::btree_map(any::<String>(), inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Written compact or pretty, a payload reads as the value it holds, equals it, and is
+        /// written as that value is.
+        #[test]
+        fn a_payload_reads_and_writes_as_its_value(v in value(), pretty in any::<bool>()) {
+            let text = if pretty {
+                serde_json::to_string_pretty(&v).unwrap()
+            } else {
+                serde_json::to_string(&v).unwrap()
+            };
+            let j = Json::from_text(&text).unwrap();
+            prop_assert_eq!(j.to_value(), v.clone());
+            prop_assert_eq!(&j, &Json::from(&v));
+            prop_assert_eq!(serde_json::to_string(&j).unwrap(), serde_json::to_string(&v).unwrap());
+            let back: Json = serde_json::from_str(&serde_json::to_string(&j).unwrap()).unwrap();
+            prop_assert_eq!(back, j);
+        }
+
+        /// Arbitrary text is either refused or read without a panic.
+        #[test]
+        fn any_text_is_refused_or_read(text in "\\PC{0,40}|[\\[\\]{}\":,0-9a-z\\\\ ]{0,40}") {
+            if let Ok(j) = Json::from_text(&text) {
+                let _ = j.to_value();
+            }
+        }
+    }
 
     #[test]
     fn lone_surrogates_read_as_the_replacement_character() {
