@@ -101,6 +101,18 @@ fn shell(w: &World, command: &str) -> Command {
     c
 }
 
+/// Run a printed replay command; it must exit 0 (stderr shown if not).
+fn replays(w: &World, line: &str) -> Output {
+    let out = shell(w, line).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 fn refused(code: Option<i32>) -> bool {
     matches!(code, Some(96..=99))
 }
@@ -151,13 +163,7 @@ fn text_only_shows_what_to_send_and_its_command_line_replays() {
             std::path::absolute(&file).unwrap().display()
         )
     );
-    let out = shell(&w, &line).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = replays(&w, &line);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(stdout.lines().count(), 18, "{stdout}");
     assert!(stdout.contains("\"type\":\"agent_end\""));
@@ -546,13 +552,7 @@ fn hand_made_expectations_are_shown_and_satisfied() {
     assert!(!text.contains("sk-secret"), "a secret is never printed");
     let line = replay_line(&text);
     assert!(line.contains(" FAKE_KEY=fake-value "), "{line}");
-    let out = shell(&w, &line).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = replays(&w, &line);
     assert_eq!(out.stdout, b"{\"type\":\"agent_start\"}\n");
     let j = show_json(&w, &file);
     assert_eq!(j["expects"]["syntax"], true);
@@ -655,13 +655,7 @@ fn a_claude_cassette_shows_the_cli_options_and_its_command_line_replays() {
         line.starts_with("printf '%s\\n' '{\"message\":{\"content\":\"say hi\""),
         "{line}"
     );
-    let out = shell(&w, &line).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = replays(&w, &line);
     let c = pi_cassette::Cassette::load(&file).unwrap();
     let types = |bytes: &[u8]| -> Vec<String> {
         bytes

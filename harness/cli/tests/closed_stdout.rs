@@ -35,6 +35,30 @@ fn pih(w: &World, args: &[&str]) -> Command {
     c
 }
 
+/// `pi-harness run --json PROMPT` against fake-pi replaying `cassette` at full speed.
+fn run_on_fake_pi(w: &World, cassette: &str, prompt: &str) -> Command {
+    let mut run = pih(
+        w,
+        &[
+            "run",
+            "--pi-version",
+            "0.87.1",
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+            "--json",
+            prompt,
+        ],
+    );
+    run.arg("--pi")
+        .arg(fake_pi())
+        .env("FAKE_PI_CASSETTE", cassette)
+        .env("FAKE_PI_SPEED", "0")
+        .env("PI_CODING_AGENT_DIR", w.agent_dir());
+    run
+}
+
 fn check(what: &str, out: &Output, code: i32) -> Option<String> {
     let stderr = String::from_utf8_lossy(&out.stderr);
     if out.status.code() == Some(code) && !stderr.contains("panicked") {
@@ -92,25 +116,7 @@ fn every_printing_command_survives_a_closed_stdout() {
 
     // `run` against fake-pi: the stream has nowhere to go, so the run is cancelled and pi
     // stopped (the marker scan at the end proves it).
-    let mut run = pih(
-        &w,
-        &[
-            "run",
-            "--pi-version",
-            "0.87.1",
-            "--provider",
-            "fake",
-            "--model",
-            "fake-model",
-            "--json",
-            "Write a lot.",
-        ],
-    );
-    run.arg("--pi")
-        .arg(fake_pi())
-        .env("FAKE_PI_CASSETTE", long)
-        .env("FAKE_PI_SPEED", "0")
-        .env("PI_CODING_AGENT_DIR", w.agent_dir());
+    let run = run_on_fake_pi(&w, long, "Write a lot.");
     // README: 130, "also when stdout is closed while the run goes on".
     let out = with_closed_stdout(run);
     failures.extend(check("run", &out, 130));
@@ -118,27 +124,7 @@ fn every_printing_command_survives_a_closed_stdout() {
     // A short run can end before the writer finds stdout closed; the stream still did not
     // reach anyone: 130 all the same. (Before, a third of these runs said 0.)
     for _ in 0..12 {
-        let mut short = pih(
-            &w,
-            &[
-                "run",
-                "--pi-version",
-                "0.87.1",
-                "--provider",
-                "fake",
-                "--model",
-                "fake-model",
-                "--json",
-                "Say hello.",
-            ],
-        );
-        short
-            .arg("--pi")
-            .arg(fake_pi())
-            .env("FAKE_PI_CASSETTE", text)
-            .env("FAKE_PI_SPEED", "0")
-            .env("PI_CODING_AGENT_DIR", w.agent_dir());
-        let out = with_closed_stdout(short);
+        let out = with_closed_stdout(run_on_fake_pi(&w, text, "Say hello."));
         failures.extend(check("run (a short run)", &out, 130));
     }
 

@@ -75,7 +75,7 @@ impl Json {
 
 impl From<Value> for Json {
     fn from(v: Value) -> Json {
-        Json(v.to_string().into())
+        Json::from(&v)
     }
 }
 

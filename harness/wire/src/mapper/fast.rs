@@ -514,12 +514,14 @@ fn content<'a>(s: &mut Scanner<'a>, c: &mut Option<Content<'a>>, keep: bool) -> 
             } else {
                 loop {
                     s.ws();
-                    if s.peek() == Some(b'{') && !keep {
-                        block(s, &mut Block::default())?;
-                    } else if s.peek() == Some(b'{') {
-                        blocks.push(Block::default());
-                        let last = blocks.last_mut().ok_or(Fallback)?;
-                        block(s, last)?;
+                    if s.peek() == Some(b'{') {
+                        if keep {
+                            blocks.push(Block::default());
+                            let last = blocks.last_mut().ok_or(Fallback)?;
+                            block(s, last)?;
+                        } else {
+                            block(s, &mut Block::default())?;
+                        }
                     } else {
                         s.value(3)?;
                     }
@@ -589,15 +591,14 @@ fn usage<'a>(s: &mut Scanner<'a>, u: &mut Obj<PiUsage<'a>>, memo: &mut Memo) -> 
         memo.usage_next = 1 - i;
         return Ok(());
     }
-    usage_object(s, u.0.insert(PiUsage::default()))?;
-    if let Some(read) = &u.0 {
-        if s.i - start <= USAGE_MAX {
-            let slot = &mut memo.usage[memo.usage_next];
-            slot.0.clear();
-            slot.0.extend_from_slice(&s.b[start..s.i]);
-            slot.1 = read.to_static();
-            memo.usage_next = 1 - memo.usage_next;
-        }
+    let read = u.0.insert(PiUsage::default());
+    usage_object(s, read)?;
+    if s.i - start <= USAGE_MAX {
+        let slot = &mut memo.usage[memo.usage_next];
+        slot.0.clear();
+        slot.0.extend_from_slice(&s.b[start..s.i]);
+        slot.1 = read.to_static();
+        memo.usage_next = 1 - memo.usage_next;
     }
     Ok(())
 }
