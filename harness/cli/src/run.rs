@@ -299,6 +299,16 @@ pub fn run_command(args: RunArgs) -> i32 {
         Ok(p) => p,
         Err(e) => return e.report(),
     };
+    // Still one thread: fork the supervisor now, while the runtime starts, rather than
+    // execute this binary again on the run's path. Should that fail, the run starts its
+    // supervisor the usual way. Unused (the run ended before pi started), it ends with this
+    // function.
+    let _preforked = plan
+        .options
+        .supervisor
+        .is_none()
+        .then(pi_provider::prefork_supervisor)
+        .and_then(Result::ok);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

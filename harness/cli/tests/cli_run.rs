@@ -986,3 +986,207 @@ fn rpc_run_refuses_what_it_cannot_do() {
     assert!(err.contains("--retry") && err.contains("--rpc"), "{err}");
     w.assert_none_left();
 }
+
+/// The marked process whose name (`/proc/PID/comm`) is `pi-supervisor`: the supervisor
+/// `run` forked before its runtime started (one executed again is named after its file).
+fn preforked_supervisor(w: &World) -> Option<pi_procs::ProcInfo> {
+    w.alive().into_iter().find_map(|pid| {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+        (comm.trim() == "pi-supervisor")
+            .then(|| pi_procs::read_proc(pid))
+            .flatten()
+    })
+}
+
+/// A stand-in pi (a shell script) that reports what it was given: its working directory,
+/// three variables and the prompt, as the text of one answer.
+fn reporting_pi(w: &World) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let pi = w.path().join("reporting-pi");
+    std::fs::write(
+        &pi,
+        r#"#!/bin/sh
+prompt=$(cat)
+t="cwd=$(pwd) host=$FROM_HOST flag=$FROM_FLAG key=$MY_TEST_KEY hook=${PI_PROVIDER_RUN_SUPERVISOR-unset} prompt=$prompt"
+echo '{"type":"session","version":3,"id":"s-1","timestamp":"T","cwd":"/w"}'
+printf '{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"%s"}}\n' "$t"
+printf '{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"%s"}],"stopReason":"stop"}}\n' "$t"
+echo '{"type":"agent_end","messages":[]}'
+"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&pi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    pi
+}
+
+/// The supervisor `run` forks ahead of time gets pi's whole start from the run, not from
+/// the moment of the fork: the environment (the host's, `--env` over it, the key), the
+/// working directory (`--cwd`), stdin with the prompt; and the variable that makes an
+/// executed host a supervisor never reaches pi.
+#[test]
+fn a_preforked_supervisor_starts_pi_as_the_run_asks() {
+    let w = World::new("cli-prefork-env");
+    let pi = reporting_pi(&w);
+    let cwd = w.path().join("work dir");
+    std::fs::create_dir(&cwd).unwrap();
+    let out = pih()
+        .args(["run", "--json", "--pi-version", "0.87.1", "--pi"])
+        .arg(&pi)
+        .args(["--env", "FROM_FLAG=flag", "--env", "FROM_HOST=over"])
+        .args(["--api-key-env", "MY_TEST_KEY", "--cwd"])
+        .arg(&cwd)
+        .arg("the prompt")
+        .env(MARKER_VAR, w.marker())
+        .env("FROM_HOST", "host")
+        .env("FROM_FLAG", "host")
+        .env("MY_TEST_KEY", "sk-test-prefork-0123456789")
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let msgs = messages(&out.stdout);
+    assert_eq!(
+        text_of(&msgs),
+        format!(
+            "cwd={} host=over flag=flag key=[REDACTED] hook=unset prompt=the prompt",
+            cwd.display()
+        )
+    );
+    // A second variable of the host's, untouched by any flag, arrives as it is.
+    let out = pih()
+        .args(["run", "--json", "--pi-version", "0.87.1", "--pi"])
+        .arg(&pi)
+        .arg("again")
+        .env(MARKER_VAR, w.marker())
+        .env("FROM_HOST", "host")
+        .env_remove("FROM_FLAG")
+        .env_remove("MY_TEST_KEY")
+        .current_dir(&cwd)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(
+        text_of(&messages(&out.stdout)),
+        format!(
+            "cwd={} host=host flag= key= hook=unset prompt=again",
+            cwd.display()
+        )
+    );
+    w.assert_none_left();
+}
+
+/// A preforked supervisor that no run took (here the version probe fails, so pi never
+/// starts) ends with `run`, even one stopped so that it cannot notice `run`'s exit: `run`
+/// kills and reaps it before it exits. (Without that, the kernel's SIGHUP to an orphaned,
+/// stopped process group ends it a moment after `run`, so this test does not tell the two
+/// apart; it guards the outcome: nothing of `run`'s outlives it.)
+#[test]
+fn an_unused_preforked_supervisor_ends_with_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new("cli-prefork-unused");
+    let pi = w.path().join("slow-failing-pi");
+    std::fs::write(
+        &pi,
+        "#!/bin/sh\nsleep 1\necho 'no version here' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&pi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let proc = std::process::Command::new(bin())
+        .args(["run", "--json", "--pi"])
+        .arg(&pi)
+        .arg("hi")
+        .env(MARKER_VAR, w.marker())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(10);
+    let supervisor = loop {
+        if let Some(p) = preforked_supervisor(&w) {
+            break p;
+        }
+        assert!(Instant::now() < end, "no preforked supervisor appeared");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(supervisor.ppid, proc.id() as i32, "forked by run itself");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(supervisor.pid),
+        nix::sys::signal::Signal::SIGSTOP,
+    )
+    .unwrap();
+    let out = wait_output(proc, Duration::from_secs(30));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        matches!(terminal(&messages(&out.stdout)), Message::TerminalFailed(f) if f.reason == FailureReason::SpawnFailed),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    w.assert_none_left();
+}
+
+/// SIGKILL of the supervisor `run` forked, while a tool runs: `run` ends at once as failed
+/// and neither pi nor its tool processes survive (the provider's test covers the executed
+/// supervisor).
+#[test]
+fn sigkill_of_the_preforked_supervisor_ends_the_run_and_leaves_nothing() {
+    let w = World::new("cli-prefork-kill");
+    let mut recs = conversation("working on it");
+    recs.truncate(6);
+    recs.push(
+        r#"{"dt_ms":0,"spawn":{"id":"bash","own_session":true,"grandchild":{"own_session":false}}}"#
+            .into(),
+    );
+    recs.push(HANG.into());
+    let c = w
+        .cassette("hang")
+        .version("0.87.1")
+        .expect("{}")
+        .process("{}")
+        .records(&recs)
+        .write();
+    let proc = std::process::Command::new(bin())
+        .args(["run", "--json", "--pi-version", "0.87.1", "--pi"])
+        .arg(fake_pi())
+        .arg("hi")
+        .env(MARKER_VAR, w.marker())
+        .env("FAKE_PI_CASSETTE", &c)
+        .env("FAKE_PI_SPEED", "0")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // pi-harness, supervisor, fake-pi, the tool child and its grandchild.
+    assert_eq!(w.wait_alive(5, Duration::from_secs(10)).len(), 5);
+    let supervisor = preforked_supervisor(&w).expect("run forks its supervisor");
+    assert_eq!(supervisor.ppid, proc.id() as i32);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(supervisor.pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let started = Instant::now();
+    let out = wait_output(proc, Duration::from_secs(30));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let msgs = messages(&out.stdout);
+    assert!(
+        matches!(terminal(&msgs), Message::TerminalFailed(f) if f.reason == FailureReason::ProcessSignal),
+        "{msgs:#?}"
+    );
+    w.assert_none_left_within(Duration::from_secs(8));
+}

@@ -10,7 +10,8 @@
 //!
 //! - [`Provider`], [`Request`], [`ProviderOptions`]: one supervised run;
 //! - [`supervisor`]: the process that owns pi's tree; [`embedded`]: how it ships inside
-//!   your executable, so there is no second binary to install;
+//!   your executable, so there is no second binary to install; [`prefork_supervisor`]: fork
+//!   it at the top of `main` instead, and spare each run an `exec` of your executable;
 //! - [`retry`]: attempts under a policy. pi retries some failures on its own; anything
 //!   more is the caller's decision, made explicit here;
 //! - [`rpc`]: an RPC session, pi started once in `--mode rpc`: prompt (a stream per run),
@@ -53,11 +54,13 @@
 //! ```
 
 pub mod embedded;
+mod prefork;
 mod provider;
 pub mod retry;
 pub mod rpc;
 pub mod supervisor;
 
 pub use pi_wire::message;
+pub use prefork::{prefork_supervisor, PreforkGuard};
 pub use provider::*;
 pub use tokio_util::sync::CancellationToken;

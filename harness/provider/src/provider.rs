@@ -782,14 +782,129 @@ impl Run {
 /// pi started under the supervisor: the supervisor's process (pi's stdin, stdout and stderr
 /// are its pipes) and the control socket's two halves.
 pub(crate) struct Spawned {
-    pub child: tokio::process::Child,
+    pub child: SupervisorChild,
     pub ctl_lines: tokio::io::Lines<BufReader<tokio::net::unix::OwnedReadHalf>>,
     pub ctl_write: tokio::net::unix::OwnedWriteHalf,
 }
 
-/// Start pi (`pi argv`) under the supervisor (the given binary, `$PI_HARNESS_SUPERVISOR` or
-/// the embedded one), in its own process group, with the request's environment, key and
-/// working directory; stdin, stdout and stderr piped.
+/// The supervisor process, started either way (executed, or preforked by
+/// [`crate::prefork_supervisor`]), with our ends of pi's stdin, stdout and stderr.
+pub(crate) struct SupervisorChild {
+    pub stdin: Option<tokio::net::unix::pipe::Sender>,
+    pub stdout: Option<tokio::net::unix::pipe::Receiver>,
+    pub stderr: Option<tokio::net::unix::pipe::Receiver>,
+    process: SupervisorProcess,
+}
+
+enum SupervisorProcess {
+    Spawned(tokio::process::Child),
+    /// A child of this process forked before the runtime: not known to tokio, so waited
+    /// for here (a pidfd, else a blocking `waitpid`).
+    Forked {
+        pid: nix::unistd::Pid,
+        status: Option<std::process::ExitStatus>,
+    },
+}
+
+impl SupervisorChild {
+    /// SIGKILL to the supervisor (nothing when it was already waited for).
+    pub fn start_kill(&mut self) -> std::io::Result<()> {
+        match &mut self.process {
+            SupervisorProcess::Spawned(c) => c.start_kill(),
+            SupervisorProcess::Forked {
+                status: Some(_), ..
+            } => Ok(()),
+            SupervisorProcess::Forked { pid, .. } => {
+                nix::sys::signal::kill(*pid, nix::sys::signal::Signal::SIGKILL)
+                    .map_err(std::io::Error::from)
+            }
+        }
+    }
+
+    /// Wait for the supervisor to exit (and reap it).
+    pub async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        match &mut self.process {
+            SupervisorProcess::Spawned(c) => c.wait().await,
+            SupervisorProcess::Forked {
+                status: Some(s), ..
+            } => Ok(*s),
+            SupervisorProcess::Forked { pid, status } => {
+                let s = wait_forked(*pid).await?;
+                *status = Some(s);
+                Ok(s)
+            }
+        }
+    }
+}
+
+/// Wait for our child `pid` to exit without blocking the runtime: readable pidfd, then
+/// `waitpid` (which no longer blocks); without pidfd support, `waitpid` on a blocking thread.
+async fn wait_forked(pid: nix::unistd::Pid) -> std::io::Result<std::process::ExitStatus> {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::process::ExitStatusExt;
+    let reap = move || -> std::io::Result<std::process::ExitStatus> {
+        let mut status = 0;
+        loop {
+            // SAFETY: waitpid writes only into `status`.
+            let r = unsafe { libc::waitpid(pid.as_raw(), &mut status, 0) };
+            if r == pid.as_raw() {
+                return Ok(std::process::ExitStatus::from_raw(status));
+            }
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    };
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid.as_raw(), 0) };
+    if fd >= 0 {
+        // SAFETY: the descriptor was just created for us.
+        let pidfd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        // SAFETY: an OwnedFd stays open and names the same descriptor while the AsyncFd owns it.
+        let registered = unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE)
+        };
+        if let Ok(ready) = registered {
+            let _ = ready.readable().await;
+            return reap();
+        }
+    }
+    tokio::task::spawn_blocking(reap)
+        .await
+        .map_err(std::io::Error::other)?
+}
+
+/// The supervisor's arguments after `--control-fd N`: its waits, then pi's command line.
+fn supervisor_args(opts: &ProviderOptions, pi: &Path, argv: &[String]) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "--grace-ms".into(),
+        opts.grace.min(MAX_WAIT).as_millis().to_string().into(),
+        "--kill-wait-ms".into(),
+        opts.kill_wait.min(MAX_WAIT).as_millis().to_string().into(),
+        "--".into(),
+        pi.as_os_str().to_owned(),
+    ];
+    args.extend(argv.iter().map(Into::into));
+    args
+}
+
+/// Variables pi gets on top of this process's environment, in the order they apply.
+fn extra_env(opts: &ProviderOptions, req: &Request) -> Vec<(String, String)> {
+    let mut env = Vec::new();
+    if opts.offline {
+        env.push(("PI_OFFLINE".to_string(), "1".to_string()));
+    }
+    env.extend(req.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    if let Some(key) = &req.api_key {
+        env.push((key.env_var.clone(), key.value.clone()));
+    }
+    env
+}
+
+/// Start pi (`pi argv`) under the supervisor (the given binary, `$PI_HARNESS_SUPERVISOR`,
+/// the one preforked for this process, or the embedded one), in its own process group,
+/// with the request's environment, key and working directory; stdin, stdout and stderr piped.
 pub(crate) fn spawn_supervised(
     opts: &ProviderOptions,
     req: &Request,
@@ -797,6 +912,11 @@ pub(crate) fn spawn_supervised(
     argv: &[String],
     supervisor: Option<&Path>,
 ) -> Result<Spawned, String> {
+    if supervisor.is_none() {
+        if let Some(z) = crate::prefork::take() {
+            return spawn_preforked(z, opts, req, pi, argv);
+        }
+    }
     use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
     let (ours, theirs) = socketpair(
         AddressFamily::Unix,
@@ -823,24 +943,12 @@ pub(crate) fn spawn_supervised(
     cmd.process_group(0);
     cmd.arg("--control-fd")
         .arg("3")
-        .arg("--grace-ms")
-        .arg(opts.grace.min(MAX_WAIT).as_millis().to_string())
-        .arg("--kill-wait-ms")
-        .arg(opts.kill_wait.min(MAX_WAIT).as_millis().to_string())
-        .arg("--")
-        .arg(pi)
-        .args(argv)
+        .args(supervisor_args(opts, pi, argv))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    if opts.offline {
-        cmd.env("PI_OFFLINE", "1");
-    }
-    for (k, v) in &req.env {
+    for (k, v) in extra_env(opts, req) {
         cmd.env(k, v);
-    }
-    if let Some(key) = &req.api_key {
-        cmd.env(&key.env_var, &key.value);
     }
     if let Some(dir) = &req.cwd {
         cmd.current_dir(dir);
@@ -857,19 +965,114 @@ pub(crate) fn spawn_supervised(
         .spawn()
         .map_err(|e| format!("cannot start {supervisor_name}: {e}"))?;
     drop(theirs);
-    let control = match control_stream(ours) {
-        Ok(c) => c,
+    let pipes = (|| -> std::io::Result<_> {
+        use tokio::net::unix::pipe;
+        let fd = |r: Option<std::io::Result<OwnedFd>>| r.expect("piped");
+        Ok((
+            pipe::Sender::from_owned_fd(fd(child.stdin.take().map(|s| s.into_owned_fd()))?)?,
+            pipe::Receiver::from_owned_fd(fd(child.stdout.take().map(|s| s.into_owned_fd()))?)?,
+            pipe::Receiver::from_owned_fd(fd(child.stderr.take().map(|s| s.into_owned_fd()))?)?,
+        ))
+    })();
+    let finish = |pipes: std::io::Result<_>, ours: OwnedFd| -> Result<_, String> {
+        let pipes = pipes.map_err(|e| format!("pi's pipes: {e}"))?;
+        let control = control_stream(ours).map_err(|e| format!("control socket: {e}"))?;
+        Ok((pipes, control))
+    };
+    match finish(pipes, ours) {
+        Ok(((stdin, stdout, stderr), control)) => Ok(spawned(
+            SupervisorChild {
+                stdin: Some(stdin),
+                stdout: Some(stdout),
+                stderr: Some(stderr),
+                process: SupervisorProcess::Spawned(child),
+            },
+            control,
+        )),
         Err(e) => {
             let _ = child.start_kill();
-            return Err(format!("control socket: {e}"));
+            Err(e)
         }
-    };
+    }
+}
+
+fn spawned(child: SupervisorChild, control: tokio::net::UnixStream) -> Spawned {
     let (ctl_read, ctl_write) = control.into_split();
-    Ok(Spawned {
+    Spawned {
         child,
         ctl_lines: BufReader::new(ctl_read).lines(),
         ctl_write,
-    })
+    }
+}
+
+/// [`spawn_supervised`] with the supervisor preforked for this process: the order and pi's
+/// pipes go over its socket, which then serves as the control socket.
+fn spawn_preforked(
+    z: crate::prefork::Preforked,
+    opts: &ProviderOptions,
+    req: &Request,
+    pi: &Path,
+    argv: &[String],
+) -> Result<Spawned, String> {
+    use crate::prefork::{env_entry, Order};
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+    for (k, v) in extra_env(opts, req) {
+        let (k, v) = (std::ffi::OsString::from(k), std::ffi::OsString::from(v));
+        match env.iter_mut().find(|(name, _)| *name == k) {
+            Some(slot) => slot.1 = v,
+            None => env.push((k, v)),
+        }
+    }
+    let order = Order {
+        args: supervisor_args(opts, pi, argv),
+        env: env.iter().map(|(k, v)| env_entry(k, v)).collect(),
+        cwd: req.cwd.clone(),
+    };
+    let sent = (|| -> std::io::Result<_> {
+        use nix::fcntl::OFlag;
+        use tokio::net::unix::pipe;
+        let (in_r, in_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let (out_r, out_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let (err_r, err_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        crate::prefork::send(
+            &z.socket,
+            &order,
+            [in_r.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()],
+        )?;
+        // The supervisor has its own copies now.
+        drop((in_r, out_w, err_w));
+        Ok((
+            pipe::Sender::from_owned_fd(in_w)?,
+            pipe::Receiver::from_owned_fd(out_r)?,
+            pipe::Receiver::from_owned_fd(err_r)?,
+        ))
+    })()
+    .map_err(|e| format!("cannot start the preforked supervisor: {e}"));
+    let control = sent.and_then(|pipes| {
+        control_stream(z.socket)
+            .map(|c| (pipes, c))
+            .map_err(|e| format!("control socket: {e}"))
+    });
+    match control {
+        Ok(((stdin, stdout, stderr), control)) => Ok(spawned(
+            SupervisorChild {
+                stdin: Some(stdin),
+                stdout: Some(stdout),
+                stderr: Some(stderr),
+                process: SupervisorProcess::Forked {
+                    pid: z.pid,
+                    status: None,
+                },
+            },
+            control,
+        )),
+        Err(e) => {
+            // Nothing of this run started: the supervisor goes, and is reaped at once.
+            let _ = nix::sys::signal::kill(z.pid, nix::sys::signal::Signal::SIGKILL);
+            let _ = nix::sys::wait::waitpid(z.pid, None);
+            Err(e)
+        }
+    }
 }
 
 async fn sleep_opt(until: Option<tokio::time::Instant>) {
