@@ -356,6 +356,7 @@ async fn execute(plan: Plan, color: bool) -> i32 {
     let mut signalled = false;
     let cancel_at = plan.cancel_after.map(|d| tokio::time::Instant::now() + d);
     let grace = plan.options.grace + plan.options.kill_wait;
+    let noop = noop_waker();
 
     loop {
         // Backpressure while the run goes on (a slow reader slows pi); once cancelled, drain
@@ -364,17 +365,26 @@ async fn execute(plan: Plan, color: bool) -> i32 {
         let why: &str = tokio::select! {
             m = stream.next(), if room => {
                 let Some(m) = m else { break };
-                let text = if plan.json {
-                    let mut line = serde_json::to_string(&m).expect("a message always serializes");
-                    line.push('\n');
-                    line
-                } else {
-                    renderer.render(&m)
-                };
-                output.write(text);
-                if m.is_terminal() {
-                    terminal = Some(m);
+                // This message and every one already waiting behind it, up to a write's
+                // worth, rendered into one text: one trip through the select and one write
+                // for a whole read of pi's stdout.
+                let mut text = Vec::new();
+                let mut next = Some(m);
+                while let Some(m) = next.take() {
+                    if plan.json {
+                        serde_json::to_writer(&mut text, &m).expect("a message always serializes");
+                        text.push(b'\n');
+                    } else {
+                        text.extend_from_slice(renderer.render(&m).as_bytes());
+                    }
+                    if m.is_terminal() {
+                        terminal = Some(m);
+                    }
+                    if text.len() < WRITE_BYTES {
+                        next = ready_now(&mut stream, &noop);
+                    }
                 }
+                output.write(text);
                 continue;
             }
             _ = output.drained.notified(), if !room => continue,
@@ -495,8 +505,30 @@ fn rpc_run(
     tokio_stream::wrappers::ReceiverStream::new(rx)
 }
 
-/// Messages waiting for stdout above which the stream is no longer read (while not cancelled).
+/// Writes waiting for stdout above which the stream is no longer read (while not cancelled).
 const MAX_PENDING: usize = 256;
+/// Text gathered from messages that are ready at once before it is queued as one write.
+const WRITE_BYTES: usize = 64 << 10;
+
+/// The stream's next message if it is there without waiting (`None` when it is not, or when
+/// the stream has ended: the loop's next poll sees the end).
+fn ready_now<S: Stream + Unpin>(stream: &mut S, noop: &std::task::Waker) -> Option<S::Item> {
+    let mut cx = std::task::Context::from_waker(noop);
+    match Pin::new(stream).poll_next(&mut cx) {
+        std::task::Poll::Ready(item) => item,
+        std::task::Poll::Pending => None,
+    }
+}
+
+/// A waker that does nothing, for [`ready_now`]: the loop polls the stream again with its
+/// own waker before it waits.
+fn noop_waker() -> std::task::Waker {
+    struct Noop;
+    impl std::task::Wake for Noop {
+        fn wake(self: Arc<Self>) {}
+    }
+    std::task::Waker::from(Arc::new(Noop))
+}
 /// Bytes gathered into one write of stdout, at most (unless one message is longer).
 const BATCH_BYTES: usize = 1 << 20;
 /// How long the output may take to drain after a run cancelled by a signal.
@@ -504,7 +536,7 @@ const FLUSH_AFTER_SIGNAL: Duration = Duration::from_secs(2);
 
 /// stdout, written by its own task so that a reader that stalls never delays signal handling.
 struct Output {
-    tx: mpsc::UnboundedSender<String>,
+    tx: mpsc::UnboundedSender<Vec<u8>>,
     pending: Arc<AtomicUsize>,
     drained: Arc<Notify>,
     /// Ends with whether a write failed (nobody reads stdout any more).
@@ -514,25 +546,25 @@ struct Output {
 impl Output {
     /// Start the writer; a write error (nobody reads any more) cancels the run.
     fn spawn(cancel: CancellationToken) -> Output {
-        let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+        let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
         let pending = Arc::new(AtomicUsize::new(0));
         let drained = Arc::new(Notify::new());
         let (p, d) = (pending.clone(), drained.clone());
         let task = tokio::spawn(async move {
             let mut out = tokio::io::stdout();
             let mut broken = false;
-            let mut batch = String::new();
+            let mut batch = Vec::new();
             while let Some(text) = rx.recv().await {
                 // Everything queued by now goes out in one write and one flush (each write
                 // of tokio's stdout is a trip to a blocking thread); a message is still
                 // written as soon as nothing more is ready.
                 batch.clear();
-                batch.push_str(&text);
+                batch.extend_from_slice(&text);
                 let mut taken = 1;
                 while batch.len() < BATCH_BYTES {
                     match rx.try_recv() {
                         Ok(more) => {
-                            batch.push_str(&more);
+                            batch.extend_from_slice(&more);
                             taken += 1;
                         }
                         Err(_) => break,
@@ -540,7 +572,7 @@ impl Output {
                 }
                 if !broken {
                     let written = async {
-                        out.write_all(batch.as_bytes()).await?;
+                        out.write_all(&batch).await?;
                         out.flush().await
                     }
                     .await;
@@ -566,7 +598,7 @@ impl Output {
         self.pending.load(Ordering::Acquire)
     }
 
-    fn write(&self, text: String) {
+    fn write(&self, text: Vec<u8>) {
         if !text.is_empty() {
             self.pending.fetch_add(1, Ordering::AcqRel);
             if self.tx.send(text).is_err() {

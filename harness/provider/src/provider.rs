@@ -19,7 +19,6 @@ use futures_core::Stream;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::supervisor::Event;
@@ -155,13 +154,47 @@ impl Provider {
         request: Request,
         cancel: CancellationToken,
     ) -> impl Stream<Item = Message> + Send + 'static {
-        let (tx, rx) = mpsc::channel(256);
+        let (tx, rx) = mpsc::channel(BATCHES_AHEAD);
         let opts = self.opts.clone();
         tokio::spawn(async move {
             let mut run = Run::new(opts, tx);
             run.go(request, cancel).await;
         });
-        ReceiverStream::new(rx)
+        Batched {
+            rx,
+            current: Vec::new().into_iter(),
+        }
+    }
+}
+
+/// Batches of messages the run may get ahead of its consumer. A batch is what one read of
+/// pi's stdout mapped to (at most [`STDOUT_PIPE_BYTES`] of input), so this bounds what
+/// waits; one channel operation per batch rather than per message.
+const BATCHES_AHEAD: usize = 4;
+
+/// The run's batches, one message at a time.
+struct Batched {
+    rx: mpsc::Receiver<Vec<Message>>,
+    current: std::vec::IntoIter<Message>,
+}
+
+impl Stream for Batched {
+    type Item = Message;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Message>> {
+        loop {
+            if let Some(m) = self.current.next() {
+                return std::task::Poll::Ready(Some(m));
+            }
+            match self.rx.poll_recv(cx) {
+                std::task::Poll::Ready(Some(batch)) => self.current = batch.into_iter(),
+                std::task::Poll::Ready(None) => return std::task::Poll::Ready(None),
+                std::task::Poll::Pending => return std::task::Poll::Pending,
+            }
+        }
     }
 }
 
@@ -443,14 +476,14 @@ enum Stop {
 
 struct Run {
     opts: ProviderOptions,
-    tx: mpsc::Sender<Message>,
+    tx: mpsc::Sender<Vec<Message>>,
     consumer_gone: bool,
     /// The request's API key, kept out of every message (however pi echoes it).
     secret: Option<SecretFilter>,
 }
 
 impl Run {
-    fn new(opts: ProviderOptions, tx: mpsc::Sender<Message>) -> Self {
+    fn new(opts: ProviderOptions, tx: mpsc::Sender<Vec<Message>>) -> Self {
         Run {
             opts,
             tx,
@@ -467,13 +500,12 @@ impl Run {
             }
             *msgs = clean;
         }
-        for m in msgs.drain(..) {
-            if self.consumer_gone {
-                continue;
-            }
-            if self.tx.send(m).await.is_err() {
-                self.consumer_gone = true;
-            }
+        if msgs.is_empty() {
+            return;
+        }
+        let batch = std::mem::take(msgs);
+        if !self.consumer_gone && self.tx.send(batch).await.is_err() {
+            self.consumer_gone = true;
         }
     }
 
