@@ -67,7 +67,15 @@ impl Memo {
         self.bodies
             .iter()
             .rev()
-            .find(|b| rest.starts_with(&self.arena[b.start..b.start + b.len]))
+            .find(|b| {
+                let body = &self.arena[b.start..b.start + b.len];
+                // Bodies share long beginnings (`{"role":"assistant","content":[...`) and
+                // differ near their ends (usage, timestamp): the last bytes first.
+                let tail = body.len().saturating_sub(16);
+                rest.len() >= body.len()
+                    && rest[tail..body.len()] == body[tail..]
+                    && rest[..tail] == body[..tail]
+            })
             .copied()
     }
 
