@@ -551,7 +551,10 @@ impl Output {
         let drained = Arc::new(Notify::new());
         let (p, d) = (pending.clone(), drained.clone());
         let task = tokio::spawn(async move {
-            let mut out = tokio::io::stdout();
+            let mut out: Pin<Box<dyn tokio::io::AsyncWrite + Send>> = match stdout_pipe() {
+                Some(pipe) => Box::pin(pipe),
+                None => Box::pin(tokio::io::stdout()),
+            };
             let mut broken = false;
             let mut batch = Vec::new();
             while let Some(text) = rx.recv().await {
@@ -613,6 +616,32 @@ impl Output {
         drop(self.tx);
         self.task.await.unwrap_or(true)
     }
+}
+
+/// stdout as a pipe of our own that never blocks, when stdout is a pipe: the pipe opened
+/// again through `/proc/self/fd/1`, which gives a new open file description, so setting it
+/// non-blocking changes nothing for anyone else who shares stdout (a shell, a sibling).
+/// Written from the runtime's own thread, where tokio's stdout takes every write to a
+/// blocking thread (a thread started for the first, a hand-off for each). `None` for
+/// anything else (a terminal, a file, a socket) or when that cannot be done.
+fn stdout_pipe() -> Option<tokio::net::unix::pipe::Sender> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+    let fd1 = std::path::Path::new("/proc/self/fd/1");
+    let before = std::fs::metadata(fd1).ok()?;
+    if !before.file_type().is_fifo() {
+        return None;
+    }
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(fd1)
+        .ok()?;
+    let after = file.metadata().ok()?;
+    // The same pipe, not something that replaced fd 1 in between.
+    if (after.dev(), after.ino()) != (before.dev(), before.ino()) {
+        return None;
+    }
+    tokio::net::unix::pipe::Sender::from_file(file).ok()
 }
 
 async fn sleep_until(at: Option<tokio::time::Instant>) {

@@ -1190,3 +1190,60 @@ fn sigkill_of_the_preforked_supervisor_ends_the_run_and_leaves_nothing() {
     );
     w.assert_none_left_within(Duration::from_secs(8));
 }
+
+/// `run` writes a pipe on its stdout without a blocking thread, through a file description
+/// of its own (the pipe opened again, non-blocking): the description it was given stays
+/// blocking for everyone who shares it, and a reader that drains slowly, far behind a
+/// pipe's capacity, still gets every byte.
+#[test]
+fn a_pipe_on_stdout_stays_as_given_and_a_slow_reader_gets_everything() {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let w = World::new("cli-stdout-pipe");
+    let text = "0123456789abcdefghij ".repeat(25_000); // 525 KB, eight times a pipe's 64 KiB
+    let mut recs = conversation(&text);
+    recs.push(ENDS_OK.into());
+    let c = w
+        .cassette("big")
+        .version("0.87.1")
+        .expect("{}")
+        .process("{}")
+        .records(&recs)
+        .write();
+    let (read_end, write_end) = nix::unistd::pipe().unwrap();
+    let ours = write_end.try_clone().unwrap();
+    let mut proc = std::process::Command::new(bin())
+        .args(["run", "--json", "--pi-version", "0.87.1", "--pi"])
+        .arg(fake_pi())
+        .arg("hi")
+        .env(MARKER_VAR, w.marker())
+        .env("FAKE_PI_CASSETTE", &c)
+        .env("FAKE_PI_SPEED", "0")
+        .stdout(Stdio::from(write_end))
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut reader = std::fs::File::from(read_end);
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let end = Instant::now() + Duration::from_secs(60);
+    // Slowly, until the terminal line is in (our copy of the write end keeps the pipe open).
+    while !got.ends_with(b"\n") || !String::from_utf8_lossy(&got).contains("\"terminal.") {
+        assert!(Instant::now() < end, "the output never ended");
+        let n = reader.read(&mut chunk).unwrap();
+        assert!(n > 0, "the pipe ended before the terminal message");
+        got.extend_from_slice(&chunk[..n]);
+        std::thread::sleep(Duration::from_micros(300));
+    }
+    assert_eq!(proc.wait().unwrap().code(), Some(0));
+    let msgs = messages(&got);
+    assert_eq!(text_of(&msgs), text);
+    assert!(matches!(terminal(&msgs), Message::TerminalCompleted { .. }));
+    let flags = nix::fcntl::fcntl(ours.as_raw_fd(), nix::fcntl::FcntlArg::F_GETFL).unwrap();
+    assert_eq!(
+        flags & nix::libc::O_NONBLOCK,
+        0,
+        "run left the shared pipe non-blocking"
+    );
+    w.assert_none_left();
+}

@@ -252,6 +252,12 @@ pub fn run(cfg: Config) -> i32 {
     // std's Child is not used to wait: the supervisor reaps with waitpid(-1).
     std::mem::forget(child);
     control.send(&Event::Started { pid: pi.as_raw() });
+    if control.fd.is_some() {
+        // pi's stdio is pi's now: our copies go, so the provider reads the end of pi's
+        // output when pi (and whatever it left holding it) is gone, not when we are. From
+        // here everything we say goes over the control socket.
+        release_stdio();
+    }
     let me = std::process::id() as i32;
 
     let mut pi_status: Option<WaitStatus> = None;
@@ -365,6 +371,19 @@ pub fn run(cfg: Config) -> i32 {
         leftover,
     });
     0
+}
+
+/// Point stdin, stdout and stderr at `/dev/null`.
+fn release_stdio() {
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        for fd in 0..3 {
+            let _ = nix::unistd::dup2(null.as_raw_fd(), fd);
+        }
+    }
 }
 
 fn live_descendants(me: i32) -> Vec<procs::ProcInfo> {
