@@ -67,15 +67,7 @@ impl Memo {
         self.bodies
             .iter()
             .rev()
-            .find(|b| {
-                let body = &self.arena[b.start..b.start + b.len];
-                // Bodies share long beginnings (`{"role":"assistant","content":[...`) and
-                // differ near their ends (usage, timestamp): the last bytes first.
-                let tail = body.len().saturating_sub(16);
-                rest.len() >= body.len()
-                    && rest[tail..body.len()] == body[tail..]
-                    && rest[..tail] == body[..tail]
-            })
+            .find(|b| rest.starts_with(&self.arena[b.start..b.start + b.len]))
             .copied()
     }
 
