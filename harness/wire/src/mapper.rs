@@ -222,9 +222,7 @@ struct State {
     kept: String,
     /// Thoughts waiting for a non-`toolUse` end, in order.
     pending_thoughts: Vec<String>,
-    /// Keyed with foldhash: SipHash was 2% of the mapper's time on tool-heavy input, and
-    /// tool ids come from pi (a flood of colliding ids costs time, never a wrong answer).
-    tools: HashMap<String, ToolState, foldhash::fast::RandomState>,
+    tools: HashMap<String, ToolState>,
     /// Ends of tools that made nested calls, waiting for their toolResult message (which
     /// carries `nestedCalls`), in the order they ended.
     held: Vec<Held>,
@@ -306,7 +304,7 @@ impl State {
             last_closed_ts: None,
             kept: String::new(),
             pending_thoughts: Vec::new(),
-            tools: HashMap::default(),
+            tools: HashMap::new(),
             held: Vec::new(),
             last_stop: None,
             last_error: None,
@@ -837,17 +835,16 @@ impl State {
         out: &mut Vec<Message>,
     ) {
         // Most calls find the tool announced already: no key allocated for them.
-        match self.tools.get_mut(id) {
-            Some(tool) if tool.announced => return,
-            Some(tool) => tool.announced = true,
-            None => {
-                let tool = ToolState {
-                    announced: true,
-                    ..ToolState::default()
-                };
-                self.tools.insert(id.to_string(), tool);
-            }
+        if !self.tools.contains_key(id) {
+            self.tools.insert(id.to_string(), ToolState::default());
         }
+        let Some(tool) = self.tools.get_mut(id) else {
+            return;
+        };
+        if tool.announced {
+            return;
+        }
+        tool.announced = true;
         out.push(Message::ToolCall {
             id: id.to_string(),
             name: name.unwrap_or("").to_string(),
