@@ -10,7 +10,7 @@
 //!
 //! - [`Provider`], [`Request`], [`ProviderOptions`]: one supervised run;
 //! - [`supervisor`]: the process that owns pi's tree; [`embedded`]: how it ships inside
-//!   your executable, so there is no second binary to install; [`prefork_supervisor`]: fork
+//!   your executable, so there is no second binary to install; [`prefork`]: fork
 //!   it at the top of `main` instead, and spare each run an `exec` of your executable;
 //! - [`retry`]: attempts under a policy. pi retries some failures on its own; anything
 //!   more is the caller's decision, made explicit here;
@@ -54,7 +54,7 @@
 //! ```
 
 pub mod embedded;
-mod prefork;
+pub mod prefork;
 mod provider;
 pub mod retry;
 pub mod rpc;

@@ -6,7 +6,7 @@
 //! call [`prefork_supervisor`] before any other thread exists (before a tokio runtime is
 //! built) gets a supervisor forked from itself instead, ahead of time: it waits on a socket,
 //! and the next supervised run of this process hands it pi's command line, environment,
-//! working directory and pipes ([`Order`]), then keeps the same socket as the control socket.
+//! working directory and pipes, then keeps the same socket as the control socket.
 //! From there the same code runs ([`crate::supervisor::run`]) with the same guarantees: its
 //! own process group, a child subreaper, the control socket's end (the host's exit or death)
 //! meaning "stop pi now". `pi-harness run` does this.
@@ -21,7 +21,7 @@
 use std::ffi::{OsStr, OsString};
 use std::io::{IoSlice, IoSliceMut};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -155,8 +155,8 @@ pub fn prefork_supervisor() -> std::io::Result<PreforkGuard> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Order {
     pub args: Vec<OsString>,
-    /// `NAME=VALUE` entries.
-    pub env: Vec<OsString>,
+    /// Names and values, as the host would give them to `Command::env`.
+    pub env: Vec<(OsString, OsString)>,
     pub cwd: Option<PathBuf>,
 }
 
@@ -165,19 +165,22 @@ const MAX_ORDER: usize = 16 << 20;
 
 impl Order {
     /// The order as bytes: its length (u32, little endian), then the argument count and the
-    /// arguments, the environment count and the entries, the working directory (or nothing),
-    /// each string as its length and its bytes.
+    /// arguments, the variable count and each name and value, the working directory (or
+    /// nothing), each string as its length and its bytes.
     pub fn encode(&self) -> Vec<u8> {
         fn put(out: &mut Vec<u8>, s: &[u8]) {
             out.extend_from_slice(&(s.len() as u32).to_le_bytes());
             out.extend_from_slice(s);
         }
         let mut body = Vec::new();
-        for list in [&self.args, &self.env] {
-            body.extend_from_slice(&(list.len() as u32).to_le_bytes());
-            for s in list {
-                put(&mut body, s.as_bytes());
-            }
+        body.extend_from_slice(&(self.args.len() as u32).to_le_bytes());
+        for a in &self.args {
+            put(&mut body, a.as_bytes());
+        }
+        body.extend_from_slice(&(self.env.len() as u32).to_le_bytes());
+        for (k, v) in &self.env {
+            put(&mut body, k.as_bytes());
+            put(&mut body, v.as_bytes());
         }
         match &self.cwd {
             Some(d) => {
@@ -211,18 +214,23 @@ impl Order {
                 let n = self.u32()?;
                 Ok(OsStr::from_bytes(self.take(n)?).to_owned())
             }
-            fn list(&mut self) -> Result<Vec<OsString>, String> {
+            /// A count of entries of `strings` strings each.
+            fn count(&mut self, strings: usize) -> Result<usize, String> {
                 let n = self.u32()?;
-                // Each entry takes at least its 4-byte length.
-                if n > self.0.len() / 4 {
+                // Each string takes at least its 4-byte length.
+                if n > self.0.len() / (4 * strings) {
                     return Err("the order ends early".into());
                 }
-                (0..n).map(|_| self.string()).collect()
+                Ok(n)
             }
         }
         let mut c = Cursor(body);
-        let args = c.list()?;
-        let env = c.list()?;
+        let n = c.count(1)?;
+        let args = (0..n).map(|_| c.string()).collect::<Result<_, _>>()?;
+        let n = c.count(2)?;
+        let env = (0..n)
+            .map(|_| Ok((c.string()?, c.string()?)))
+            .collect::<Result<_, String>>()?;
         let cwd = match c.take(1)?[0] {
             0 => None,
             1 => Some(PathBuf::from(c.string()?)),
@@ -395,20 +403,10 @@ fn obey(order: Order, socket: OwnedFd) -> i32 {
             return 2;
         }
     };
-    // The environment pi gets: the host's at the time of the run, not at the fork. With
-    // one thread, changing it is sound.
-    for (k, _) in std::env::vars_os() {
-        std::env::remove_var(k);
-    }
-    for entry in &order.env {
-        let bytes = entry.as_bytes();
-        if let Some(eq) = bytes.iter().position(|&b| b == b'=') {
-            std::env::set_var(
-                OsStr::from_bytes(&bytes[..eq]),
-                OsStr::from_bytes(&bytes[eq + 1..]),
-            );
-        }
-    }
+    // The environment pi gets: the host's at the time of the run, not at the fork. Given
+    // to pi's `Command` as it is (a name or value it cannot take is a spawn failure there,
+    // reported, as with the usual start).
+    cfg.env = Some(order.env);
     if let Some(dir) = &order.cwd {
         if let Err(e) = std::env::set_current_dir(dir) {
             // What the usual start reports when the working directory is missing.
@@ -428,17 +426,10 @@ fn obey(order: Order, socket: OwnedFd) -> i32 {
     supervisor::run(cfg)
 }
 
-/// `OsString`s from `NAME`/`VALUE` pairs.
-pub(crate) fn env_entry(name: &OsStr, value: &OsStr) -> OsString {
-    let mut e = name.as_bytes().to_vec();
-    e.push(b'=');
-    e.extend_from_slice(value.as_bytes());
-    OsString::from_vec(e)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::ffi::OsStringExt;
 
     fn os(v: &[&str]) -> Vec<OsString> {
         v.iter().map(OsString::from).collect()
@@ -449,8 +440,12 @@ mod tests {
         let order = Order {
             args: os(&["--grace-ms", "2000", "--", "/bin/pi", "--mode", "json", ""]),
             env: vec![
-                OsString::from("PATH=/usr/bin"),
-                OsString::from_vec(b"ODD=\xff\xfe=x".to_vec()),
+                (OsString::from("PATH"), OsString::from("/usr/bin")),
+                (
+                    OsString::from("=ODD"),
+                    OsString::from_vec(b"\xff\0=x".to_vec()),
+                ),
+                (OsString::new(), OsString::new()),
             ],
             cwd: Some(PathBuf::from("/tmp/a dir")),
         };
@@ -469,7 +464,7 @@ mod tests {
     fn a_damaged_order_is_refused() {
         let bytes = Order {
             args: os(&["--", "pi"]),
-            env: os(&["A=1"]),
+            env: vec![(OsString::from("A"), OsString::from("1"))],
             cwd: None,
         }
         .encode();

@@ -1046,7 +1046,7 @@ fn spawn_preforked(
     pi: &Path,
     argv: &[String],
 ) -> Result<Spawned, String> {
-    use crate::prefork::{env_entry, Order};
+    use crate::prefork::Order;
     let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
     for (k, v) in extra_env(opts, req) {
         let (k, v) = (std::ffi::OsString::from(k), std::ffi::OsString::from(v));
@@ -1057,7 +1057,7 @@ fn spawn_preforked(
     }
     let order = Order {
         args: supervisor_args(opts, pi, argv),
-        env: env.iter().map(|(k, v)| env_entry(k, v)).collect(),
+        env,
         cwd: req.cwd.clone(),
     };
     let sent = (|| -> std::io::Result<_> {

@@ -48,6 +48,8 @@ pub struct Config {
     pub kill_wait: Duration,
     /// File descriptor of the control socket, if any.
     pub control_fd: Option<i32>,
+    /// pi's whole environment, when not this process's own (a preforked supervisor).
+    pub env: Option<Vec<(std::ffi::OsString, std::ffi::OsString)>>,
 }
 
 /// A line the supervisor writes on the control socket.
@@ -89,6 +91,7 @@ pub fn parse_args(args: &[String]) -> Result<Config, String> {
         grace: Duration::from_secs(2),
         kill_wait: Duration::from_secs(5),
         control_fd: None,
+        env: None,
     };
     let mut it = args.iter();
     let ms = |flag: &str, v: Option<&String>| -> Result<Duration, String> {
@@ -211,6 +214,9 @@ pub fn run(cfg: Config) -> i32 {
 
     let mut cmd = Command::new(&cfg.program);
     cmd.args(&cfg.args).process_group(0);
+    if let Some(env) = &cfg.env {
+        cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
+    }
     let restore = old;
     let supervisor_pid = std::process::id() as libc::pid_t;
     unsafe {
