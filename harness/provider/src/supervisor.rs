@@ -136,7 +136,11 @@ impl Control {
         if let Some(fd) = &self.fd {
             let mut line = serde_json::to_vec(event).expect("events serialize");
             line.push(b'\n');
-            let mut file = std::fs::File::from(fd.try_clone().expect("dup control fd"));
+            // Written through the descriptor itself (a duplicate could fail at the process's
+            // descriptor limit). SAFETY: the File is never dropped, so `self.fd` keeps owning
+            // and closing the descriptor.
+            let mut file =
+                std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd.as_raw_fd()) });
             // The provider may be gone: nothing to do about a failed write.
             let _ = file.write_all(&line);
         }
