@@ -881,3 +881,44 @@ async fn a_killed_supervisor_ends_the_run_and_leaves_nothing() {
     // pi's parent-death SIGTERM made it kill its tools; nothing is left.
     w.assert_none_left_within(Duration::from_secs(3));
 }
+
+/// A supervisor at its process's descriptor limit: it cannot start pi (the spawn needs a
+/// pipe) and says so over the control socket, written through the descriptor it has.
+/// Before the fix it duplicated that descriptor for each report, and at the limit the
+/// duplicate failed and the supervisor panicked: the run ended as a lost supervisor.
+#[tokio::test]
+async fn a_supervisor_at_its_descriptor_limit_still_reports() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = World::new("supfds");
+    let c = w
+        .cassette("ok")
+        .version("0.87.1")
+        .expect("{}")
+        .process("{}")
+        .records(conversation("never said"))
+        .write();
+    // stdin, stdout, stderr, the control socket (3) and the signalfd (4) fit under 5.
+    let wrapper = w.path().join("tight-supervisor");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nulimit -n 5\nexec {} \"$@\"\n",
+            env!("CARGO_BIN_EXE_pi-supervisor")
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut o = opts();
+    o.supervisor = Some(wrapper);
+    let msgs =
+        collect(Provider::new(o).execute(w.request(&c, "0.87.1", "0"), CancellationToken::new()))
+            .await;
+    match terminal(&msgs) {
+        Message::TerminalFailed(f) => {
+            assert_eq!(f.reason, FailureReason::SpawnFailed, "{f:?}");
+            assert!(f.message.contains("Too many open files"), "{}", f.message);
+        }
+        other => panic!("expected a failed start, got {other:?}"),
+    }
+    w.assert_none_left();
+}
