@@ -897,12 +897,13 @@ async fn a_supervisor_at_its_descriptor_limit_still_reports() {
         .process("{}")
         .records(conversation("never said"))
         .write();
-    // stdin, stdout, stderr, the control socket (3) and the signalfd (4) fit under 5.
+    // stdin, stdout, stderr, the control socket (3) and the signalfd (4) fit under 5;
+    // whatever else the test runner left open is closed first.
     let wrapper = w.path().join("tight-supervisor");
     std::fs::write(
         &wrapper,
         format!(
-            "#!/bin/sh\nulimit -n 5\nexec {} \"$@\"\n",
+            "#!/bin/sh\nexec 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-\nulimit -n 5\nexec {} \"$@\"\n",
             env!("CARGO_BIN_EXE_pi-supervisor")
         ),
     )
