@@ -312,15 +312,7 @@ fn zygote(socket: OwnedFd) -> ! {
     unsafe { libc::prctl(libc::PR_SET_NAME, c"pi-supervisor".as_ptr(), 0, 0, 0) };
     // Nothing of the host's stays open here while waiting (the host's stdout, above all:
     // its reader must see the end when the host exits).
-    if let Ok(null) = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/null")
-    {
-        for fd in 0..3 {
-            let _ = nix::unistd::dup2(null.as_raw_fd(), fd);
-        }
-    }
+    supervisor::release_stdio();
     close_all_but(socket.as_raw_fd());
     let code = match receive(&socket) {
         Ok(None) => 0,

@@ -384,7 +384,7 @@ pub fn run(cfg: Config) -> i32 {
 }
 
 /// Point stdin, stdout and stderr at `/dev/null`.
-fn release_stdio() {
+pub(crate) fn release_stdio() {
     if let Ok(null) = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
