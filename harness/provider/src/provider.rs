@@ -838,6 +838,22 @@ enum SupervisorProcess {
     },
 }
 
+impl SupervisorProcess {
+    /// Kill a supervisor that has started nothing yet; a forked one is reaped at once (a
+    /// spawned one by tokio).
+    fn abandon(&mut self) {
+        match self {
+            SupervisorProcess::Spawned(c) => {
+                let _ = c.start_kill();
+            }
+            SupervisorProcess::Forked { pid, .. } => {
+                let _ = nix::sys::signal::kill(*pid, nix::sys::signal::Signal::SIGKILL);
+                let _ = nix::sys::wait::waitpid(*pid, None);
+            }
+        }
+    }
+}
+
 impl SupervisorChild {
     /// SIGKILL to the supervisor (nothing when it was already waited for).
     pub fn start_kill(&mut self) -> std::io::Result<()> {
@@ -997,32 +1013,52 @@ pub(crate) fn spawn_supervised(
         .spawn()
         .map_err(|e| format!("cannot start {supervisor_name}: {e}"))?;
     drop(theirs);
-    let pipes = (|| -> std::io::Result<_> {
-        use tokio::net::unix::pipe;
+    let ends = (|| -> std::io::Result<[OwnedFd; 3]> {
         let fd = |r: Option<std::io::Result<OwnedFd>>| r.expect("piped");
-        Ok((
-            pipe::Sender::from_owned_fd(fd(child.stdin.take().map(|s| s.into_owned_fd()))?)?,
-            pipe::Receiver::from_owned_fd(fd(child.stdout.take().map(|s| s.into_owned_fd()))?)?,
-            pipe::Receiver::from_owned_fd(fd(child.stderr.take().map(|s| s.into_owned_fd()))?)?,
-        ))
+        Ok([
+            fd(child.stdin.take().map(|s| s.into_owned_fd()))?,
+            fd(child.stdout.take().map(|s| s.into_owned_fd()))?,
+            fd(child.stderr.take().map(|s| s.into_owned_fd()))?,
+        ])
     })();
-    let finish = |pipes: std::io::Result<_>, ours: OwnedFd| -> Result<_, String> {
-        let pipes = pipes.map_err(|e| format!("pi's pipes: {e}"))?;
-        let control = control_stream(ours).map_err(|e| format!("control socket: {e}"))?;
-        Ok((pipes, control))
-    };
-    match finish(pipes, ours) {
+    assemble(SupervisorProcess::Spawned(child), ends, ours)
+}
+
+/// The run's side of a started supervisor: our ends of pi's pipes (stdin's write end,
+/// stdout's and stderr's read ends) and the control socket, made the runtime's. When that
+/// fails, the supervisor is killed: nothing of the run has started that it would stop.
+fn assemble(
+    mut process: SupervisorProcess,
+    ends: std::io::Result<[OwnedFd; 3]>,
+    control: OwnedFd,
+) -> Result<Spawned, String> {
+    use tokio::net::unix::pipe;
+    let ready = ends
+        .and_then(|[stdin, stdout, stderr]| {
+            Ok((
+                pipe::Sender::from_owned_fd(stdin)?,
+                pipe::Receiver::from_owned_fd(stdout)?,
+                pipe::Receiver::from_owned_fd(stderr)?,
+            ))
+        })
+        .map_err(|e| format!("pi's pipes: {e}"))
+        .and_then(|pipes| {
+            control_stream(control)
+                .map(|c| (pipes, c))
+                .map_err(|e| format!("control socket: {e}"))
+        });
+    match ready {
         Ok(((stdin, stdout, stderr), control)) => Ok(spawned(
             SupervisorChild {
                 stdin: Some(stdin),
                 stdout: Some(stdout),
                 stderr: Some(stderr),
-                process: SupervisorProcess::Spawned(child),
+                process,
             },
             control,
         )),
         Err(e) => {
-            let _ = child.start_kill();
+            process.abandon();
             Err(e)
         }
     }
@@ -1060,9 +1096,12 @@ fn spawn_preforked(
         env,
         cwd: req.cwd.clone(),
     };
-    let sent = (|| -> std::io::Result<_> {
+    let mut process = SupervisorProcess::Forked {
+        pid: z.pid,
+        status: None,
+    };
+    let sent = (|| -> std::io::Result<[OwnedFd; 3]> {
         use nix::fcntl::OFlag;
-        use tokio::net::unix::pipe;
         let (in_r, in_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         let (out_r, out_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         let (err_r, err_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
@@ -1071,38 +1110,14 @@ fn spawn_preforked(
             &order,
             [in_r.as_raw_fd(), out_w.as_raw_fd(), err_w.as_raw_fd()],
         )?;
-        // The supervisor has its own copies now.
-        drop((in_r, out_w, err_w));
-        Ok((
-            pipe::Sender::from_owned_fd(in_w)?,
-            pipe::Receiver::from_owned_fd(out_r)?,
-            pipe::Receiver::from_owned_fd(err_r)?,
-        ))
-    })()
-    .map_err(|e| format!("cannot start the preforked supervisor: {e}"));
-    let control = sent.and_then(|pipes| {
-        control_stream(z.socket)
-            .map(|c| (pipes, c))
-            .map_err(|e| format!("control socket: {e}"))
-    });
-    match control {
-        Ok(((stdin, stdout, stderr), control)) => Ok(spawned(
-            SupervisorChild {
-                stdin: Some(stdin),
-                stdout: Some(stdout),
-                stderr: Some(stderr),
-                process: SupervisorProcess::Forked {
-                    pid: z.pid,
-                    status: None,
-                },
-            },
-            control,
-        )),
+        // The supervisor has its own copies now; ours close here.
+        Ok([in_w, out_r, err_r])
+    })();
+    match sent {
+        Ok(ends) => assemble(process, Ok(ends), z.socket),
         Err(e) => {
-            // Nothing of this run started: the supervisor goes, and is reaped at once.
-            let _ = nix::sys::signal::kill(z.pid, nix::sys::signal::Signal::SIGKILL);
-            let _ = nix::sys::wait::waitpid(z.pid, None);
-            Err(e)
+            process.abandon();
+            Err(format!("cannot start the preforked supervisor: {e}"))
         }
     }
 }
