@@ -49,6 +49,19 @@ fn run(w: &World, cassette: &Path, args: &[&str]) -> Command {
     c
 }
 
+/// `pi-harness run --json` on fake-pi replaying `cassette` at once, prompt `hi`, with the
+/// world's marker, as a plain process: for the tests that signal it or read it as it goes.
+fn run_process(w: &World, cassette: &Path) -> std::process::Command {
+    let mut c = std::process::Command::new(bin());
+    c.args(["run", "--json", "--pi-version", "0.87.1", "--pi"])
+        .arg(fake_pi())
+        .arg("hi")
+        .env(MARKER_VAR, w.marker())
+        .env("FAKE_PI_CASSETTE", cassette)
+        .env("FAKE_PI_SPEED", "0");
+    c
+}
+
 fn messages(stdout: &[u8]) -> Vec<Message> {
     String::from_utf8_lossy(stdout)
         .lines()
@@ -444,13 +457,7 @@ fn cancel_after_stops_a_tool_tree_in_its_own_session() {
 fn sigint_cancels_in_order_and_exits_130() {
     let w = World::new("cli-sigint");
     let c = hanging_tool(&w);
-    let mut proc = std::process::Command::new(bin())
-        .args(["run", "--json", "--pi-version", "0.87.1", "--pi"])
-        .arg(fake_pi())
-        .arg("hi")
-        .env(MARKER_VAR, w.marker())
-        .env("FAKE_PI_CASSETTE", &c)
-        .env("FAKE_PI_SPEED", "0")
+    let mut proc = run_process(&w, &c)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -757,13 +764,7 @@ fn ctrl_c_to_the_process_group_is_a_cancel() {
     for round in 0..5 {
         let w = World::new("cli-ctrlc");
         let c = hanging_tool(&w);
-        let proc = std::process::Command::new(bin())
-            .args(["run", "--json", "--pi-version", "0.87.1", "--pi"])
-            .arg(fake_pi())
-            .arg("hi")
-            .env(MARKER_VAR, w.marker())
-            .env("FAKE_PI_CASSETTE", &c)
-            .env("FAKE_PI_SPEED", "0")
+        let proc = run_process(&w, &c)
             .process_group(0)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -815,13 +816,7 @@ fn ctrl_c_works_while_stdout_is_not_read() {
         .process("{}")
         .records(&recs)
         .write();
-    let mut proc = std::process::Command::new(bin())
-        .args(["run", "--json", "--pi-version", "0.87.1", "--pi"])
-        .arg(fake_pi())
-        .arg("hi")
-        .env(MARKER_VAR, w.marker())
-        .env("FAKE_PI_CASSETTE", &c)
-        .env("FAKE_PI_SPEED", "0")
+    let mut proc = run_process(&w, &c)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -883,13 +878,7 @@ fn sigkill_of_the_whole_process_group_leaves_nothing() {
     use std::os::unix::process::CommandExt;
     let w = World::new("cli-groupkill");
     let c = hanging_tool(&w);
-    let mut proc = std::process::Command::new(bin())
-        .args(["run", "--json", "--pi-version", "0.87.1", "--pi"])
-        .arg(fake_pi())
-        .arg("hi")
-        .env(MARKER_VAR, w.marker())
-        .env("FAKE_PI_CASSETTE", &c)
-        .env("FAKE_PI_SPEED", "0")
+    let mut proc = run_process(&w, &c)
         .process_group(0)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -1154,13 +1143,7 @@ fn sigkill_of_the_preforked_supervisor_ends_the_run_and_leaves_nothing() {
         .process("{}")
         .records(&recs)
         .write();
-    let proc = std::process::Command::new(bin())
-        .args(["run", "--json", "--pi-version", "0.87.1", "--pi"])
-        .arg(fake_pi())
-        .arg("hi")
-        .env(MARKER_VAR, w.marker())
-        .env("FAKE_PI_CASSETTE", &c)
-        .env("FAKE_PI_SPEED", "0")
+    let proc = run_process(&w, &c)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -1212,13 +1195,7 @@ fn a_pipe_on_stdout_stays_as_given_and_a_slow_reader_gets_everything() {
         .write();
     let (read_end, write_end) = nix::unistd::pipe().unwrap();
     let ours = write_end.try_clone().unwrap();
-    let mut proc = std::process::Command::new(bin())
-        .args(["run", "--json", "--pi-version", "0.87.1", "--pi"])
-        .arg(fake_pi())
-        .arg("hi")
-        .env(MARKER_VAR, w.marker())
-        .env("FAKE_PI_CASSETTE", &c)
-        .env("FAKE_PI_SPEED", "0")
+    let mut proc = run_process(&w, &c)
         .stdout(Stdio::from(write_end))
         .stderr(Stdio::null())
         .spawn()
