@@ -291,3 +291,34 @@ fn own_cassettes_alone_and_a_reproduce_line_that_keeps_the_flags() {
     assert_eq!(code, 2);
     assert_eq!(err, "error: empty: no *.cassette.jsonl file below it\n");
 }
+
+/// A shared cassette whose `session` line names a path outside the case's directory: conform
+/// refuses it naming the field, and the file it aimed at is untouched.
+#[test]
+fn a_cassette_whose_session_id_names_a_path_is_refused_and_writes_nothing() {
+    let work = tempfile::tempdir().unwrap();
+    let own = work.path().join("mine");
+    std::fs::create_dir(&own).unwrap();
+    let victim = work.path().join("victim.cassette.jsonl");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let text =
+        std::fs::read_to_string(cassettes_dir().join("recorded/text_only.pi152.cassette.jsonl"))
+            .unwrap();
+    let id = format!(
+        "x/../../../../../../..{}",
+        victim.with_extension("").display()
+    );
+    let text = text.replacen(
+        "\"id\":\"<SESSION_ID>\"",
+        &format!("\"id\":{}", serde_json::json!(id)),
+        1,
+    );
+    std::fs::write(own.join("hostile.cassette.jsonl"), text).unwrap();
+    let (code, out, err) = conform_in(work.path(), &["--cassettes", "mine"]);
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("hostile.cassette.jsonl:2: record field `stdout`: the `session` line's `id`"),
+        "{out}{err}"
+    );
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious\n");
+}

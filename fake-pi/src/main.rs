@@ -431,6 +431,6 @@ fn recorded_session<R: BufRead>(
     let id = session_line
         .and_then(|l| serde_json::from_slice::<serde_json::Value>(l.trim_ascii_end()).ok())
         .and_then(|v| v["id"].as_str().map(str::to_string))
-        .filter(|id| !id.starts_with('<'));
+        .filter(|id| !id.starts_with('<') && pi_grammar::is_file_safe_session_id(id));
     Ok(RecordedSession { id })
 }

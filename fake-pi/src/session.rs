@@ -345,7 +345,11 @@ pub struct Session {
     pub id: String,
     pub timestamp: String,
     pub cwd: String,
-    file: Option<PathBuf>,
+    /// The new session's start, in epoch milliseconds (its file name's time).
+    start_ms: u64,
+    /// Where entries go: the resumed file (opened at the first entry) or the one this run
+    /// created, kept open so that nothing put at its path meanwhile is written through.
+    file: Option<SessionFile>,
     started: bool,
     last_entry: Option<String>,
 }
@@ -369,7 +373,7 @@ impl Session {
                     header.id.clone(),
                     header.timestamp.clone(),
                     header.cwd.clone(),
-                    Some(path.clone()),
+                    Some(SessionFile::Path(path.clone())),
                     true,
                     last,
                 )
@@ -387,6 +391,7 @@ impl Session {
             id,
             timestamp,
             cwd,
+            start_ms: now,
             file,
             started,
             last_entry: last,
@@ -417,11 +422,18 @@ impl Session {
             _ => return Ok(()),
         };
         self.started = true;
-        let path = path
-            .unwrap_or_else(|| dir.join(pi_grammar::session_file_name(&self.timestamp, &self.id)));
-        if let Some(d) = path.parent() {
-            std::fs::create_dir_all(d)?;
-        }
+        let mut file = match path {
+            Some(path) => {
+                if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(d)?;
+                }
+                create_new(&path)?
+            }
+            None => {
+                std::fs::create_dir_all(&dir)?;
+                self.create_in(&dir)?
+            }
+        };
         let mut header = serde_json::json!({
             "type": "session", "version": 3, "id": self.id,
             "timestamp": self.timestamp, "cwd": self.cwd,
@@ -454,9 +466,35 @@ impl Session {
                 .and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok())
                 .and_then(|v| v["id"].as_str().map(str::to_string));
         }
-        std::fs::write(&path, text)?;
-        self.file = Some(path);
+        file.write_all(text.as_bytes())?;
+        self.file = Some(SessionFile::Open(file));
         Ok(())
+    }
+
+    /// A new file in `dir` under pi's name for this session. Another replay of the same
+    /// recorded id may have started in the same millisecond: pi's ids are fresh per run, so
+    /// its names never meet; here the time part of the name moves on a millisecond at a time
+    /// until the name is free (the header inside keeps the session's own time).
+    fn create_in(&self, dir: &Path) -> std::io::Result<std::fs::File> {
+        const TRIES: u64 = 10_000;
+        for k in 0..TRIES {
+            let stamp = if k == 0 {
+                self.timestamp.clone()
+            } else {
+                iso(self.start_ms + k)
+            };
+            let path = dir.join(pi_grammar::session_file_name(&stamp, &self.id));
+            match create_new(&path) {
+                Ok(f) => return Ok(f),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(std::io::Error::other(format!(
+            "{}: no free session file name for id {} in {TRIES} tries",
+            dir.display(),
+            self.id
+        )))
     }
 
     /// Whether [`Session::observe`] may write the session file for this stdout line (a
@@ -475,7 +513,7 @@ impl Session {
             return Ok(());
         };
         self.ensure_file(meta)?;
-        let Some(path) = &self.file else {
+        let Some(file) = &mut self.file else {
             return Ok(());
         };
         let id = entry_id();
@@ -488,11 +526,47 @@ impl Session {
             iso(now_ms()),
             v.message.get()
         );
-        let mut f = std::fs::OpenOptions::new().append(true).open(path)?;
-        f.write_all(entry.as_bytes())?;
+        file.append(entry.as_bytes())?;
         self.last_entry = Some(id);
         Ok(())
     }
+}
+
+/// The session file entries are appended to.
+enum SessionFile {
+    /// A resumed session's file, by the path the client's flags found.
+    Path(PathBuf),
+    /// Opened (or created) by this run.
+    Open(std::fs::File),
+}
+
+impl SessionFile {
+    fn append(&mut self, data: &[u8]) -> std::io::Result<()> {
+        if let SessionFile::Path(path) = self {
+            use std::os::unix::fs::OpenOptionsExt;
+            let f = std::fs::OpenOptions::new()
+                .append(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&*path)?;
+            *self = SessionFile::Open(f);
+        }
+        match self {
+            SessionFile::Open(f) => f.write_all(data),
+            SessionFile::Path(_) => unreachable!("opened above"),
+        }
+    }
+}
+
+/// Create `path` as a new file: never an existing one, never through a symlink placed
+/// there (`O_CREAT | O_EXCL` does not follow a link in the last component).
+fn create_new(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o644)
+        .open(path)
 }
 
 #[derive(serde::Deserialize)]

@@ -450,3 +450,165 @@ fn a_client_that_passes_no_environment_finds_the_cassette_beside_pi() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"delta\":\"Hello\""));
     w.assert_none_left();
 }
+
+/// The text_only recording with its `session` line's id replaced by `id` (a concrete id, as
+/// an imported capture has), written into the world.
+fn with_recorded_id(w: &World, name: &str, id: &str) -> PathBuf {
+    let text = std::fs::read_to_string(recorded("text_only.pi152.cassette.jsonl")).unwrap();
+    let to = format!("\"id\":{}", serde_json::json!(id));
+    let text = text.replacen("\"id\":\"<SESSION_ID>\"", &to, 1);
+    assert!(text.contains(&to));
+    w.write(name, text)
+}
+
+#[test]
+fn a_recorded_session_id_that_names_a_path_is_refused_before_anything_is_written() {
+    let w = World::new("contract-session-path");
+    settings(&w, "");
+    // A file outside the session dir that a crafted id would truncate and write.
+    let victim = w.write("outside/victim.cassette.jsonl", "precious\n");
+    let hostile = [
+        "x/../../outside/victim.cassette".to_string(),
+        format!("{}", w.path().join("outside/victim.cassette").display()),
+        "a\u{0}b".to_string(),
+        "a".repeat(pi_grammar::MAX_SESSION_ID_BYTES + 1),
+        "..".to_string(),
+    ];
+    for (k, id) in hostile.iter().enumerate() {
+        let c = with_recorded_id(&w, &format!("hostile{k}.cassette.jsonl"), id);
+        let out = run(
+            &w,
+            &c,
+            &["--mode", "json", "--session-dir", "s", "Say hello."],
+            "",
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(98), "{id:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{id:?}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains(":2: record field `stdout`: the `session` line's `id`"),
+            "{stderr}"
+        );
+        assert!(stderr.len() < 400, "the id is cut in the message: {stderr}");
+    }
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious\n");
+    assert!(!w.path().join("s").exists(), "nothing was created");
+    w.assert_none_left();
+}
+
+/// An ISO time as pi writes it (JavaScript's `toISOString`), for epoch milliseconds.
+fn iso(ms: u64) -> String {
+    let out = std::process::Command::new("date")
+        .args([
+            "-u",
+            &format!("-d@{}.{:03}", ms / 1000, ms % 1000),
+            "+%Y-%m-%dT%H:%M:%S.%3NZ",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[test]
+fn a_symlink_waiting_at_the_session_files_name_is_never_written_through() {
+    let w = World::new("contract-session-link");
+    settings(&w, "");
+    let victim = w.write("outside/victim.jsonl", "precious\n");
+    let id = "0190aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee";
+    let c = with_recorded_id(&w, "concrete.cassette.jsonl", id);
+    // Links at every name the run could pick in the next few seconds.
+    let s = w.path().join("s");
+    std::fs::create_dir(&s).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let stamps: Vec<String> = {
+        // `date` per millisecond would be slow: one call per second, then the milliseconds.
+        let mut v = Vec::new();
+        for sec in 0..4 {
+            let base = iso((now / 1000 + sec) * 1000);
+            for ms in 0..1000 {
+                v.push(format!("{}{ms:03}Z", &base[..20]));
+            }
+        }
+        v
+    };
+    for ts in &stamps {
+        std::os::unix::fs::symlink(&victim, s.join(pi_grammar::session_file_name(ts, id))).unwrap();
+    }
+    let out = run(
+        &w,
+        &c,
+        &["--mode", "json", "--session-dir", "s", "Say hello."],
+        "",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious\n");
+    // The session went to a new file of its own, named as pi names it.
+    let files: Vec<PathBuf> = std::fs::read_dir(&s)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| !p.symlink_metadata().unwrap().is_symlink())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(text.starts_with(&format!(
+        "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\""
+    )));
+    w.assert_none_left();
+}
+
+#[test]
+fn parallel_replays_of_one_recorded_id_never_share_a_session_file() {
+    let w = World::new("contract-session-parallel");
+    settings(&w, "");
+    let id = "0190aaaa-bbbb-7ccc-8ddd-ffffffffffff";
+    let c = with_recorded_id(&w, "concrete.cassette.jsonl", id);
+    const RUNS: usize = 100;
+    let children: Vec<std::process::Child> = (0..RUNS)
+        .map(|_| {
+            let mut cmd = w.fake_pi(&c);
+            cmd.args(["--mode", "json", "--session-dir", "s", "Say hello."])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped());
+            cmd.spawn().unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let files: Vec<PathBuf> = std::fs::read_dir(w.path().join("s"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), RUNS, "one file per run");
+    for f in &files {
+        let lines: Vec<serde_json::Value> = std::fs::read_to_string(f)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        // One run's history: a header, then entries each pointing at the one before.
+        assert_eq!(lines[0]["type"], "session", "{f:?}");
+        assert_eq!(lines.len(), 6, "{f:?}: {lines:?}");
+        assert!(lines[1..].iter().all(|l| l["type"] != "session"), "{f:?}");
+        for pair in lines[1..].windows(2) {
+            assert_eq!(pair[1]["parentId"], pair[0]["id"], "{f:?}");
+        }
+    }
+    w.assert_none_left();
+}

@@ -1009,6 +1009,31 @@ pub(crate) fn parse_header(
             "header field `scenario.name` is empty",
         ));
     }
+    // Both name files: conform's seeded session for a resumed recording.
+    if !pi_grammar::is_file_safe_session_id(&header.scenario.name) {
+        return Err(CassetteError::invalid(
+            path,
+            lineno,
+            format!(
+                "header field `scenario.name`: {} is not a short identifier (1 to {} of A-Z a-z 0-9 . _ -, starting and ending with a letter or digit)",
+                shown(&header.scenario.name),
+                pi_grammar::MAX_SESSION_ID_BYTES
+            ),
+        ));
+    }
+    if let Some(FlagRule::Value(id)) = header.expect.flags.get("session-id") {
+        if !pi_grammar::is_file_safe_session_id(id) {
+            return Err(CassetteError::invalid(
+                path,
+                lineno,
+                format!(
+                    "header field `expect.flags.session-id`: {} is not a session id pi accepts (1 to {} of A-Z a-z 0-9 . _ -, starting and ending with a letter or digit)",
+                    shown(id),
+                    pi_grammar::MAX_SESSION_ID_BYTES
+                ),
+            ));
+        }
+    }
     let claude = header.is_claude();
     let (want, other) = if claude {
         ("claude", "pi")
@@ -1315,12 +1340,61 @@ pub(crate) fn parse_record_ref<'a>(
         }
         _ => unreachable!("every key is matched above"),
     };
+    if let ActionRef::Stdout { body, .. } = &action {
+        check_session_line(body).map_err(bad)?;
+    }
     Ok(RecordRef {
         dt_ms,
         action,
         reply: raw.reply,
         line: lineno,
     })
+}
+
+/// A recorder's placeholder (`<SESSION_ID>`): `<`, capitals, digits or `_`, `>`.
+fn is_placeholder(s: &str) -> bool {
+    s.len() > 2
+        && s.starts_with('<')
+        && s.ends_with('>')
+        && s[1..s.len() - 1]
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// A stdout line that is pi's `session` line names the session file fake-pi writes: its
+/// `id` is a placeholder or a file-safe session id ([`pi_grammar::is_file_safe_session_id`]),
+/// never a path. Any other line passes untouched.
+fn check_session_line(body: &[u8]) -> Result<(), String> {
+    if !body.starts_with(b"{\"type\":\"session\"") {
+        return Ok(());
+    }
+    #[derive(Deserialize)]
+    struct SessionLine<'a> {
+        #[serde(borrow, default)]
+        id: Option<Cow<'a, str>>,
+    }
+    let Ok(line) = serde_json::from_slice::<SessionLine>(body.trim_ascii_end()) else {
+        // Not JSON (a text record that merely starts like one): nothing names a file.
+        return Ok(());
+    };
+    match line.id.as_deref() {
+        None => Ok(()),
+        Some(id) if is_placeholder(id) || pi_grammar::is_file_safe_session_id(id) => Ok(()),
+        Some(id) => Err(format!(
+            "record field `stdout`: the `session` line's `id` {} is not a session id (1 to {} of A-Z a-z 0-9 . _ -, starting and ending with a letter or digit); fake-pi names the session file after it",
+            shown(id),
+            pi_grammar::MAX_SESSION_ID_BYTES
+        )),
+    }
+}
+
+/// A value quoted for an error message, cut to its first 64 characters.
+pub(crate) fn shown(s: &str) -> String {
+    const MAX: usize = 64;
+    match s.char_indices().nth(MAX) {
+        None => format!("{s:?}"),
+        Some((at, _)) => format!("{:?}... ({} bytes)", &s[..at], s.len()),
+    }
 }
 
 /// One record as the streaming reader reads it ([`CassetteReader::next_ref`]): a `stdout`

@@ -527,3 +527,84 @@ fn two_way_records_are_checked_with_file_and_line() {
         .check(Path::new("good"), good.as_bytes())
         .is_empty());
 }
+
+/// Values that would name a file outside the run's directories: the parser and lint refuse
+/// each, naming the line and the field.
+#[test]
+fn ids_and_names_that_would_name_a_path_are_refused_by_the_parser_and_lint() {
+    let header = r#"{"format":"pi-cassette","version":1,"pi":{"version":"0.87.1","dialect":"delta-only"},"scenario":{"name":"t","description":"d"},"origin":{"kind":"hand-made","timing":"synthetic"}}"#;
+    let session = |id: &str| {
+        format!(
+            "{{\"dt_ms\":0,\"stdout\":{{\"type\":\"session\",\"version\":3,\"id\":{},\"timestamp\":\"<TS>\",\"cwd\":\"<CWD>\"}}}}",
+            serde_json::json!(id)
+        )
+    };
+    let exit = r#"{"dt_ms":0,"exit":0}"#;
+    let long = "a".repeat(pi_grammar::MAX_SESSION_ID_BYTES + 1);
+    let mut cases: Vec<(String, usize, &str)> = Vec::new();
+    for id in [
+        "x/../../../../tmp/x/victim.cassette",
+        "/tmp/x/victim",
+        "a\u{0}b",
+        long.as_str(),
+        "",
+        "<SESSION_ID>/../x",
+    ] {
+        cases.push((
+            format!("{header}\n{}\n{exit}\n", session(id)),
+            2,
+            "record field `stdout`: the `session` line's `id`",
+        ));
+    }
+    for name in ["../x", "a/b", "/abs"] {
+        cases.push((
+            format!(
+                "{}\n{exit}\n",
+                header.replace(
+                    r#""name":"t""#,
+                    &format!("\"name\":{}", serde_json::json!(name))
+                )
+            ),
+            1,
+            "header field `scenario.name`",
+        ));
+    }
+    cases.push((
+        format!(
+            "{}\n{exit}\n",
+            header.replace(
+                r#""scenario""#,
+                r#""expect":{"flags":{"session-id":"../../x"}},"scenario""#
+            )
+        ),
+        1,
+        "header field `expect.flags.session-id`",
+    ));
+    for (text, line, field) in &cases {
+        let path = Path::new("hostile.cassette.jsonl");
+        let e = Cassette::parse(path, text.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!("hostile.cassette.jsonl:{line}: {field}")),
+            "{e}"
+        );
+        assert!(e.len() < 400, "{e}");
+        let problems = pi_cassette::lint::lint_bytes(path, text.as_bytes());
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.line == *line && p.message.starts_with(field)),
+            "{problems:?}"
+        );
+    }
+    // Placeholders and real ids pass.
+    for id in [
+        "<SESSION_ID>",
+        "019d8a2e-1f3c-7000-8000-0123456789ab",
+        "my-run-1",
+    ] {
+        let text = format!("{header}\n{}\n{exit}\n", session(id));
+        Cassette::parse(Path::new("ok"), text.as_bytes()).unwrap();
+    }
+}

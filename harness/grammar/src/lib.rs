@@ -392,6 +392,19 @@ pub enum WireDialect {
     DeltaOnly,
 }
 
+/// The longest session id a cassette may carry, in bytes: with the time stamp, `_` and
+/// `.jsonl` of [`session_file_name`] the name stays well under the 255 bytes a file name may
+/// have. (pi sets no length of its own; its ids are 36-byte uuids.)
+pub const MAX_SESSION_ID_BYTES: usize = 200;
+
+/// Whether `id` is safe as the id part of a session file's name: pi's own syntax
+/// ([`is_valid_session_id`]: no `/`, no NUL, no leading `.`) and at most
+/// [`MAX_SESSION_ID_BYTES`]. A cassette's recorded ids are held to this before fake-pi
+/// names a file after one.
+pub fn is_file_safe_session_id(id: &str) -> bool {
+    id.len() <= MAX_SESSION_ID_BYTES && is_valid_session_id(id)
+}
+
 /// pi 0.87.1's session id syntax: `^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`.
 pub fn is_valid_session_id(id: &str) -> bool {
     let b = id.as_bytes();
@@ -1117,6 +1130,20 @@ mod tests {
         for bad in ["", "-a", "a-", "bad!id", "a b", "é"] {
             assert!(!is_valid_session_id(bad), "{bad}");
         }
+        for bad in [
+            "x/../../../../tmp/x/victim.cassette",
+            "/tmp/abs",
+            "..",
+            "a\0b",
+            "a/b",
+            &"a".repeat(MAX_SESSION_ID_BYTES + 1),
+        ] {
+            assert!(!is_file_safe_session_id(bad), "{bad}");
+        }
+        assert!(is_file_safe_session_id(&"a".repeat(MAX_SESSION_ID_BYTES)));
+        assert!(is_file_safe_session_id(
+            "019d8a2e-1f3c-7000-8000-0123456789ab"
+        ));
         let e = parse("0.87.1", &["--session-id", "bad!id"])
             .unwrap()
             .validate()
