@@ -8,7 +8,7 @@
 //! process-running ones (`run_case`, `provider_run`). See `conformance/README.md`.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -791,17 +791,33 @@ pub struct FieldDiff {
     pub actual: Option<Value>,
 }
 
-fn diff_value(path: String, e: Option<&Value>, a: Option<&Value>, out: &mut Vec<FieldDiff>) {
+/// Differences found: the first `limit` kept, all counted.
+struct Diffs {
+    kept: Vec<FieldDiff>,
+    total: usize,
+    limit: usize,
+}
+
+impl Diffs {
+    fn push(&mut self, path: String, e: Option<&Value>, a: Option<&Value>) {
+        self.total += 1;
+        if self.kept.len() < self.limit {
+            self.kept.push(FieldDiff {
+                path,
+                expected: e.cloned(),
+                actual: a.cloned(),
+            });
+        }
+    }
+}
+
+fn diff_value(path: String, e: Option<&Value>, a: Option<&Value>, out: &mut Diffs) {
     match (e, a) {
         // Messages of different types differ as wholes, not field by field.
         (Some(Value::Object(eo)), Some(Value::Object(ao)))
             if eo.get("type").is_some() && eo.get("type") != ao.get("type") =>
         {
-            out.push(FieldDiff {
-                path,
-                expected: e.cloned(),
-                actual: a.cloned(),
-            })
+            out.push(path, e, a)
         }
         (Some(Value::Object(eo)), Some(Value::Object(ao))) => {
             let mut keys: Vec<&String> = eo.keys().chain(ao.keys()).collect();
@@ -818,24 +834,45 @@ fn diff_value(path: String, e: Option<&Value>, a: Option<&Value>, out: &mut Vec<
         }
         // JSON has one number type: 0 and 0.0 are the same number.
         (Some(Value::Number(en)), Some(Value::Number(an))) if en.as_f64() == an.as_f64() => {}
-        (e, a) if e != a => out.push(FieldDiff {
-            path,
-            expected: e.cloned(),
-            actual: a.cloned(),
-        }),
+        (e, a) if e != a => out.push(path, e, a),
         _ => {}
     }
 }
 
 /// Compare two streams (ignored fields removed); empty when they agree.
 pub fn compare(expected: &[Value], actual: &[Value]) -> Vec<FieldDiff> {
-    let e: Vec<Value> = expected.iter().map(comparable).collect();
-    let a: Vec<Value> = actual.iter().map(comparable).collect();
-    let mut out = Vec::new();
-    for i in 0..e.len().max(a.len()) {
-        diff_value(format!("[{i}]"), e.get(i), a.get(i), &mut out);
+    compare_bounded(expected, actual, usize::MAX).0
+}
+
+/// [`compare`], keeping the first `limit` differences; also returns how many there are in
+/// all. Messages are made comparable a pair at a time, never the whole stream at once.
+pub fn compare_bounded(
+    expected: &[Value],
+    actual: &[Value],
+    limit: usize,
+) -> (Vec<FieldDiff>, usize) {
+    compare_each(expected, actual.len(), |i| actual[i].clone(), limit)
+}
+
+/// The comparison behind [`compare_bounded`], over `actual_len` messages read one at a time
+/// by `actual` (an implementation's are kept as text, parsed only here).
+fn compare_each(
+    expected: &[Value],
+    actual_len: usize,
+    actual: impl Fn(usize) -> Value,
+    limit: usize,
+) -> (Vec<FieldDiff>, usize) {
+    let mut out = Diffs {
+        kept: Vec::new(),
+        total: 0,
+        limit,
+    };
+    for i in 0..expected.len().max(actual_len) {
+        let e = expected.get(i).map(comparable);
+        let a = (i < actual_len).then(|| comparable(&actual(i)));
+        diff_value(format!("[{i}]"), e.as_ref(), a.as_ref(), &mut out);
     }
-    out
+    (out.kept, out.total)
 }
 
 /// The verdict on one case.
@@ -846,7 +883,11 @@ pub enum Verdict {
     Failed {
         /// Problems other than stream differences (bad lines, survivors, timeout, exit).
         problems: Vec<String>,
+        /// The first [`MAX_DIFFS`] differences.
         diffs: Vec<FieldDiff>,
+        /// Differences past those (absent when none).
+        #[serde(skip_serializing_if = "is_zero", default)]
+        unlisted_diffs: usize,
     },
     Skipped {
         missing: Vec<String>,
@@ -862,10 +903,18 @@ pub struct CaseResult {
     pub ms: u64,
 }
 
+/// What a reader thread of [`run_impl`] hands back.
+enum Collected {
+    Stdout(crate::collect::Stdout),
+    Stderr(Vec<u8>),
+}
+
 /// What running an implementation on one case produced.
 #[derive(Debug, Clone, Default)]
 pub struct ImplOutput {
-    pub messages: Vec<Value>,
+    /// Each stdout line that is JSON, as written (parsed again only to compare: a parsed
+    /// small message takes several times its text's memory).
+    pub messages: Vec<Box<serde_json::value::RawValue>>,
     pub problems: Vec<String>,
     pub stderr: String,
 }
@@ -927,7 +976,13 @@ fn seed_session(version: &str, dir: &Path, request: &RequestDoc) -> Result<(), S
 /// Run `sh -c CMD` (in the caller's working directory) with the request on stdin, `DIR/bin`
 /// first on `PATH`, the request's env and a marker; read normalized JSONL from stdout. Killed after `timeout`; survivors carrying
 /// the marker are killed and reported.
-pub fn run_impl(cmd: &str, req: &RequestDoc, dir: &Path, timeout: Duration) -> ImplOutput {
+pub fn run_impl(
+    cmd: &str,
+    req: &RequestDoc,
+    dir: &Path,
+    timeout: Duration,
+    max_output: u64,
+) -> ImplOutput {
     use std::os::unix::process::CommandExt as _;
     let marker = format!("{}-{:016x}", std::process::id(), fastrand::u64(..));
     let path = std::env::var_os("PATH").unwrap_or_default();
@@ -958,22 +1013,21 @@ pub fn run_impl(cmd: &str, req: &RequestDoc, dir: &Path, timeout: Duration) -> I
     let writer = std::thread::spawn(move || {
         let _ = stdin.write_all(&body);
     });
+    let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let kill_group = move || {
+        let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+    };
     let stdout = child.stdout.take().expect("piped");
-    let reader = std::thread::spawn(move || {
-        let mut lines = Vec::new();
-        for line in std::io::BufReader::new(stdout).split(b'\n') {
-            match line {
-                Ok(l) => lines.push(l),
-                Err(_) => break,
-            }
-        }
-        lines
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let err_done = done_tx.clone();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(Collected::Stdout(crate::collect::read_stdout(
+            stdout, max_output, kill_group,
+        )));
     });
-    let mut stderr = child.stderr.take().expect("piped");
-    let err_reader = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = stderr.read_to_end(&mut s);
-        s
+    let stderr = child.stderr.take().expect("piped");
+    std::thread::spawn(move || {
+        let _ = err_done.send(Collected::Stderr(crate::collect::stderr_tail(stderr)));
     });
     let deadline = Instant::now() + timeout;
     let status = loop {
@@ -984,10 +1038,7 @@ pub fn run_impl(cmd: &str, req: &RequestDoc, dir: &Path, timeout: Duration) -> I
                     "no end after {} s: the implementation was killed",
                     timeout.as_secs()
                 ));
-                let _ = nix::sys::signal::killpg(
-                    nix::unistd::Pid::from_raw(child.id() as i32),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
+                kill_group();
                 let _ = child.wait();
                 break None;
             }
@@ -1014,38 +1065,38 @@ pub fn run_impl(cmd: &str, req: &RequestDoc, dir: &Path, timeout: Duration) -> I
             .push(format!("processes left behind: {}", names.join("; ")));
     }
     let _ = writer.join();
-    let lines = reader.join().unwrap_or_default();
-    let err = err_reader.join().unwrap_or_default();
-    let tail = &err[err.len().saturating_sub(2000)..];
-    out.stderr = String::from_utf8_lossy(tail).into_owned();
+    // The pipes end when every process holding them has: a process outside the group and
+    // without the marker may still hold one. Wait a moment, then go on without it.
+    let (mut stdout, mut stderr) = (None, None);
+    let until = Instant::now() + Duration::from_secs(2);
+    while stdout.is_none() || stderr.is_none() {
+        let left = until.saturating_duration_since(Instant::now());
+        match done_rx.recv_timeout(left) {
+            Ok(Collected::Stdout(s)) => stdout = Some(s),
+            Ok(Collected::Stderr(e)) => stderr = Some(e),
+            Err(_) => {
+                kill_group();
+                out.problems.push(
+                    "stdout or stderr still open 2 s after the implementation ended (a process outside its group holds it); what came until then is judged".into(),
+                );
+                break;
+            }
+        }
+    }
+    out.stderr = String::from_utf8_lossy(&stderr.unwrap_or_default()).into_owned();
     if let Some(s) = status {
         if !s.success() {
             out.problems
                 .push(format!("the implementation exited with {s}"));
         }
     }
-    for (i, line) in lines.iter().enumerate() {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        match serde_json::from_slice::<Value>(line) {
-            Ok(v) => {
-                if let Err(e) = serde_json::from_value::<Message>(v.clone()) {
-                    out.problems.push(format!(
-                        "stdout line {}: not a normalized message ({e}): {}",
-                        i + 1,
-                        String::from_utf8_lossy(&line[..line.len().min(200)])
-                    ));
-                }
-                out.messages.push(v);
-            }
-            Err(e) => out.problems.push(format!(
-                "stdout line {}: not JSON ({e}): {}",
-                i + 1,
-                String::from_utf8_lossy(&line[..line.len().min(200)])
-            )),
-        }
+    // A budget that ran out first (it explains the exit), then the end, then bad lines.
+    let collected = stdout.unwrap_or_default();
+    if let Some(over) = collected.over_budget {
+        out.problems.insert(0, over);
     }
+    out.problems.extend(collected.problems.into_lines());
+    out.messages = collected.messages;
     out
 }
 
@@ -1092,14 +1143,51 @@ pub fn handshake(cmd: &str) -> Result<(String, Vec<String>), String> {
 
 /// Judge one case from what the implementation produced.
 pub fn judge(expected: &Expected, out: &ImplOutput) -> Verdict {
-    let diffs = compare(&expected.messages, &out.messages);
+    // The report keeps a bounded part of a stream that differs everywhere.
+    let (mut diffs, total) = compare_each(
+        &expected.messages,
+        out.messages.len(),
+        |i| serde_json::from_str(out.messages[i].get()).expect("read as JSON before"),
+        MAX_DIFFS,
+    );
+    for d in &mut diffs {
+        for v in [&mut d.expected, &mut d.actual].into_iter().flatten() {
+            shorten_value(v);
+        }
+    }
     if diffs.is_empty() && out.problems.is_empty() {
         Verdict::Passed
     } else {
+        let unlisted_diffs = total - diffs.len();
         Verdict::Failed {
             problems: out.problems.clone(),
             diffs,
+            unlisted_diffs,
         }
+    }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Field differences a verdict keeps (the report prints the first 12).
+pub const MAX_DIFFS: usize = 100;
+/// A value in a kept difference larger than this (as JSON) becomes a string saying so.
+const MAX_DIFF_VALUE: usize = 4096;
+
+fn shorten_value(v: &mut Value) {
+    let text = v.to_string();
+    if text.len() > MAX_DIFF_VALUE {
+        let mut end = 200;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        *v = Value::String(format!(
+            "{}... ({} bytes of JSON)",
+            &text[..end],
+            text.len()
+        ));
     }
 }
 
@@ -1148,7 +1236,11 @@ pub fn case_text(r: &CaseResult) -> String {
             Verdict::Skipped { missing } => {
                 writeln!(s, "SKIP  {} (not claimed: {})", r.case, missing.join(", ")).unwrap()
             }
-            Verdict::Failed { problems, diffs } => {
+            Verdict::Failed {
+                problems,
+                diffs,
+                unlisted_diffs,
+            } => {
                 writeln!(s, "FAIL  {} ({} ms)", r.case, r.ms).unwrap();
                 for p in problems {
                     writeln!(s, "      {p}").unwrap();
@@ -1163,8 +1255,9 @@ pub fn case_text(r: &CaseResult) -> String {
                     )
                     .unwrap();
                 }
-                if diffs.len() > 12 {
-                    writeln!(s, "      ... {} more differences", diffs.len() - 12).unwrap();
+                let more = diffs.len() + unlisted_diffs - diffs.len().min(12);
+                if more > 0 {
+                    writeln!(s, "      ... {more} more differences").unwrap();
                 }
             }
         }
@@ -1241,6 +1334,8 @@ pub struct ConformOptions {
     pub export: Option<PathBuf>,
     pub fake_pi: Option<PathBuf>,
     pub timeout: Duration,
+    /// Stdout bytes a case may produce ([`crate::collect::DEFAULT_MAX_OUTPUT_BYTES`]).
+    pub max_output: u64,
 }
 
 /// The bundled suite's (cassettes, expected) directories: embedded in this binary and
@@ -1439,7 +1534,7 @@ pub fn conform(opts: &ConformOptions) -> Result<bool, String> {
     }
     if let Some(dir) = &opts.export {
         for case in &cases {
-            let e = run_for_expected(&cmd, case, &cassettes, &fake_pi, opts.timeout)?;
+            let e = run_for_expected(&cmd, case, &cassettes, &fake_pi, opts)?;
             let path = write_expected(dir, &e)?;
             eprintln!("exported {}", path.display());
         }
@@ -1471,7 +1566,7 @@ pub fn conform(opts: &ConformOptions) -> Result<bool, String> {
         let start = Instant::now();
         let expected = match &expected_dir {
             Some(dir) => load_expected(dir, &case.name)?,
-            None => run_for_expected(&reference, case, &cassettes, &fake_pi, opts.timeout)?,
+            None => run_for_expected(&reference, case, &cassettes, &fake_pi, opts)?,
         };
         let miss = missing(&expected.capabilities, &claimed);
         let verdict = if !miss.is_empty() {
@@ -1479,7 +1574,7 @@ pub fn conform(opts: &ConformOptions) -> Result<bool, String> {
         } else {
             let tmp = tempdir(&case.name)?;
             let req = prepare(case, tmp.path(), &fake_pi)?;
-            let out = run_impl(&cmd, &req, tmp.path(), opts.timeout);
+            let out = run_impl(&cmd, &req, tmp.path(), opts.timeout, opts.max_output);
             judge(&expected, &out)
         };
         let r = CaseResult {
@@ -1512,15 +1607,20 @@ fn run_for_expected(
     case: &Case,
     cassettes: &Path,
     fake_pi: &Path,
-    timeout: Duration,
+    opts: &ConformOptions,
 ) -> Result<Expected, String> {
     let tmp = tempdir(&case.name)?;
     let req = prepare(case, tmp.path(), fake_pi)?;
-    let out = run_impl(cmd, &req, tmp.path(), timeout);
+    let out = run_impl(cmd, &req, tmp.path(), opts.timeout, opts.max_output);
     if !out.problems.is_empty() {
         return Err(format!("{}: {}", case.name, out.problems.join("; ")));
     }
-    expected_of(case, cassettes, out.messages)
+    let messages = out
+        .messages
+        .iter()
+        .map(|m| serde_json::from_str(m.get()).expect("read as JSON before"))
+        .collect();
+    expected_of(case, cassettes, messages)
 }
 
 /// `pi-harness conform` with every flag the user gave, but `--case` and `--json`.
@@ -1538,6 +1638,9 @@ pub fn reproduce_command(opts: &ConformOptions) -> String {
             let shown = std::path::absolute(p).unwrap_or_else(|_| p.clone());
             s.push_str(&format!(" {flag} {}", quote(&shown.to_string_lossy())));
         }
+    }
+    if opts.max_output != crate::collect::DEFAULT_MAX_OUTPUT_BYTES {
+        s.push_str(&format!(" --max-output {}", opts.max_output));
     }
     if opts.timeout != Duration::from_secs(DEFAULT_TIMEOUT_SECS) {
         s.push_str(&format!(" --timeout {}", opts.timeout.as_secs()));

@@ -29,5 +29,6 @@
 //! ```
 
 pub mod bundle;
+pub mod collect;
 pub mod conform;
 pub mod cross_version;

@@ -322,3 +322,74 @@ fn a_cassette_whose_session_id_names_a_path_is_refused_and_writes_nothing() {
     );
     assert_eq!(std::fs::read(&victim).unwrap(), b"precious\n");
 }
+
+/// The peak RSS (KiB) of `cmd` run to its end, from `wait4`.
+fn run_measured(cmd: &mut Command) -> (i32, String, String, i64) {
+    use std::os::unix::process::ExitStatusExt as _;
+    // Reaped by `wait4` below, which also gives its peak RSS.
+    #[allow(clippy::zombie_processes)]
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let mut out = child.stdout.unwrap();
+    let mut err = child.stderr.unwrap();
+    let t = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut err, &mut s).unwrap();
+        s
+    });
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut out, &mut stdout).unwrap();
+    let stderr = t.join().unwrap();
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid out-parameter; `pid` is our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid);
+    let code = std::process::ExitStatus::from_raw(status)
+        .code()
+        .unwrap_or(-1);
+    (code, stdout, stderr, usage.ru_maxrss)
+}
+
+/// An implementation that answers with 40 MB of messages (the earlier runner kept all of
+/// them, and their differences, in memory: 4.4 GB for 100 MB): conform kills it at the
+/// budget, says which limit was hit, and stays small.
+#[test]
+fn an_implementation_that_writes_without_end_is_stopped_at_the_output_budget() {
+    let work = tempfile::tempdir().unwrap();
+    let script = work.path().join("impl.sh");
+    std::fs::write(
+        &script,
+        r#"if [ "$1" = --capabilities ]; then echo '{"protocol":1,"name":"flood","capabilities":["text","pi-0.87"]}'; exit 0; fi
+cat >/dev/null
+line='{"type":"assistant","text":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}'
+yes "$line" | head -c 40000000
+"#,
+    )
+    .unwrap();
+    let implementation = format!("sh {}", script.display());
+    let (code, out, err, rss_kib) = run_measured(
+        Command::new(pi_harness_bin())
+            .args(["conform", "--impl", &implementation])
+            .args(["--case", "recorded/text_only.pi87"])
+            .args(["--max-output", "4000000"])
+            .env("PI_HARNESS_CACHE", cache())
+            .env("PI_HARNESS_FAKE_PI", fake_pi()),
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("FAIL  recorded/text_only.pi87"), "{out}");
+    assert!(
+        out.contains("stdout over 4000000 bytes (--max-output): the implementation was killed"),
+        "{out}"
+    );
+    assert!(
+        out.contains("--max-output 4000000 --case recorded/text_only.pi87"),
+        "the reproduce line keeps the budget: {out}"
+    );
+    assert!(out.len() < 20_000, "a bounded report: {} bytes", out.len());
+    assert!(rss_kib < 64 * 1024, "peak RSS {rss_kib} KiB");
+}

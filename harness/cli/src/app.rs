@@ -217,6 +217,9 @@ struct ConformArgs {
     /// Seconds a case may take before the implementation is killed.
     #[arg(long, default_value_t = conformance::conform::DEFAULT_TIMEOUT_SECS)]
     timeout: u64,
+    /// Bytes of stdout a case may produce before the implementation is killed.
+    #[arg(long, value_name = "BYTES", default_value_t = conformance::collect::DEFAULT_MAX_OUTPUT_BYTES)]
+    max_output: u64,
 }
 
 #[derive(Subcommand)]
@@ -387,6 +390,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 export: a.export,
                 fake_pi: a.fake_pi,
                 timeout: Duration::from_secs(a.timeout),
+                max_output: a.max_output,
             })
             .map_err(anyhow::Error::msg)?;
             Ok(if ok {
