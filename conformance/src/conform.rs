@@ -1421,25 +1421,29 @@ pub fn find_or_build(name: &str) -> Result<PathBuf, String> {
     }
 }
 
-/// Load an expected stream file.
+/// Load an expected stream file (`CASE.json.gz` or `CASE.json`), through the one reader and
+/// its size limits.
 pub fn load_expected(dir: &Path, case: &str) -> Result<Expected, String> {
     let gz = dir.join(format!("{case}.json.gz"));
-    if gz.is_file() {
-        let file = std::fs::File::open(&gz).map_err(|e| format!("{}: {e}", gz.display()))?;
-        let mut text = String::new();
-        flate2::read::GzDecoder::new(file)
-            .read_to_string(&mut text)
-            .map_err(|e| format!("{}: {e}", gz.display()))?;
-        return serde_json::from_str(&text).map_err(|e| format!("{}: {e}", gz.display()));
-    }
-    let path = dir.join(format!("{case}.json"));
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        format!(
-            "{}: {e} (export the expected streams with `pi-harness conform --export {}`)",
-            path.display(),
-            dir.display()
-        )
-    })?;
+    let path = if gz.is_file() {
+        gz
+    } else {
+        dir.join(format!("{case}.json"))
+    };
+    let mut input = pi_cassette::input::open(&path, &pi_cassette::Limits::from_env()).map_err(
+        |e| match e {
+            pi_cassette::CassetteError::Io { source, .. } => format!(
+                "{}: {source} (export the expected streams with `pi-harness conform --export {}`)",
+                path.display(),
+                dir.display()
+            ),
+            e => e.to_string(),
+        },
+    )?;
+    let mut text = String::new();
+    input
+        .read_to_string(&mut text)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -1469,9 +1473,7 @@ pub fn write_expected(dir: &Path, e: &Expected) -> Result<PathBuf, String> {
     };
     let _ = std::fs::remove_file(&other);
     let bytes = if path.extension().is_some_and(|x| x == "gz") {
-        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-        enc.write_all(text.as_bytes())
-            .and_then(|_| enc.finish())
+        pi_cassette::output::gzip(text.as_bytes())
             .map_err(|e| format!("{}: {e}", path.display()))?
     } else {
         text.into_bytes()

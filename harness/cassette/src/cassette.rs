@@ -696,13 +696,11 @@ impl Cassette {
 
     /// The cassette's file bytes: JSONL, gzipped when `gzip`.
     pub fn encoded(&self, gzip: bool) -> std::io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.write_to(&mut out)?;
         if gzip {
-            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-            self.write_to(&mut gz)?;
-            gz.finish()
+            crate::output::gzip(&out)
         } else {
-            let mut out = Vec::new();
-            self.write_to(&mut out)?;
             Ok(out)
         }
     }

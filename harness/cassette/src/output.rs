@@ -38,6 +38,14 @@ fn is_an_input(path: &Path, inputs: &[&Path]) -> bool {
         .any(|i| std::fs::metadata(i).is_ok_and(|m| m.dev() == out.dev() && m.ino() == out.ino()))
 }
 
+/// `bytes` as one gzip member at the best compression: the one gzip writer of the workspace
+/// (cassettes, expected streams); [`crate::input::open`] is the one reader.
+pub fn gzip(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    enc.write_all(bytes)?;
+    enc.finish()
+}
+
 /// Write `bytes` to `path` (see the module doc); `inputs` are the files the command reads.
 pub fn write(path: &Path, bytes: &[u8], inputs: &[&Path]) -> Result<(), OutputError> {
     let err = |what: String| OutputError(format!("{}: {what}", path.display()));

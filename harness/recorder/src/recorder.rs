@@ -1127,9 +1127,7 @@ fn write_checked(c: &Cassette, out: &Path, key: &str, tmp: &Path) -> anyhow::Res
         }
     }
     let bytes = if gz {
-        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-        enc.write_all(text.as_bytes())?;
-        enc.finish()?
+        pi_cassette::output::gzip(text.as_bytes())?
     } else {
         text.clone().into_bytes()
     };
