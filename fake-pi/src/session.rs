@@ -423,11 +423,12 @@ impl Session {
         };
         self.started = true;
         let mut file = match path {
+            // The client's own `--session PATH`: opened as pi opens it (the client chose it).
             Some(path) => {
                 if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                     std::fs::create_dir_all(d)?;
                 }
-                create_new(&path)?
+                std::fs::File::create(&path)?
             }
             None => {
                 std::fs::create_dir_all(&dir)?;
