@@ -92,6 +92,7 @@ pub struct ClaudeMapper {
 }
 
 impl ClaudeMapper {
+    /// A mapper at the start of a Claude Code process's stdout.
     pub fn new(opts: MapperOptions) -> Self {
         ClaudeMapper {
             framer: LineSplitter::new(opts.max_line_bytes),

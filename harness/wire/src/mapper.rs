@@ -59,6 +59,7 @@ pub struct Mapper {
 }
 
 impl Mapper {
+    /// A mapper at the start of a run.
     pub fn new(opts: MapperOptions) -> Self {
         Mapper {
             framer: LineSplitter::new(opts.max_line_bytes),

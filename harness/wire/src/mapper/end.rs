@@ -6,8 +6,11 @@ use crate::message::{ExitInfo, FailureReason};
 /// How the run ended, as the caller (the provider) saw it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StreamEnd {
+    /// How the process ended, when it ended (and was reaped).
     pub exit: Option<ExitInfo>,
+    /// The end of its stderr; a failure message quotes the last line.
     pub stderr_tail: Option<String>,
+    /// Why the stream ended.
     pub cause: EndCause,
 }
 
@@ -54,7 +57,9 @@ pub enum EndCause {
     Cancelled,
     /// Provider-side failure: spawn failed, timeout, output limit.
     Failed {
+        /// The reason `terminal.failed` gives.
         reason: FailureReason,
+        /// Its message.
         message: String,
     },
 }
