@@ -99,6 +99,7 @@ pub struct Parsed {
 }
 
 impl Parsed {
+    /// Whether the option (long name, without dashes) was given.
     pub fn has(&self, name: &str) -> bool {
         self.options.contains_key(name)
     }
@@ -148,8 +149,11 @@ pub fn knows(name: &str) -> bool {
 /// What the CLI does instead of running: print this and exit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stop {
+    /// What the CLI prints on stdout.
     pub stdout: String,
+    /// What the CLI prints on stderr.
     pub stderr: String,
+    /// Its exit status.
     pub code: i32,
 }
 

@@ -8,7 +8,9 @@
 //!
 //! Pure: the caller reads the agent dir and passes what it found as [`AgentSettings`].
 
-use crate::{Feature, Grammar, ParsedArgs};
+use crate::grammar::Grammar;
+use crate::parse::ParsedArgs;
+use crate::version::Feature;
 
 /// What pi reads from its agent dir (`$PI_CODING_AGENT_DIR`, else `~/.pi/agent`) that
 /// decides effective values. Absent keys are `None`.
@@ -51,12 +53,15 @@ pub struct Effective {
     pub append_system_prompt: Vec<String>,
     /// `--extension` values, in order, and whether `--no-extensions` was given.
     pub extensions: Vec<String>,
+    /// `--no-extensions`.
     pub no_extensions: bool,
     /// `--skill` values and `--no-skills`.
     pub skills: Vec<String>,
+    /// `--no-skills`.
     pub no_skills: bool,
     /// `--prompt-template` values and `--no-prompt-templates`.
     pub prompt_templates: Vec<String>,
+    /// `--no-prompt-templates`.
     pub no_prompt_templates: bool,
     /// `--no-context-files` (AGENTS.md and friends left out of the system prompt).
     pub no_context_files: bool,
@@ -214,11 +219,11 @@ impl Grammar {
     }
 
     /// Everything pi would actually use for this command line, stdin and agent dir.
-    /// `prompt_stdin` is what pi keeps of piped stdin ([`crate::stdin_content`]).
+    /// `prompt_stdin` is what pi keeps of piped stdin ([`crate::prompt::stdin_content`]).
     pub fn effective(
         &self,
         parsed: &ParsedArgs,
-        mode: crate::AppMode,
+        mode: crate::output::AppMode,
         prompt_stdin: Option<&str>,
         settings: &AgentSettings,
     ) -> Effective {
@@ -306,7 +311,7 @@ impl Grammar {
             .or_else(|| settings.default_thinking_level.clone())
             .unwrap_or_else(|| DEFAULT_THINKING.to_string());
         let mut prompts = Vec::new();
-        if let Some(first) = crate::join_prompt(prompt_stdin, &parsed.messages) {
+        if let Some(first) = crate::prompt::join_prompt(prompt_stdin, &parsed.messages) {
             prompts.push(first);
             prompts.extend(parsed.messages.iter().skip(1).cloned());
         }
@@ -319,10 +324,10 @@ impl Grammar {
         };
         Effective {
             mode: match mode {
-                crate::AppMode::Json => "json",
-                crate::AppMode::Rpc => "rpc",
-                crate::AppMode::Print => "print",
-                crate::AppMode::Interactive => "interactive",
+                crate::output::AppMode::Json => "json",
+                crate::output::AppMode::Rpc => "rpc",
+                crate::output::AppMode::Print => "print",
+                crate::output::AppMode::Interactive => "interactive",
             }
             .into(),
             provider,
@@ -348,7 +353,7 @@ impl Grammar {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::AppMode;
+    use crate::output::AppMode;
 
     fn eff(version: &str, argv: &[&str], stdin: Option<&str>, s: &AgentSettings) -> Effective {
         let g = Grammar::for_version(version).unwrap();

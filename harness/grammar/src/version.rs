@@ -13,12 +13,16 @@ use std::fmt;
 /// A pi release, `major.minor.patch`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Version {
+    /// The major number (`1` in `1.5.2`).
     pub major: u32,
+    /// The minor number (`5` in `1.5.2`).
     pub minor: u32,
+    /// The patch number (`2` in `1.5.2`).
     pub patch: u32,
 }
 
 impl Version {
+    /// `major.minor.patch`, usable in constants.
     pub const fn new(major: u32, minor: u32, patch: u32) -> Version {
         Version {
             major,
@@ -161,21 +165,36 @@ pub const COMMANDS: &[(&str, Version)] = &[
 /// Error texts pi prints about its command line, one per situation (`{}` marks where the
 /// value goes). Which of them a version prints is decided by the features above.
 pub mod texts {
+    /// An unknown flag (a short one at stage 1, a long one after stdin).
     pub const UNKNOWN_OPTION: &str = "Unknown option: {}";
+    /// Several unknown long flags, reported together.
     pub const UNKNOWN_OPTIONS: &str = "Unknown options: {}";
+    /// `--mode` with no value or a flag after it (strict mode).
     pub const MODE_REQUIRED: &str = "--mode requires text, json, or rpc";
+    /// `--mode` with a value that is no mode (strict mode).
     pub const MODE_INVALID: &str = "Invalid mode \"{}\". Valid values: text, json, rpc";
+    /// A `--thinking` level this version does not know (a warning: the flag is dropped).
     pub const THINKING_INVALID: &str = "Invalid thinking level \"{}\". Valid values: {}";
+    /// `--name` as the last argument.
     pub const NAME_REQUIRED: &str = "--name requires a value";
+    /// `--use-theme` without a theme name after it.
     pub const THEME_REQUIRED: &str = "--use-theme requires a theme name";
+    /// `--tui-mode` with no value or a flag after it.
     pub const TUI_MODE_REQUIRED: &str = "--tui-mode requires regular or fullscreen";
+    /// `--tui-mode` with a value that is no TUI mode.
     pub const TUI_MODE_INVALID: &str = "Invalid TUI mode \"{}\". Valid values: regular, fullscreen";
+    /// A `--tools` list mixing `+name`/`-name` entries with plain names.
     pub const TOOLS_MIXED: &str = "{}: tool names cannot be mixed with +name or -name entries";
+    /// A `+name`/`-name` entry of a `--tools` list holding a `*` pattern.
     pub const TOOLS_MODIFIER_PATTERN: &str =
         "{}: +name and -name entries take exact tool names, not patterns: {}";
+    /// `--fork` with another session flag.
     pub const FORK_CONFLICT: &str = "--fork cannot be combined with {}";
+    /// `--session-id` with another session flag.
     pub const SESSION_ID_CONFLICT: &str = "--session-id cannot be combined with {}";
+    /// A `--session-id` value outside pi's id syntax.
     pub const SESSION_ID_SYNTAX: &str = "Session id must be non-empty, contain only alphanumeric characters, '-', '_', and '.', and start and end with an alphanumeric character";
+    /// `--provider` without `--model` (reported after stdin was read).
     pub const PROVIDER_REQUIRES_MODEL: &str =
         "--provider requires --model (for example: --provider {} --model <pattern>)";
 

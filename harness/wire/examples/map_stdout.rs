@@ -1,10 +1,13 @@
 //! Map pi's stdout to the normalized stream and print it, one JSON message a line.
 //!
-//! `cargo run -p pi-harness --example map_stdout -- FILE [exit-code]`
+//! `cargo run -p pi-wire --example map_stdout -- FILE [exit-code]`
 //!
 //! FILE is a captured stdout (the run is taken to have ended with `exit-code`, default 0)
 //! or a cassette (`*.cassette.jsonl[.gz]`: its stdout, ended as its final record says;
 //! a `hang` is shown as a cancellation).
+
+// A program whose output is the stream: it prints.
+#![allow(clippy::print_stdout)]
 
 use pi_cassette::{Action, Cassette};
 use pi_wire::mapper::{map_all, EndCause, MapperOptions, StreamEnd};

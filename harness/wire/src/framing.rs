@@ -16,10 +16,12 @@ pub enum Line<'a> {
     Complete {
         /// 1-based line number.
         number: u64,
+        /// The line's bytes.
         bytes: &'a [u8],
     },
     /// A line longer than the cap: its content was not kept.
     Oversized {
+        /// 1-based line number.
         number: u64,
         /// Full length of the line in bytes (without the `\n`).
         bytes: u64,

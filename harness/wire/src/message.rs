@@ -16,51 +16,93 @@ pub const STREAM_VERSION: u32 = 1;
 pub enum Message {
     /// A new session began (pi's `session` header line).
     #[serde(rename = "session.started")]
-    SessionStarted { session_id: String },
+    SessionStarted {
+        /// pi's id of the session.
+        session_id: String,
+    },
     /// An existing session was continued.
     #[serde(rename = "session.resumed")]
-    SessionResumed { session_id: String },
+    SessionResumed {
+        /// pi's id of the session.
+        session_id: String,
+    },
     /// A piece of the assistant's answer text. Concatenated per assistant message,
     /// the pieces equal that message's final text.
     #[serde(rename = "assistant")]
-    Assistant { text: String },
+    Assistant {
+        /// The new text, never empty.
+        text: String,
+    },
     /// One whole thinking block, emitted after the answer it belongs to.
     #[serde(rename = "assistant.thought")]
-    AssistantThought { text: String },
+    AssistantThought {
+        /// The block's whole thinking text.
+        text: String,
+    },
     /// The model asked for a tool, with complete arguments.
     #[serde(rename = "tool.call")]
     ToolCall {
+        /// The call's id, unique in the run; the later tool messages name it.
         id: String,
+        /// The tool's name (`bash`, `read`, ...).
         name: String,
+        /// The arguments as the model gave them.
         arguments: Json,
     },
     /// A tool's partial result (only when it changed).
     #[serde(rename = "tool.update")]
-    ToolUpdate { id: String, partial: Json },
+    ToolUpdate {
+        /// The call's id.
+        id: String,
+        /// The partial result as the tool reported it.
+        partial: Json,
+    },
+    /// A tool ended with a result.
     #[serde(rename = "tool.completed")]
-    ToolCompleted { id: String, result: Json },
+    ToolCompleted {
+        /// The call's id.
+        id: String,
+        /// The result as the tool returned it.
+        result: Json,
+    },
+    /// A tool ended with an error.
     #[serde(rename = "tool.failed")]
-    ToolFailed { id: String, error: Json },
+    ToolFailed {
+        /// The call's id.
+        id: String,
+        /// The error as the tool returned it.
+        error: Json,
+    },
     /// A retry is coming: pi's own (`source: pi`) or the caller's retry layer (`source: caller`).
     #[serde(rename = "retry.scheduled")]
     RetryScheduled {
+        /// Who retries.
         source: RetrySource,
+        /// The attempt that is coming (1 for the first retry).
         attempt: u32,
+        /// The most attempts that will be made.
         max_attempts: u32,
+        /// How long before the attempt starts, in milliseconds.
         delay_ms: u64,
+        /// The error of the attempt that failed.
         error: String,
     },
     /// Token usage of one assistant message.
     #[serde(rename = "usage")]
     Usage(Usage),
+    /// The run ended normally (last in the stream).
     #[serde(rename = "terminal.completed")]
     TerminalCompleted {
+        /// The last assistant message's stop reason (`stop`, `length`, ...; `none` when
+        /// there was none).
         stop_reason: String,
         /// Sum over every assistant message of the run.
         usage: Usage,
     },
+    /// The run failed (last in the stream).
     #[serde(rename = "terminal.failed")]
     TerminalFailed(Failure),
+    /// The caller cancelled the run (last in the stream).
     #[serde(rename = "terminal.cancelled")]
     TerminalCancelled {
         /// How the process ended after the cancel, when it was started at all.
@@ -100,6 +142,7 @@ impl Message {
     }
 }
 
+/// Who retries a failed model call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RetrySource {
@@ -113,15 +156,22 @@ pub enum RetrySource {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Usage {
+    /// Input tokens not read from the cache.
     pub input_tokens: u64,
+    /// Output tokens.
     pub output_tokens: u64,
+    /// Input tokens read from the provider's prompt cache.
     pub cache_read_tokens: u64,
+    /// Input tokens written to the provider's prompt cache.
     pub cache_write_tokens: u64,
+    /// All tokens, as the agent counts them.
     pub total_tokens: u64,
+    /// Cost in US dollars, as the agent reports it (0 when it does not).
     pub cost_usd: f64,
 }
 
 impl Usage {
+    /// Adds `other`'s counts and cost to these.
     pub fn add(&mut self, other: &Usage) {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
@@ -160,6 +210,7 @@ pub enum FailureReason {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExitInfo {
+    /// Exit code, when the process exited (not when it died by a signal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<i32>,
     /// Signal name (`SIGKILL`) when the process died by a signal.
@@ -185,8 +236,11 @@ pub struct InvalidLine {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Failure {
+    /// Why the run failed.
     pub reason: FailureReason,
+    /// A one-line explanation for people.
     pub message: String,
+    /// How the process ended, when it ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit: Option<ExitInfo>,
     /// The end of pi's stderr (bounded, secrets redacted).

@@ -24,7 +24,9 @@
 use std::borrow::Cow;
 
 use super::hot::{unescape, Fallback, Scanner, R};
-use super::{Block, Content, Event, Lv, MessageBody, MsgField, Obj, PiCost, PiUsage, RawJson};
+use super::schema::{
+    Block, Content, Event, Lv, MessageBody, MsgField, Obj, PiCost, PiUsage, RawJson,
+};
 
 /// Longest message body kept in the memo.
 const BODY_MAX: usize = 64 << 10;

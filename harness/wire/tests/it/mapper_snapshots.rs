@@ -1,5 +1,5 @@
 //! The mapper over every committed cassette, with its output kept as an insta snapshot
-//! (`harness/wire/tests/snapshots/`), plus the invariants on each (`pi_testkit::invariants::map_and_check`);
+//! (`harness/wire/tests/it/snapshots/`), plus the invariants on each (`pi_testkit::invariants::map_and_check`);
 //! and over the real pi 1.5.2 captures of `tests/data/pi152/` (raw stdout, all exited 0).
 //! The stream end comes from the cassette's final record: exit code or signal after EOF;
 //! a hang is cancelled. Strings over 400 bytes are shortened in the snapshot (a fault
@@ -56,7 +56,7 @@ fn shorten_message(m: &mut Message) {
 
 #[test]
 fn mapper_output_for_every_cassette() {
-    insta::glob!("../../../cassettes", "**/*.cassette.jsonl*", |path| {
+    insta::glob!("../../../../cassettes", "**/*.cassette.jsonl*", |path| {
         let c = Cassette::load(path).unwrap_or_else(|e| panic!("{e}"));
         if c.header.mode.is_some() {
             return; // an RPC session: its stdout answers commands, not one json-mode run
@@ -75,7 +75,7 @@ fn mapper_output_for_every_cassette() {
 
 #[test]
 fn mapper_output_for_pi152_captures() {
-    insta::glob!("data/pi152", "*.stdout.jsonl", |path| {
+    insta::glob!("../data/pi152", "*.stdout.jsonl", |path| {
         let stdout = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let exit = ExitInfo {
             code: Some(0),
