@@ -22,7 +22,7 @@ pub use crate::compare::{comparable, compare, compare_bounded, FieldDiff, IGNORE
 pub use crate::expected::{
     expected_of, expected_text, load_expected, write_expected, Expected, GZIP_OVER,
 };
-pub use crate::fake_pi::{find_fake_pi, find_or_build};
+pub use crate::fake_pi::find_fake_pi;
 pub use crate::implementation::{handshake, run_impl, ImplOutput, MARKER_VAR, PROTOCOL_VERSION};
 pub use crate::reference::{
     provider_run, provider_run_main, provider_run_request, provider_run_rpc,

@@ -211,7 +211,7 @@ struct ConformArgs {
     /// Write the implementation's streams as expected files into DIR instead of comparing.
     #[arg(long, value_name = "DIR")]
     export: Option<PathBuf>,
-    /// The fake-pi binary (default: beside this executable, built on demand under cargo).
+    /// The fake-pi binary (default: $PI_HARNESS_FAKE_PI, else beside this executable, else on PATH).
     #[arg(long)]
     fake_pi: Option<PathBuf>,
     /// Seconds a case may take before the implementation is killed.
