@@ -1,7 +1,7 @@
 //! `pi-harness conform` as a whole ([`conform`]): find fake-pi and the suite, choose the
 //! cases, get each one's expected stream (bundled, given, or from the reference), skip what
 //! the implementation does not claim, run and judge the rest, and write the report where the
-//! report. `--export` writes expected files instead.
+//! caller says ([`Output`]). `--export` writes expected files instead.
 //!
 //! The pieces live in the modules named for them ([`crate::request`], [`crate::case`],
 //! [`crate::capability`], [`crate::case_dir`], [`crate::reference`], [`crate::compare`],
@@ -52,7 +52,7 @@ pub struct ConformOptions {
     /// The expected streams; `None`: the bundled ones with the bundled cassettes, else
     /// derived by running the reference provider on each case (and said so).
     pub expected: Option<PathBuf>,
-    /// Also print one JSON result per case on stdout (the report then goes to stderr).
+    /// Also write one JSON result per case ([`Output::json`]).
     pub json: bool,
     /// Write the implementation's streams as expected files into this directory instead
     /// of comparing.
@@ -63,6 +63,18 @@ pub struct ConformOptions {
     pub timeout: Duration,
     /// Stdout bytes a case may produce ([`crate::collect::DEFAULT_MAX_OUTPUT_BYTES`]).
     pub max_output: u64,
+}
+
+/// Where [`conform`] writes, chosen by its caller (`pi-harness conform`: the report on
+/// stdout, or on stderr when stdout carries the `--json` lines; notes on stderr). A write
+/// that fails (a closed stdout) is dropped: the verdict is still the return value.
+pub struct Output<'a> {
+    /// The human report: each case's lines as soon as it finishes, then the summary.
+    pub report: &'a mut dyn Write,
+    /// One JSON result per case, with [`ConformOptions::json`].
+    pub json: &'a mut dyn Write,
+    /// A line per expected file written by `--export`.
+    pub notes: &'a mut dyn Write,
 }
 
 /// The bundled suite's (cassettes, expected) directories: embedded in this binary and
@@ -83,7 +95,7 @@ fn quote(s: &str) -> String {
 }
 
 /// `pi-harness conform`: returns true when nothing failed.
-pub fn conform(opts: &ConformOptions) -> Result<bool, String> {
+pub fn conform(opts: &ConformOptions, out: Output<'_>) -> Result<bool, String> {
     let fake_pi = find_fake_pi(opts.fake_pi.as_deref())?;
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let reference = format!("{} provider-run", quote(&exe.to_string_lossy()));
@@ -102,7 +114,7 @@ pub fn conform(opts: &ConformOptions) -> Result<bool, String> {
         for case in &cases {
             let e = runner.expected_from(&cmd, case)?;
             let path = write_expected(dir, &e)?;
-            eprintln!("exported {}", path.display());
+            let _ = writeln!(out.notes, "exported {}", path.display());
         }
         return Ok(true);
     }
@@ -113,19 +125,12 @@ pub fn conform(opts: &ConformOptions) -> Result<bool, String> {
         ),
         Some(c) => handshake(c)?,
     };
-    // Where the human report goes: stdout, or stderr when stdout carries --json lines.
-    let say = |text: &str| {
-        let _ = if opts.json {
-            std::io::stderr().lock().write_all(text.as_bytes())
-        } else {
-            std::io::stdout().lock().write_all(text.as_bytes())
-        };
-    };
     if expected_dir.is_none() {
-        say(&format!(
-            "expected streams: derived from the reference provider ({} provider-run) on each case, since --expected was not given\n",
+        let _ = writeln!(
+            out.report,
+            "expected streams: derived from the reference provider ({} provider-run) on each case, since --expected was not given",
             exe.file_name().map_or("pi-harness".into(), |n| n.to_string_lossy())
-        ));
+        );
     }
     let mut results = Vec::new();
     for case in &cases {
@@ -147,18 +152,14 @@ pub fn conform(opts: &ConformOptions) -> Result<bool, String> {
             ms: start.elapsed().as_millis() as u64,
         };
         if opts.json {
-            // A closed stdout drops the line; the verdict is still the exit status.
-            let _ = writeln!(
-                std::io::stdout().lock(),
-                "{}",
-                serde_json::to_string(&r).expect("serializes")
-            );
+            let line = serde_json::to_string(&r).expect("serializes");
+            let _ = writeln!(out.json, "{line}");
         }
-        say(&case_text(&r));
+        let _ = out.report.write_all(case_text(&r).as_bytes());
         results.push(r);
     }
     let text = summary(&name, &reproduce_command(opts), &results);
-    say(&text);
+    let _ = out.report.write_all(text.as_bytes());
     Ok(!results
         .iter()
         .any(|r| matches!(r.verdict, Verdict::Failed { .. })))

@@ -80,14 +80,19 @@ pub async fn provider_run_request(
     Ok(seen)
 }
 
-/// `pi-harness provider-run [FILE]`: read a request document (file or stdin), run the
-/// reference provider, print normalized JSONL. `--capabilities` prints the handshake.
-pub fn provider_run_main(file: Option<&Path>) -> Result<(), String> {
+/// `pi-harness provider-run [FILE]`: read a request document (`file`, else `stdin`), run the
+/// reference provider, write normalized JSONL to `stdout`. (`--capabilities` prints
+/// [`reference_capabilities`] instead.)
+pub fn provider_run_main(
+    file: Option<&Path>,
+    mut stdin: impl Read,
+    stdout: impl Write,
+) -> Result<(), String> {
     let text = match file {
         Some(p) => std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?,
         None => {
             let mut s = String::new();
-            std::io::stdin()
+            stdin
                 .read_to_string(&mut s)
                 .map_err(|e| format!("stdin: {e}"))?;
             s
@@ -106,12 +111,8 @@ pub fn provider_run_main(file: Option<&Path>) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    rt.block_on(provider_run(
-        &doc,
-        ProviderOptions::default(),
-        std::io::stdout().lock(),
-    ))
-    .map_err(|e| format!("stdout: {e}"))?;
+    rt.block_on(provider_run(&doc, ProviderOptions::default(), stdout))
+        .map_err(|e| format!("stdout: {e}"))?;
     Ok(())
 }
 
