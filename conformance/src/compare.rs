@@ -1,6 +1,6 @@
 //! The comparison of two normalized streams, message by message and field by field, with
-//! the fields that legitimately differ between implementations ignored ([`IGNORED_FIELDS`]).
-//! Pure.
+//! the fields that legitimately differ between implementations ignored ([`IGNORED_FIELDS`]);
+//! and of two whole documents ([`diff_documents`], for a stale expected file). Pure.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -87,7 +87,12 @@ fn diff_value(path: String, e: Option<&Value>, a: Option<&Value>, out: &mut Diff
             keys.sort();
             keys.dedup();
             for k in keys {
-                diff_value(format!("{path}.{k}"), eo.get(k), ao.get(k), out);
+                let at = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                diff_value(at, eo.get(k), ao.get(k), out);
             }
         }
         (Some(Value::Array(ea)), Some(Value::Array(aa))) => {
@@ -135,6 +140,18 @@ pub(crate) fn compare_each(
         let a = (i < actual_len).then(|| comparable(&actual(i)));
         diff_value(format!("[{i}]"), e.as_ref(), a.as_ref(), &mut out);
     }
+    (out.kept, out.total)
+}
+
+/// Two JSON documents compared whole, nothing ignored: the first `limit` differences, and how
+/// many there are in all. Paths start at the document's fields (`messages[3].text`).
+pub fn diff_documents(expected: &Value, actual: &Value, limit: usize) -> (Vec<FieldDiff>, usize) {
+    let mut out = Diffs {
+        kept: Vec::new(),
+        total: 0,
+        limit,
+    };
+    diff_value(String::new(), Some(expected), Some(actual), &mut out);
     (out.kept, out.total)
 }
 
@@ -190,5 +207,17 @@ mod tests {
         assert_eq!(d.len(), 1);
         assert_eq!(d[0].path, "[1]");
         assert_eq!(d[0].actual, None);
+    }
+
+    #[test]
+    fn documents_are_compared_whole_from_their_fields() {
+        let e = json!({"case":"c","messages":[{"type":"terminal.failed","message":"a"}]});
+        let a = json!({"case":"c","messages":[{"type":"terminal.failed","message":"b"}],"x":1});
+        let (d, total) = diff_documents(&e, &a, 1);
+        assert_eq!(total, 2);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].path, "messages[0].message");
+        assert_eq!(d[0].actual, Some(json!("b")));
+        assert_eq!(diff_documents(&e, &e, 10), (Vec::new(), 0));
     }
 }

@@ -1,7 +1,8 @@
 //! Expected streams: the record of one case ([`Expected`]: its cassette, capabilities,
 //! request template and messages), built from a reference run ([`expected_of`]), written as
 //! `<case>.json` or, when large, `<case>.json.gz` ([`write_expected`]), read back through the
-//! cassette crate's one reader and its size limits ([`load_expected`]).
+//! cassette crate's one reader and its size limits ([`load_expected`]), and compared with a
+//! fresh record when it is stale ([`stale_fields`]).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -13,6 +14,8 @@ use pi_cassette::Cassette;
 
 use crate::capability::capabilities_of;
 use crate::case::Case;
+use crate::compare::{diff_documents, FieldDiff};
+use crate::report::{diff_lines, SHOWN_DIFFS};
 use crate::request::RequestDoc;
 
 /// An expected stream as exported to `conformance/expected/<case>.json`.
@@ -108,4 +111,83 @@ pub fn expected_of(case: &Case, root: &Path, messages: Vec<Value>) -> Result<Exp
         request: case.request.clone(),
         messages,
     })
+}
+
+/// Where a committed expected record differs from a fresh one, field by field (whole
+/// documents, nothing ignored): the first `limit` differences, and how many there are in all.
+pub fn stale_fields(
+    committed: &Expected,
+    fresh: &Expected,
+    limit: usize,
+) -> (Vec<FieldDiff>, usize) {
+    let as_value = |e: &Expected| serde_json::to_value(e).expect("an expected record serializes");
+    diff_documents(&as_value(committed), &as_value(fresh), limit)
+}
+
+/// A stale expected record as the suite's test shows it: the case's name, then the fields
+/// where the committed record (`expected`) differs from this run's (`got`), as the report
+/// shows differences (the first [`SHOWN_DIFFS`], the rest counted).
+pub fn stale_text(committed: &Expected, fresh: &Expected) -> String {
+    let (diffs, total) = stale_fields(committed, fresh, SHOWN_DIFFS);
+    format!(
+        "{}:\n{}",
+        fresh.case,
+        diff_lines(&diffs, total - diffs.len())
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::request::PiDoc;
+    use serde_json::json;
+
+    #[test]
+    fn a_stale_record_shows_its_differing_fields_bounded() {
+        let request = RequestDoc {
+            version: 1,
+            case: "c".into(),
+            prompt: "hi".into(),
+            pi: PiDoc {
+                version: "0.87.1".into(),
+            },
+            provider: None,
+            model: None,
+            no_session: false,
+            session: None,
+            thinking: None,
+            tools: None,
+            exclude_tools: Vec::new(),
+            env: Default::default(),
+            cwd: None,
+            cancel_after_idle_ms: None,
+            rpc: None,
+            agent: None,
+            argv: None,
+        };
+        let text = |t: &str| json!({"type": "assistant", "text": t});
+        let committed = Expected {
+            case: "recorded/x.pi87".into(),
+            cassette: "recorded/x.pi87.cassette.jsonl".into(),
+            capabilities: vec!["text".into()],
+            request,
+            messages: (0..20).map(|i| text(&format!("old {i}"))).collect(),
+        };
+        let mut fresh = committed.clone();
+        fresh.capabilities.push("pi-0.87".into());
+        fresh.messages = (0..20).map(|i| text(&format!("new {i}"))).collect();
+        let shown = stale_text(&committed, &fresh);
+        let lines: Vec<&str> = shown.lines().collect();
+        assert_eq!(lines[0], "recorded/x.pi87:");
+        assert_eq!(
+            lines[1],
+            r#"      capabilities[1]: expected (absent), got "pi-0.87""#
+        );
+        assert_eq!(
+            lines[2],
+            r#"      messages[0].text: expected "old 0", got "new 0""#
+        );
+        assert_eq!(lines.len(), 1 + SHOWN_DIFFS + 1);
+        assert_eq!(lines[SHOWN_DIFFS + 1], "      ... 9 more differences");
+    }
 }
