@@ -1,13 +1,24 @@
 //! The conformance suite's runner: every cassette a case, any implementation in any
 //! language driven through fake-pi, its normalized stream compared with the expected one.
 //!
-//! [`conform`] owns the language-neutral contract (`conformance/README.md`): one case per
-//! cassette, the request document an implementation reads on stdin, the capability
-//! handshake (a case needing a capability the implementation does not claim is skipped,
-//! not failed), running the implementation with fake-pi as its `pi`, the comparison with
-//! volatile fields ignored, and the report with a command that reproduces each failure.
-//! [`cross_version`] lists the documented differences between pi versions' streams of the
-//! same conversation. `pi-harness conform` is the command-line face of this crate.
+//! [`conform`] runs the suite as `pi-harness conform` does, from pieces that each own one
+//! part of the language-neutral contract (`conformance/README.md`):
+//!
+//! - [`request`]: the request document an implementation reads on stdin;
+//! - [`case`]: one case per cassette, its request derived from the header;
+//! - [`capability`]: what a case needs and what a claim skips;
+//! - [`case_dir`]: a case's temp dir (cassette copy, fake-pi as `pi`, a seeded session);
+//! - [`reference`]: the reference provider on a request document (`pi-harness provider-run`);
+//! - [`implementation`]: the capability handshake and one case run of any implementation, its
+//!   output kept within a budget ([`collect`]);
+//! - [`compare`]: stream against stream, volatile fields ignored;
+//! - [`verdict`]: the verdict on one case;
+//! - [`report`]: the report's text, with a command that reproduces a failure;
+//! - [`expected`]: the expected stream files;
+//! - [`fake_pi`]: where fake-pi is;
+//! - [`bundle`]: the suite embedded in the binary;
+//! - [`cross_version`]: the documented differences between pi versions' streams of the
+//!   same conversation.
 //!
 //! ```
 //! use conformance::conform::compare;
@@ -29,6 +40,18 @@
 //! ```
 
 pub mod bundle;
-pub mod collect;
+pub mod capability;
+pub mod case;
+pub mod case_dir;
+pub mod compare;
 pub mod conform;
 pub mod cross_version;
+pub mod expected;
+pub mod fake_pi;
+pub mod implementation;
+pub mod reference;
+pub mod report;
+pub mod request;
+pub mod verdict;
+
+pub use implementation::collect;

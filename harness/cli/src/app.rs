@@ -211,7 +211,7 @@ struct ConformArgs {
     /// Write the implementation's streams as expected files into DIR instead of comparing.
     #[arg(long, value_name = "DIR")]
     export: Option<PathBuf>,
-    /// The fake-pi binary (default: beside this executable, built on demand under cargo).
+    /// The fake-pi binary (default: $PI_HARNESS_FAKE_PI, else beside this executable, else on PATH).
     #[arg(long)]
     fake_pi: Option<PathBuf>,
     /// Seconds a case may take before the implementation is killed.
@@ -381,17 +381,31 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Conform(a) => {
-            let ok = conformance::conform::conform(&conformance::conform::ConformOptions {
-                implementation: a.implementation,
-                cases: a.cases,
-                cassettes: a.cassettes,
-                expected: a.expected,
-                json: a.json,
-                export: a.export,
-                fake_pi: a.fake_pi,
-                timeout: Duration::from_secs(a.timeout),
-                max_output: a.max_output,
-            })
+            // The report goes to stdout, or to stderr when stdout carries the --json lines.
+            let mut report: Box<dyn std::io::Write> = if a.json {
+                Box::new(std::io::stderr())
+            } else {
+                Box::new(std::io::stdout())
+            };
+            let output = conformance::conform::Output {
+                report: &mut report,
+                json: &mut std::io::stdout(),
+                notes: &mut std::io::stderr(),
+            };
+            let ok = conformance::conform::conform(
+                &conformance::conform::ConformOptions {
+                    implementation: a.implementation,
+                    cases: a.cases,
+                    cassettes: a.cassettes,
+                    expected: a.expected,
+                    json: a.json,
+                    export: a.export,
+                    fake_pi: a.fake_pi,
+                    timeout: Duration::from_secs(a.timeout),
+                    max_output: a.max_output,
+                },
+                output,
+            )
             .map_err(anyhow::Error::msg)?;
             Ok(if ok {
                 ExitCode::SUCCESS
@@ -403,8 +417,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if capabilities {
                 crate::say(conformance::conform::reference_capabilities());
             } else {
-                conformance::conform::provider_run_main(file.as_deref())
-                    .map_err(anyhow::Error::msg)?;
+                conformance::conform::provider_run_main(
+                    file.as_deref(),
+                    std::io::stdin().lock(),
+                    std::io::stdout().lock(),
+                )
+                .map_err(anyhow::Error::msg)?;
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -3,10 +3,9 @@
 //! (`conformance::cross_version::DIFFERENCES`) are taken out, and every documented
 //! difference is actually needed by some scenario (the list stays short and true).
 
-use conformance::cross_version::{normalize, DIFFERENCES};
-mod support;
+use crate::util::*;
 use conformance::conform;
-use support::*;
+use conformance::cross_version::{normalize, DIFFERENCES};
 
 #[test]
 fn both_versions_give_the_same_stream_but_for_the_documented_differences() {

@@ -1,6 +1,5 @@
 //! What the conformance tests share: where this repository's data is, provider options
 //! with the workspace's supervisor, and running one suite case in a test world.
-#![allow(dead_code, unused_imports)]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -12,7 +11,7 @@ use pi_wire::message::Message;
 pub use pi_testkit::invariants::{
     check_invariants, check_rpc_invariants, redact_path, shorten, values,
 };
-pub use pi_testkit::{fake_pi, supervisor, World, MARKER_VAR};
+pub use pi_testkit::{fake_pi, World};
 
 /// The repository root.
 pub fn root() -> PathBuf {

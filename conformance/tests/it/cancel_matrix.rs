@@ -6,11 +6,10 @@
 
 use std::time::{Duration, Instant};
 
-mod support;
+use crate::util::*;
 use pi_procs as procs;
 use pi_provider::Provider;
 use pi_wire::message::Message;
-use support::*;
 use tokio_stream::StreamExt as _;
 use tokio_util::sync::CancellationToken;
 

@@ -5,8 +5,7 @@
 
 use std::process::Command;
 
-mod support;
-use support::*;
+use crate::util::*;
 
 struct Table {
     cases: usize,

@@ -25,11 +25,14 @@ const QUOTED: usize = 200;
 /// Problems of one case, at most [`MAX_PROBLEMS`] of them listed.
 #[derive(Debug, Default)]
 pub struct Problems {
+    /// The first problems, one line each.
     pub listed: Vec<String>,
+    /// How many more there were.
     pub unlisted: usize,
 }
 
 impl Problems {
+    /// Note one problem: listed while there is room, else counted.
     pub fn push(&mut self, p: String) {
         if self.listed.len() < MAX_PROBLEMS {
             self.listed.push(p);
@@ -53,6 +56,7 @@ impl Problems {
 pub struct Stdout {
     /// The lines that are JSON, as written.
     pub messages: Vec<Box<RawValue>>,
+    /// Lines that are not normalized messages, and a read that failed.
     pub problems: Problems,
     /// The budget that ran out (the implementation was killed for it), as a problem line.
     pub over_budget: Option<String>,

@@ -1,13 +1,19 @@
 //! Every cassette through the reference provider with fake-pi as a real subprocess at
-//! instant speed: the normalized stream is an insta snapshot (`tests/snapshots/`), every
+//! instant speed: the normalized stream is an insta snapshot (`tests/it/snapshots/`), every
 //! invariant holds, no process carrying the run's marker is left, and the committed
 //! expected stream (`conformance/expected/<case>.json[.gz]`) equals this run's output.
-//! `PI_HARNESS_BLESS=1` rewrites stale expected files instead of failing.
+//! A stale expected file fails with its per-field differences and the command that
+//! rewrites it: `PI_HARNESS_BLESS=1` rewrites stale expected files instead of failing.
 
-mod support;
+use crate::util::*;
 use conformance::conform;
+use conformance::expected::stale_text;
 use pi_cassette::Cassette;
-use support::*;
+
+/// The command that rewrites the stale expected files.
+const BLESS: &str = "PI_HARNESS_BLESS=1 cargo test -p conformance --test it suite::every_cassette_through_the_reference_provider";
+/// Stale cases whose differences are shown (all are named).
+const SHOWN_STALE: usize = 10;
 
 #[test]
 fn every_cassette_through_the_reference_provider() {
@@ -19,7 +25,7 @@ fn every_cassette_through_the_reference_provider() {
     let root = cassettes_dir();
     let bless = std::env::var_os("PI_HARNESS_BLESS").is_some_and(|v| v == "1");
     let mut stale = Vec::new();
-    insta::glob!("../../cassettes", "**/*.cassette.jsonl*", |path| {
+    insta::glob!("../../../cassettes", "**/*.cassette.jsonl*", |path| {
         let c = Cassette::load(path).unwrap_or_else(|e| panic!("{e}"));
         let case = conform::case_of(&root, path, &c);
         let world = World::new(&case.name);
@@ -57,7 +63,8 @@ fn every_cassette_through_the_reference_provider() {
             _ if bless => {
                 conform::write_expected(&expected_dir(), &expected).expect("write expected");
             }
-            _ => stale.push(case.name.clone()),
+            Ok(committed) => stale.push((case.name.clone(), stale_text(&committed, &expected))),
+            Err(e) => stale.push((case.name.clone(), format!("{}:\n      {e}\n", case.name))),
         }
 
         // Shown as messages (type first, fields in their declared order).
@@ -78,9 +85,19 @@ fn every_cassette_through_the_reference_provider() {
             });
         });
     });
+    let names: Vec<&String> = stale.iter().map(|(name, _)| name).collect();
+    let shown: String = stale
+        .iter()
+        .take(SHOWN_STALE)
+        .map(|(_, t)| t.as_str())
+        .collect();
+    let more = match stale.len().saturating_sub(SHOWN_STALE) {
+        0 => String::new(),
+        n => format!("... and {n} more stale cases\n"),
+    };
     assert!(
         stale.is_empty(),
-        "expected streams out of date (rerun with PI_HARNESS_BLESS=1 and review the diff): {stale:?}"
+        "expected streams out of date (rerun with PI_HARNESS_BLESS=1 and review the diff): {names:?}\n{shown}{more}update them with:\n  {BLESS}"
     );
 }
 
