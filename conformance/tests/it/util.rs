@@ -8,9 +8,7 @@ use conformance::conform::{self, Case};
 use pi_provider::{ProviderOptions, Request};
 use pi_wire::message::Message;
 
-pub use pi_testkit::invariants::{
-    check_invariants, check_rpc_invariants, redact_path, shorten, values,
-};
+pub use pi_testkit::invariants::{check_invariants, check_rpc_invariants, values};
 pub use pi_testkit::{fake_pi, World};
 
 /// The repository root.
