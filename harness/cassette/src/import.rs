@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::cassette::{
+use crate::{
     Action, Cassette, Dialect, Expect, FlagRule, Grandchild, Header, Origin, OriginKind, PiSource,
     ProcessBehaviour, Record, Scenario, Secret, SignalAction, Spawn, TimingKind, FORMAT_NAME,
     FORMAT_VERSION, SIGNAL_NAMES,
@@ -584,7 +584,7 @@ pub fn build_expect(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cassette::Form;
+    use crate::Form;
 
     fn opts(ending: Ending) -> ImportOptions {
         ImportOptions::new("0.87.1", "t", "test", ending)
@@ -628,7 +628,7 @@ mod tests {
         assert!(c.records.iter().all(|r| r.dt_ms == 7.0));
         assert_eq!(
             c.records[4].action,
-            Action::Stdout(crate::cassette::Bytes {
+            Action::Stdout(crate::Bytes {
                 data: b"{\"type\":\"agent_end\"}".to_vec(),
                 form: Form::Json { newline: false }
             })

@@ -28,14 +28,14 @@ use std::path::Path;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::cassette::{
-    Action, Cassette, ClientLine, FlagRule, Header, Origin, OriginKind, PiSource, Record, Scenario,
-    Spawn, TimingKind, CLIENT_SIGNALS, FORMAT_NAME, FORMAT_VERSION_TWO_WAY,
-};
 use crate::import::{
     parse_signal_name, split_lines, tool_start, Ending, ImportError, ImportOptions,
 };
 use crate::two_way::Protocol;
+use crate::{
+    Action, Cassette, ClientLine, FlagRule, Header, Origin, OriginKind, PiSource, Record, Scenario,
+    Spawn, TimingKind, CLIENT_SIGNALS, FORMAT_NAME, FORMAT_VERSION_TWO_WAY,
+};
 
 /// Entries a client may log that say nothing about the protocol.
 pub const ANNOTATIONS: &[&str] = &["note", "ps", "final", "stdout_eof"];
@@ -90,10 +90,10 @@ pub fn import_transcript(
 ) -> Result<Cassette, ImportError> {
     let claude = more.protocol == Protocol::StreamJson;
     let dialect = if claude {
-        if !crate::cassette::KNOWN_CLAUDE_VERSIONS.contains(&opts.pi_version.as_str()) {
+        if !crate::KNOWN_CLAUDE_VERSIONS.contains(&opts.pi_version.as_str()) {
             return Err(ImportError::Usage(format!(
                 "--pi-version: pi-harness knows Claude Code {}, not {:?}",
-                crate::cassette::KNOWN_CLAUDE_VERSIONS.join(", "),
+                crate::KNOWN_CLAUDE_VERSIONS.join(", "),
                 opts.pi_version
             )));
         }
@@ -480,7 +480,7 @@ pub fn import_transcript(
             version: FORMAT_VERSION_TWO_WAY,
             mode: Some(
                 if claude {
-                    crate::cassette::MODE_STREAM_JSON
+                    crate::MODE_STREAM_JSON
                 } else {
                     "rpc"
                 }

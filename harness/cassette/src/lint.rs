@@ -12,9 +12,10 @@ use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use crate::cassette::{
-    parse_header, parse_record, Action, Cassette, CassetteError, Dialect, Form, Header, OriginKind,
-    Record, Replies, TimingKind, FORMAT_VERSION,
+use crate::parse::{parse_header, parse_record, Replies};
+use crate::{
+    Action, Cassette, CassetteError, Dialect, Form, Header, OriginKind, Record, TimingKind,
+    FORMAT_VERSION,
 };
 
 /// A single `dt_ms` above this is almost surely a timestamp, not a delay (10 minutes).
