@@ -258,9 +258,10 @@ pub fn is_verbatim_json(text: &str) -> bool {
     }
 }
 
-/// One record as the streaming reader reads it ([`CassetteReader::next_ref`]): a `stdout`
-/// JSON payload borrows the reader's line instead of being copied. [`RecordRef::into_owned`]
-/// gives the [`Record`] the other readers return; both come from the same checks.
+/// One record as the streaming reader reads it
+/// ([`CassetteReader::next_ref`](crate::CassetteReader::next_ref)): a `stdout` JSON payload
+/// borrows the reader's line instead of being copied. [`RecordRef::into_owned`] gives the
+/// [`Record`] the other readers return; both come from the same checks.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordRef<'a> {
     /// Delay since the previous record (or since start), in milliseconds.
