@@ -132,6 +132,7 @@ pub fn run(header: &Header, argv: &[String], path: &Path, file: &File, speed: Op
         e @ CassetteError::Invalid { .. } => {
             fail(EXIT_INVALID_CASSETTE, format!("invalid cassette: {e}"))
         }
+        e => fail(EXIT_NO_CASSETTE, e.to_string()),
     };
     let mut records = match (&*file)
         .seek(SeekFrom::Start(0))

@@ -153,6 +153,7 @@ fn run() -> i32 {
         e @ CassetteError::Invalid { .. } => {
             fail(EXIT_INVALID_CASSETTE, format!("invalid cassette: {e}"))
         }
+        e => fail(EXIT_NO_CASSETTE, e.to_string()),
     };
     let file = match std::fs::File::open(&path) {
         Ok(f) => f,

@@ -205,6 +205,7 @@ fn stop_at(e: CassetteError, pending: &mut Pending, out: &mut File, err: &mut Fi
             crate::EXIT_INVALID_CASSETTE,
             format!("invalid cassette: {e}"),
         ),
+        _ => (crate::EXIT_NO_CASSETTE, e.to_string()),
     };
     let _ = writeln!(err, "fake-pi: {what} (the replay stopped there)");
     code

@@ -1,19 +1,25 @@
 //! Turning a captured pi stdout (raw JSONL bytes) into a cassette.
 //!
 //! This module owns `pi-harness cassette import`: the pure conversion
-//! ([`import`]: raw bytes + [`ImportOptions`] -> [`Cassette`]), the parsing of the
-//! small option syntaxes the command line uses (`--flag NAME=VALUE`, `--on-sigterm
-//! cleanup-exit:143`, ...), and [`import_file`], which writes the result and proves by
-//! reading it back that replaying it gives the captured bytes exactly.
+//! ([`import`]: raw bytes + [`ImportOptions`] -> [`Cassette`]), [`import_file`], which
+//! writes the result and proves by reading it back that replaying it gives the captured
+//! bytes exactly, and what both imports share (reading an input, writing a verified
+//! output). The small option syntaxes the command line uses (`--flag NAME=VALUE`,
+//! `--on-sigterm cleanup-exit:143`, ...) are parsed in `syntax`, re-exported here.
+
+mod syntax;
+
+pub use syntax::{
+    build_expect, parse_absent_flag, parse_argv_messages, parse_dialect, parse_flag_rule,
+    parse_redaction, parse_signal_action, parse_signal_name,
+};
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::cassette::{
-    Action, Cassette, Dialect, Expect, FlagRule, Grandchild, Header, Origin, OriginKind, PiSource,
-    ProcessBehaviour, Record, Scenario, Secret, SignalAction, Spawn, TimingKind, FORMAT_NAME,
-    FORMAT_VERSION, SIGNAL_NAMES,
+use crate::{
+    Action, Cassette, Dialect, Expect, Grandchild, Header, Origin, OriginKind, PiSource,
+    ProcessBehaviour, Record, Scenario, Spawn, TimingKind, FORMAT_NAME, FORMAT_VERSION,
 };
 
 /// Default delay between two imported records when no timing is known.
@@ -22,8 +28,11 @@ pub const DEFAULT_SPACING_MS: f64 = 5.0;
 /// How the imported process ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ending {
+    /// It exits with this status.
     Exit(i32),
+    /// It dies by this signal (a name a cassette may use).
     Signal(String),
+    /// It hangs until a signal ends it.
     Hang,
 }
 
@@ -32,9 +41,13 @@ pub enum Ending {
 pub struct SpawnAtTool {
     /// Child's id; the `toolCallId` of the `tool_execution_start` line when `None`.
     pub id: Option<String>,
+    /// The child starts its own session (`setsid`), as pi's bash tool does.
     pub own_session: bool,
+    /// The child ignores SIGTERM.
     pub ignore_sigterm: bool,
+    /// The child keeps the inherited stdout open.
     pub hold_stdout: bool,
+    /// A process the child forks, if any.
     pub grandchild: Option<Grandchild>,
 }
 
@@ -57,11 +70,17 @@ pub struct ImportOptions {
     pub pi_version: String,
     /// The wire dialect; derived from `pi_version` when `None`.
     pub dialect: Option<Dialect>,
+    /// The scenario's name (`header.scenario.name`).
     pub scenario: String,
+    /// One sentence on what the run shows.
     pub description: String,
+    /// The scenario's tags.
     pub tags: Vec<String>,
+    /// What the caller must send for the cassette to replay.
     pub expect: Expect,
+    /// How the replaying process answers signals.
     pub process: ProcessBehaviour,
+    /// Placeholder -> what it replaced, as the header lists them.
     pub redactions: BTreeMap<String, String>,
     /// Delay given to every record (even spacing), in milliseconds.
     pub spacing_ms: f64,
@@ -69,10 +88,13 @@ pub struct ImportOptions {
     pub stderr: Option<Vec<u8>>,
     /// The file `stderr` was read from, if any (an input the output must not overwrite).
     pub stderr_path: Option<PathBuf>,
+    /// How the process ends when the input does not say.
     pub ending: Ending,
+    /// A child to spawn at the first tool start (`--spawn-at-tool`).
     pub spawn_at_tool: Option<SpawnAtTool>,
     /// Where the raw data came from (stored as `origin.source`).
     pub source: Option<String>,
+    /// Stored as `origin.notes`.
     pub notes: Option<String>,
 }
 
@@ -100,18 +122,30 @@ impl ImportOptions {
 }
 
 /// Why an import failed. [`ImportError::exit_code`] gives the CLI's status.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ImportError {
     /// A bad option value (usage error).
+    #[error("{0}")]
     Usage(String),
     /// The input cannot be read or does not fit the options (`line` 0: whole file).
+    #[error("{}", at_line(.file, *.line, .message))]
     Input {
+        /// The input file.
         file: PathBuf,
+        /// 1-based line of the problem; 0 when the whole file is concerned.
         line: usize,
+        /// What is wrong.
         message: String,
     },
     /// Writing or verifying the output failed.
-    Output { file: PathBuf, message: String },
+    #[error("{}: {message}", .file.display())]
+    Output {
+        /// The output file.
+        file: PathBuf,
+        /// What failed.
+        message: String,
+    },
 }
 
 impl ImportError {
@@ -124,26 +158,13 @@ impl ImportError {
     }
 }
 
-impl fmt::Display for ImportError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ImportError::Usage(m) => f.write_str(m),
-            ImportError::Input {
-                file,
-                line: 0,
-                message,
-            } => write!(f, "{}: {message}", file.display()),
-            ImportError::Input {
-                file,
-                line,
-                message,
-            } => write!(f, "{}:{line}: {message}", file.display()),
-            ImportError::Output { file, message } => write!(f, "{}: {message}", file.display()),
-        }
+/// `file: message`, or `file:line: message` for a line of it.
+fn at_line(file: &Path, line: usize, message: &str) -> String {
+    match line {
+        0 => format!("{}: {message}", file.display()),
+        _ => format!("{}:{line}: {message}", file.display()),
     }
 }
-
-impl std::error::Error for ImportError {}
 
 /// Split raw stdout into lines on `\n` only (U+2028/2029 and `\r` stay inside lines).
 /// Each item is the line without its `\n` and whether a `\n` followed it; a final
@@ -424,167 +445,10 @@ fn cassette_with_lines(c: &Cassette, read: &Cassette) -> Cassette {
     c
 }
 
-/// Strip leading dashes from a flag name (`--mode` and `mode` name the same flag).
-fn flag_name(s: &str) -> Result<String, ImportError> {
-    let name = s.trim_start_matches('-');
-    if name.is_empty() || name.contains(char::is_whitespace) {
-        return Err(ImportError::Usage(format!("bad flag name {s:?}")));
-    }
-    Ok(name.to_string())
-}
-
-/// `NAME=VALUE` (present with that value) or `NAME` (a switch that must be present).
-pub fn parse_flag_rule(s: &str) -> Result<(String, FlagRule), ImportError> {
-    match s.split_once('=') {
-        Some((name, value)) => Ok((flag_name(name)?, FlagRule::Value(value.to_string()))),
-        None => Ok((flag_name(s)?, FlagRule::Present(true))),
-    }
-}
-
-/// `NAME`: a flag that must be absent.
-pub fn parse_absent_flag(s: &str) -> Result<(String, FlagRule), ImportError> {
-    Ok((flag_name(s)?, FlagRule::Present(false)))
-}
-
-/// `PLACEHOLDER=WHAT IT REPLACED`.
-pub fn parse_redaction(s: &str) -> Result<(String, String), ImportError> {
-    match s.split_once('=') {
-        Some((p, what)) if !p.is_empty() => Ok((p.to_string(), what.to_string())),
-        _ => Err(ImportError::Usage(format!(
-            "--redaction expects PLACEHOLDER=MEANING (for example '<SESSION_ID>=session uuid'), found {s:?}"
-        ))),
-    }
-}
-
-/// A JSON array of strings, for `--argv-messages`.
-pub fn parse_argv_messages(s: &str) -> Result<Vec<String>, ImportError> {
-    serde_json::from_str::<Vec<String>>(s).map_err(|e| {
-        ImportError::Usage(format!(
-            "--argv-messages expects a JSON array of strings (for example '[]' or '[\"list files\"]'): {e}"
-        ))
-    })
-}
-
-/// `SIGTERM`, `TERM` or `15` -> `SIGTERM` (only names a cassette may use).
-pub fn parse_signal_name(s: &str) -> Result<String, ImportError> {
-    let upper = s.to_ascii_uppercase();
-    let name = if let Ok(n) = s.parse::<i32>() {
-        signal_name_of_number(n).map(str::to_string)
-    } else if upper.starts_with("SIG") {
-        Some(upper)
-    } else {
-        Some(format!("SIG{upper}"))
-    };
-    match name {
-        Some(n) if SIGNAL_NAMES.contains(&n.as_str()) => Ok(n),
-        _ => Err(ImportError::Usage(format!(
-            "unknown signal {s:?}; expected one of {}",
-            SIGNAL_NAMES.join(", ")
-        ))),
-    }
-}
-
-fn signal_name_of_number(n: i32) -> Option<&'static str> {
-    Some(match n {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        3 => "SIGQUIT",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        9 => "SIGKILL",
-        10 => "SIGUSR1",
-        11 => "SIGSEGV",
-        12 => "SIGUSR2",
-        13 => "SIGPIPE",
-        14 => "SIGALRM",
-        15 => "SIGTERM",
-        _ => return None,
-    })
-}
-
-/// `die`, `ignore`, `cleanup-exit:CODE` or `exit:CODE`.
-pub fn parse_signal_action(s: &str) -> Result<SignalAction, ImportError> {
-    let bad = || {
-        ImportError::Usage(format!(
-            "bad signal action {s:?}; expected die, ignore, cleanup-exit:CODE or exit:CODE"
-        ))
-    };
-    let code = |c: &str| -> Result<i32, ImportError> {
-        match c.parse::<i32>() {
-            Ok(n) if (0..=255).contains(&n) => Ok(n),
-            _ => Err(bad()),
-        }
-    };
-    match s.split_once(':') {
-        None if s == "die" => Ok(SignalAction::Die),
-        None if s == "ignore" => Ok(SignalAction::Ignore),
-        Some(("cleanup-exit" | "cleanup_exit", c)) => {
-            Ok(SignalAction::CleanupExit { code: code(c)? })
-        }
-        Some(("exit", c)) => Ok(SignalAction::Exit { code: code(c)? }),
-        _ => Err(bad()),
-    }
-}
-
-/// `snapshot+delta`, `delta-only` or `snapshot-only`.
-pub fn parse_dialect(s: &str) -> Result<Dialect, ImportError> {
-    match s {
-        "snapshot+delta" => Ok(Dialect::SnapshotDelta),
-        "delta-only" => Ok(Dialect::DeltaOnly),
-        "snapshot-only" => Ok(Dialect::SnapshotOnly),
-        _ => Err(ImportError::Usage(format!(
-            "unknown dialect {s:?}; expected snapshot+delta, delta-only or snapshot-only"
-        ))),
-    }
-}
-
-/// Build the `expect` section from the command line's pieces.
-pub fn build_expect(
-    flags: &[String],
-    absent_flags: &[String],
-    prompt: Option<String>,
-    argv_messages: Option<&str>,
-    env: Vec<String>,
-    secret_env: Vec<String>,
-) -> Result<Expect, ImportError> {
-    let mut expect = Expect {
-        prompt,
-        env,
-        ..Expect::default()
-    };
-    for s in flags {
-        let (name, rule) = parse_flag_rule(s)?;
-        if expect.flags.insert(name.clone(), rule).is_some() {
-            return Err(ImportError::Usage(format!("flag {name:?} given twice")));
-        }
-    }
-    for s in absent_flags {
-        let (name, rule) = parse_absent_flag(s)?;
-        if expect.flags.insert(name.clone(), rule).is_some() {
-            return Err(ImportError::Usage(format!(
-                "flag {name:?} is both required and forbidden"
-            )));
-        }
-    }
-    if let Some(a) = argv_messages {
-        expect.argv_messages = Some(parse_argv_messages(a)?);
-    }
-    for name in secret_env {
-        if name.is_empty() {
-            return Err(ImportError::Usage("--secret-env NAME is empty".into()));
-        }
-        if !expect.env.contains(&name) {
-            expect.env.push(name.clone());
-        }
-        expect.never_in_argv.push(Secret::Env(name));
-    }
-    Ok(expect)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cassette::Form;
+    use crate::Form;
 
     fn opts(ending: Ending) -> ImportOptions {
         ImportOptions::new("0.87.1", "t", "test", ending)
@@ -628,7 +492,7 @@ mod tests {
         assert!(c.records.iter().all(|r| r.dt_ms == 7.0));
         assert_eq!(
             c.records[4].action,
-            Action::Stdout(crate::cassette::Bytes {
+            Action::Stdout(crate::Bytes {
                 data: b"{\"type\":\"agent_end\"}".to_vec(),
                 form: Form::Json { newline: false }
             })
@@ -734,71 +598,5 @@ mod tests {
         let mut o = opts(Ending::Hang);
         o.spacing_ms = -1.0;
         assert!(import(Path::new("r"), b"", &o).is_err());
-    }
-
-    #[test]
-    fn option_syntaxes() {
-        assert_eq!(
-            parse_flag_rule("--mode=json").unwrap(),
-            ("mode".into(), FlagRule::Value("json".into()))
-        );
-        assert_eq!(
-            parse_flag_rule("no-session").unwrap(),
-            ("no-session".into(), FlagRule::Present(true))
-        );
-        assert_eq!(
-            parse_absent_flag("--session-id").unwrap(),
-            ("session-id".into(), FlagRule::Present(false))
-        );
-        assert!(parse_flag_rule("--=x").is_err());
-        assert_eq!(parse_signal_name("term").unwrap(), "SIGTERM");
-        assert_eq!(parse_signal_name("9").unwrap(), "SIGKILL");
-        assert_eq!(parse_signal_name("SIGINT").unwrap(), "SIGINT");
-        assert!(parse_signal_name("99").is_err());
-        assert_eq!(
-            parse_signal_action("cleanup-exit:143").unwrap(),
-            SignalAction::CleanupExit { code: 143 }
-        );
-        assert_eq!(parse_signal_action("ignore").unwrap(), SignalAction::Ignore);
-        assert!(parse_signal_action("exit:300").is_err());
-        assert!(parse_signal_action("explode").is_err());
-        assert_eq!(parse_argv_messages("[]").unwrap(), Vec::<String>::new());
-        assert!(parse_argv_messages("list files").is_err());
-        assert_eq!(
-            parse_redaction("<HOME>=home directory").unwrap(),
-            ("<HOME>".into(), "home directory".into())
-        );
-        assert!(parse_redaction("nothing").is_err());
-    }
-
-    #[test]
-    fn expect_from_pieces() {
-        let e = build_expect(
-            &["--mode=json".into(), "print".into()],
-            &["session-id".into()],
-            Some("hi".into()),
-            Some("[\"hi\"]"),
-            vec!["HOME".into()],
-            vec!["FAKE_API_KEY".into()],
-        )
-        .unwrap();
-        assert_eq!(e.flags["mode"], FlagRule::Value("json".into()));
-        assert_eq!(e.flags["print"], FlagRule::Present(true));
-        assert_eq!(e.flags["session-id"], FlagRule::Present(false));
-        assert_eq!(e.argv_messages.as_deref(), Some(&["hi".to_string()][..]));
-        assert_eq!(e.env, ["HOME", "FAKE_API_KEY"]);
-        assert_eq!(e.never_in_argv, [Secret::Env("FAKE_API_KEY".into())]);
-        let dup = build_expect(
-            &["mode=json".into()],
-            &["mode".into()],
-            None,
-            None,
-            vec![],
-            vec![],
-        );
-        assert!(dup
-            .unwrap_err()
-            .to_string()
-            .contains("both required and forbidden"));
     }
 }

@@ -23,7 +23,9 @@ pub const MAX_BYTES_ENV: &str = "PI_HARNESS_MAX_INPUT_BYTES";
 /// How much a reader takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
+    /// The longest line read, in bytes ([`DEFAULT_MAX_LINE_BYTES`] unless raised).
     pub max_line_bytes: usize,
+    /// The most bytes read from one input after decompression ([`DEFAULT_MAX_BYTES`] unless raised).
     pub max_bytes: u64,
 }
 

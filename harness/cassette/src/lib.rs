@@ -41,17 +41,31 @@
 //! assert!(e.to_string().starts_with("hi.cassette.jsonl:3:"), "{e}");
 //! ```
 
-mod cassette;
+mod error;
 pub mod import;
 pub mod import_rpc;
 pub mod input;
 pub mod lint;
 pub mod matching;
+mod model;
 pub mod output;
+mod parse;
+mod raw;
+mod reader;
 pub mod redact;
 mod shape;
 pub mod two_way;
+mod write;
 
-pub use cassette::*;
+pub use error::{CassetteError, Location};
 pub use input::Limits;
+pub use model::{
+    is_verbatim_json, Action, ActionRef, Bytes, Cassette, ClientLine, Dialect, EffectiveExpect,
+    Expect, FlagRule, Form, Grandchild, Header, Origin, OriginKind, PiSource, ProcessBehaviour,
+    Record, RecordRef, Scenario, Secret, SessionUse, SignalAction, Spawn, TimingKind,
+    CLIENT_SIGNALS, FORMAT_NAME, FORMAT_VERSION, FORMAT_VERSION_TWO_WAY, KNOWN_CLAUDE_VERSIONS,
+    MAX_DT_MS, MODE_STREAM_JSON, SIGNAL_NAMES, TWO_WAY_MODES,
+};
+pub use parse::{is_header_line, parse_record_line};
+pub use reader::{read_lines, CassetteReader};
 pub use redact::FIXED_UUID_PREFIX;

@@ -53,7 +53,9 @@ pub const FIELDS: &[&str] = &[
 pub struct Call<'a> {
     /// argv without the program name.
     pub argv: &'a [String],
+    /// The argv as pi's grammar parsed it.
     pub parsed: &'a ParsedArgs,
+    /// The run mode pi decides for this call (interactive, print, json, rpc).
     pub mode: AppMode,
     /// What pi keeps of piped stdin (`pi_grammar::stdin_content`).
     pub stdin: Option<&'a str>,
@@ -72,7 +74,9 @@ pub struct Call<'a> {
 pub struct Mismatch {
     /// `expect.effective.model`, `expect.prompt`, `expect.env.KEY`, ...
     pub field: String,
+    /// What the recording has.
     pub expected: String,
+    /// What the call has.
     pub actual: String,
 }
 

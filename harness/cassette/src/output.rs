@@ -12,16 +12,9 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Why an output could not be written; the message names the path.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct OutputError(pub String);
-
-impl std::fmt::Display for OutputError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for OutputError {}
 
 /// Where the bytes for `path` really go: the path itself, or a symlink's final target.
 fn resolve(path: &Path) -> PathBuf {

@@ -30,6 +30,7 @@ pub struct Redactor {
 }
 
 impl Redactor {
+    /// A redactor that replaces nothing yet.
     pub fn new() -> Redactor {
         Redactor::default()
     }

@@ -69,7 +69,9 @@ pub enum ClientAction {
     Line(String),
     /// Writes this line as it is (not JSON, or an empty line).
     Raw(String),
+    /// Closes stdin.
     Close,
+    /// Sends this signal (`SIGTERM`, `SIGINT`, `SIGHUP`).
     Signal(String),
 }
 
@@ -77,8 +79,11 @@ pub enum ClientAction {
 /// before it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientStep {
+    /// The cassette line of the action's record.
     pub line: usize,
+    /// How many stdout lines the replay writes before it.
     pub after_stdout_lines: u64,
+    /// What the client does.
     pub action: ClientAction,
 }
 
@@ -111,6 +116,7 @@ pub fn client_steps(records: &[Record]) -> Vec<ClientStep> {
 /// as sent), to be echoed in the responses that answer it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Matched {
+    /// The `id` the client's line carried (its JSON text), if any.
     pub id: Option<String>,
 }
 
@@ -118,8 +124,11 @@ pub struct Matched {
 /// line), what the recording has, what the client sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Difference {
+    /// The field that differs; `None` for the whole line.
     pub field: Option<String>,
+    /// What the recording has.
     pub expected: String,
+    /// What the client sent.
     pub actual: String,
 }
 

@@ -244,6 +244,7 @@ fn cassette_err(e: CassetteError) -> MapError {
     MapError::Input(match e {
         CassetteError::Invalid { .. } => format!("malformed cassette: {e}"),
         CassetteError::Io { .. } => e.to_string(),
+        _ => e.to_string(),
     })
 }
 

@@ -165,17 +165,54 @@ pub fn run(cmd: &mut Command, opts: &Options) -> std::io::Result<Outcome> {
         subreaper: was_subreaper,
     };
     let sfd = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)?;
+    let pid = start(cmd, old)?;
+    let (ending, forwarded) = wait_forwarding(&sfd, pid)?;
+
+    let me = std::process::id() as i32;
+    let protected = crate::self_and_ancestors();
+    let live = || live_descendants(&all_procs(), me, &protected);
+    let interrupted = grace_period(&sfd, opts.grace, &live);
+    let mut leftovers = live();
+    let mut outcome = Outcome {
+        ending,
+        leftovers: Vec::new(),
+        killed: false,
+        unkillable: Vec::new(),
+        forwarded,
+        interrupted,
+    };
+    if leftovers.is_empty() || opts.keep {
+        reap_all();
+        outcome.leftovers = leftovers;
+        return Ok(outcome);
+    }
+    outcome.unkillable = kill_leftovers(&sfd, &protected, &mut leftovers, opts.kill_wait);
+    settle(&sfd);
+    outcome.leftovers = leftovers;
+    outcome.killed = true;
+    Ok(outcome)
+}
+
+/// Spawn the command with the signal mask this process had before `run` (`mask`); its pid.
+fn start(cmd: &mut Command, mask: SigSet) -> std::io::Result<Pid> {
     unsafe {
         cmd.pre_exec(move || {
             // The command starts with the signal mask this process had before.
-            pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&old), None).map_err(std::io::Error::from)
+            pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&mask), None)
+                .map_err(std::io::Error::from)
         });
     }
     let child = cmd.spawn()?;
     let pid = Pid::from_raw(child.id() as i32);
-    // The child is waited for with waitpid(-1) below, with every orphan that comes back.
+    // The child is waited for with waitpid(-1) (`wait_forwarding`), with every orphan that
+    // comes back.
     drop(child);
+    Ok(pid)
+}
 
+/// Wait for the command `pid` to end, forwarding to it the signals [`forwards`] lets
+/// through; how it ended and the signals forwarded, in order.
+fn wait_forwarding(sfd: &SignalFd, pid: Pid) -> std::io::Result<(Ending, Vec<Signal>)> {
     let mut status = None;
     let mut forwarded = Vec::new();
     loop {
@@ -184,7 +221,7 @@ pub fn run(cmd: &mut Command, opts: &Options) -> std::io::Result<Outcome> {
             break;
         }
         // SIGCHLD wakes us; the timeout is a safety net should it go to another thread.
-        if readable(&sfd, Duration::from_millis(100)) {
+        if readable(sfd, Duration::from_millis(100)) {
             while let Ok(Some(info)) = sfd.read_signal() {
                 let signo = info.ssi_signo as i32;
                 if forwards(signo, info.ssi_code) {
@@ -205,13 +242,13 @@ pub fn run(cmd: &mut Command, opts: &Options) -> std::io::Result<Outcome> {
             )))
         }
     };
+    Ok((ending, forwarded))
+}
 
-    let me = std::process::id() as i32;
-    let protected = crate::self_and_ancestors();
-    let live = || live_descendants(&all_procs(), me, &protected);
-
-    // The grace period: descendants may still be finishing (a `sleep 0.1 &`).
-    let grace_end = deadline(opts.grace);
+/// The grace period: descendants may still be finishing (a `sleep 0.1 &`). Returns early
+/// when `live` finds none; true when a signal other than SIGCHLD cut it short.
+fn grace_period(sfd: &SignalFd, grace: Duration, live: &dyn Fn() -> Vec<ProcInfo>) -> bool {
+    let grace_end = deadline(grace);
     let mut interrupted = false;
     loop {
         reap_all();
@@ -221,7 +258,7 @@ pub fn run(cmd: &mut Command, opts: &Options) -> std::io::Result<Outcome> {
         let step = grace_end
             .saturating_duration_since(Instant::now())
             .min(Duration::from_millis(10));
-        if readable(&sfd, step) {
+        if readable(sfd, step) {
             while let Ok(Some(info)) = sfd.read_signal() {
                 if info.ssi_signo as i32 != Signal::SIGCHLD as i32 {
                     interrupted = true;
@@ -232,30 +269,26 @@ pub fn run(cmd: &mut Command, opts: &Options) -> std::io::Result<Outcome> {
             break;
         }
     }
-    let mut leftovers = live();
-    let mut outcome = Outcome {
-        ending,
-        leftovers: Vec::new(),
-        killed: false,
-        unkillable: Vec::new(),
-        forwarded,
-        interrupted,
-    };
-    if leftovers.is_empty() || opts.keep {
-        reap_all();
-        outcome.leftovers = leftovers;
-        return Ok(outcome);
-    }
+    interrupted
+}
 
-    // SIGKILL them all, whole process groups where a group holds nothing else, and keep
-    // going until nothing is left: a leftover may fork while it is being killed.
+/// SIGKILL the live descendants, whole process groups where a group holds nothing else,
+/// and keep going until nothing is left: a leftover may fork while it is being killed (each
+/// one found is added to `leftovers`). The pids still alive after `kill_wait`.
+fn kill_leftovers(
+    sfd: &SignalFd,
+    protected: &BTreeSet<i32>,
+    leftovers: &mut Vec<ProcInfo>,
+    kill_wait: Duration,
+) -> Vec<i32> {
+    let me = std::process::id() as i32;
     let own_group = nix::unistd::getpgrp().as_raw();
     let mut seen: BTreeSet<i32> = leftovers.iter().map(|p| p.pid).collect();
-    let kill_end = deadline(opts.kill_wait);
-    outcome.unkillable = loop {
+    let kill_end = deadline(kill_wait);
+    loop {
         reap_all();
         let procs = all_procs();
-        let now_live = live_descendants(&procs, me, &protected);
+        let now_live = live_descendants(&procs, me, protected);
         if now_live.is_empty() {
             break Vec::new();
         }
@@ -276,24 +309,26 @@ pub fn run(cmd: &mut Command, opts: &Options) -> std::io::Result<Outcome> {
         if Instant::now() >= kill_end {
             break targets.into_iter().collect();
         }
-        if readable(&sfd, Duration::from_millis(10)) {
+        if readable(sfd, Duration::from_millis(10)) {
             while let Ok(Some(_)) = sfd.read_signal() {}
         }
-    };
-    // Dead descendants whose parent died too come back to us as zombies: reap them.
+    }
+}
+
+/// Dead descendants whose parent died too come back to us as zombies: reap them, for up
+/// to half a second.
+fn settle(sfd: &SignalFd) {
+    let me = std::process::id() as i32;
     let settle = Instant::now() + Duration::from_millis(500);
     loop {
         reap_all();
         if descendants(&all_procs(), me).is_empty() || Instant::now() >= settle {
             break;
         }
-        if readable(&sfd, Duration::from_millis(5)) {
+        if readable(sfd, Duration::from_millis(5)) {
             while let Ok(Some(_)) = sfd.read_signal() {}
         }
     }
-    outcome.leftovers = leftovers;
-    outcome.killed = true;
-    Ok(outcome)
 }
 
 /// Reap every exited child; remember the status of `cmd`. An error only when the command's
@@ -318,6 +353,7 @@ fn reap(cmd: Option<Pid>, status: &mut Option<WaitStatus>) -> std::io::Result<()
     }
 }
 
+/// Reap every exited child.
 fn reap_all() {
     let mut ignore = None;
     let _ = reap(None, &mut ignore);

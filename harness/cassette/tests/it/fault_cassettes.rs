@@ -6,22 +6,21 @@
 //! produced by this generator. To rewrite the files after changing the generator:
 //!
 //! ```sh
-//! PI_HARNESS_BLESS=1 cargo test -p pi-cassette --test fault_cassettes
+//! PI_HARNESS_BLESS=1 cargo test -p pi-cassette --test it fault_cassettes
 //! ```
-
-use std::path::{Path, PathBuf};
 
 use pi_cassette::{
     Action, Cassette, Dialect, Expect, FlagRule, Header, Origin, OriginKind, PiSource,
     ProcessBehaviour, Record, Scenario, Spawn, TimingKind, FORMAT_NAME, FORMAT_VERSION,
 };
 
-const SPACING_MS: f64 = 5.0;
-const GENERATOR: &str = "harness/cassette/tests/fault_cassettes.rs";
+use crate::util::cassettes_dir;
 
-fn cassettes_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cassettes")
-}
+const SPACING_MS: f64 = 5.0;
+/// The generator the committed faults name in `origin.source`. It is this file's path
+/// from before the crate's tests became one binary (`tests/it/`): changing it changes
+/// every committed fault (a rewrite with `PI_HARNESS_BLESS=1`), so it stays as recorded.
+const GENERATOR: &str = "harness/cassette/tests/fault_cassettes.rs";
 
 /// The stdout lines (each with its `\n`) of a committed imported cassette.
 fn base_lines(name: &str) -> (Cassette, Vec<Vec<u8>>) {
@@ -595,7 +594,7 @@ fn committed_fault_cassettes_match_their_generator() {
     }
     assert!(
         problems.is_empty(),
-        "{}\nrewrite with: PI_HARNESS_BLESS=1 cargo test -p pi-cassette --test fault_cassettes",
+        "{}\nrewrite with: PI_HARNESS_BLESS=1 cargo test -p pi-cassette --test it fault_cassettes",
         problems.join("\n")
     );
 }

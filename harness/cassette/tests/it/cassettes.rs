@@ -8,9 +8,7 @@ use std::path::{Path, PathBuf};
 use pi_cassette::{Action, Cassette, Dialect, OriginKind, TimingKind};
 use serde_json::Value;
 
-fn cassettes_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cassettes")
-}
+use crate::util::cassettes_dir;
 
 fn all_cassette_files() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {

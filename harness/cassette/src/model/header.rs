@@ -1,0 +1,420 @@
+//! A cassette's header (its first line): which CLI and dialect it imitates, the scenario,
+//! what a caller must send ([`Expect`], with the effective values of a recorded call), how
+//! the process answers signals, and where the recording came from.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::MODE_STREAM_JSON;
+
+/// First line of a cassette.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Header {
+    /// Always `"pi-cassette"`.
+    pub format: String,
+    /// [`FORMAT_VERSION`](crate::FORMAT_VERSION), or
+    /// [`FORMAT_VERSION_TWO_WAY`](crate::FORMAT_VERSION_TWO_WAY) for a two-way cassette.
+    pub version: u32,
+    /// Version 2 only: the two-way protocol, `"rpc"` (pi's `--mode rpc`) or
+    /// `"stream-json"` (Claude Code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// Which pi produced (or is imitated by) this cassette; for a `stream-json` cassette,
+    /// which Claude Code (written under the key `claude`).
+    #[serde(alias = "claude")]
+    pub pi: PiSource,
+    /// What the recording shows: its name, description and tags.
+    pub scenario: Scenario,
+    /// What the caller must send; fake-pi checks it before replaying.
+    #[serde(default, skip_serializing_if = "Expect::is_empty")]
+    pub expect: Expect,
+    /// How the process answers signals (real pi's behaviour when absent).
+    #[serde(default, skip_serializing_if = "ProcessBehaviour::is_pi_default")]
+    pub process: ProcessBehaviour,
+    /// Placeholder -> what it replaced (for example `"<SESSION_ID>": "session uuid"`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub redactions: BTreeMap<String, String>,
+    /// How the cassette was made (recorded, imported, by hand) and how its timing was.
+    pub origin: Origin,
+}
+
+impl Header {
+    /// True for a Claude Code cassette (`mode: "stream-json"`).
+    pub fn is_claude(&self) -> bool {
+        self.mode.as_deref() == Some(MODE_STREAM_JSON)
+    }
+
+    /// The name of the CLI the cassette imitates, for messages: `pi` or `claude`.
+    pub fn agent_name(&self) -> &'static str {
+        if self.is_claude() {
+            "claude"
+        } else {
+            "pi"
+        }
+    }
+
+    /// The header line (without its newline): the CLI's section is `pi`, or `claude` for
+    /// a stream-json cassette.
+    pub fn to_json(&self) -> String {
+        let text = serde_json::to_string(self).expect("a header always serializes");
+        if self.is_claude() {
+            // `format`, `version` and `mode` come first and cannot contain this text: the
+            // first occurrence is the top-level key.
+            text.replacen(",\"pi\":{", ",\"claude\":{", 1)
+        } else {
+            text
+        }
+    }
+}
+
+/// The CLI a cassette imitates: its version and the dialect it writes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PiSource {
+    /// pi's version, as `pi --version` prints it (`0.73.1`, `0.87.1`).
+    pub version: String,
+    /// The shape of its streamed updates on the wire.
+    pub dialect: Dialect,
+}
+
+/// The shape of `message_update` on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Dialect {
+    /// pi 0.73.1: `delta` plus two full (shallow, possibly lagging or leading) snapshots.
+    #[serde(rename = "snapshot+delta")]
+    SnapshotDelta,
+    /// pi 0.87.1: `delta` only.
+    #[serde(rename = "delta-only")]
+    DeltaOnly,
+    /// Older pi and pi-provider extensions: snapshots without deltas.
+    #[serde(rename = "snapshot-only")]
+    SnapshotOnly,
+    /// Claude Code's `--output-format stream-json` (a `stream-json` cassette).
+    #[serde(rename = "stream-json")]
+    StreamJson,
+}
+
+impl Dialect {
+    /// The dialect real pi of this version speaks, when known.
+    pub fn for_pi_version(version: &str) -> Option<Dialect> {
+        let grammar = pi_grammar::Grammar::for_version(version)?;
+        Some(match grammar.wire_dialect() {
+            pi_grammar::WireDialect::SnapshotDelta => Dialect::SnapshotDelta,
+            pi_grammar::WireDialect::DeltaOnly => Dialect::DeltaOnly,
+        })
+    }
+}
+
+/// What a recording shows, in words.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Short identifier, usually the file stem without the version suffix (`tool_bash`).
+    pub name: String,
+    /// One sentence on what happens in the run.
+    pub description: String,
+    /// Free labels to select cassettes by (`tools`, `signals`, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+}
+
+/// What the caller must send for this cassette to replay.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// Flag -> requirement. A string: present with that value; `true`: present
+    /// (a switch); `false`: absent. Keys are the long flag name without its leading
+    /// dashes (`"mode"`, `"session-id"`); a short alias on the command line (`-p`)
+    /// satisfies the long name (`"print"`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub flags: BTreeMap<String, FlagRule>,
+    /// The effective prompt: stdin (when piped) joined with the argv messages the way pi joins them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// The positional messages on the command line, exactly (`[]` means: prompt only on stdin).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argv_messages: Option<Vec<String>>,
+    /// Environment variables that must be set (non-empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    /// Values that must never appear inside any argv element.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub never_in_argv: Vec<Secret>,
+    /// What pi actually ran with (flags, then the agent dir's settings, then pi's
+    /// defaults): the values a call is compared on (see [`crate::matching`]). Absent in
+    /// early v1 files, where they are derived from `flags`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effective: Option<EffectiveExpect>,
+    /// The prompts pi sent after the first (argv messages after the first one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follow_ups: Option<Vec<String>>,
+    /// Whether the recording started a session or continued one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionUse>,
+    /// Effective fields not compared for this cassette (`"tools"`, `"thinking"`, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub irrelevant: Vec<String>,
+    /// Also check `flags` and `argv_messages` literally (the exact syntax of the call).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub syntax: bool,
+}
+
+impl Expect {
+    /// A Claude Code cassette's options as a command line (`--print --verbose
+    /// --input-format stream-json ...`; see [`pi_grammar::claude::option_argv`]).
+    pub fn claude_argv(&self) -> Vec<String> {
+        let mut argv = Vec::new();
+        for (flag, rule) in &self.flags {
+            match rule {
+                FlagRule::Present(true) => argv.extend(pi_grammar::claude::option_argv(flag, None)),
+                FlagRule::Present(false) => {}
+                FlagRule::Value(v) => argv.extend(pi_grammar::claude::option_argv(flag, Some(v))),
+            }
+        }
+        argv
+    }
+}
+
+/// The effective values of a recorded call; `None` fields are not compared.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EffectiveExpect {
+    /// `--mode`: `text`, `json` or `rpc`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// `--provider`: the model provider pi called.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// `--model`: the model id pi called.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// `--thinking`: the reasoning level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<String>,
+    /// `--tools`: the built-in tools enabled, in pi's order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// `--system-prompt`; `""`: none given (pi's own prompt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// `--append-system-prompt`, each in the order given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub append_system_prompt: Option<Vec<String>>,
+    /// `--extension`: the extensions loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Vec<String>>,
+    /// `--no-extensions`: extension discovery off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_extensions: Option<bool>,
+    /// `--skill`: the skills loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skills: Option<Vec<String>>,
+    /// `--no-skills`: skill discovery off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_skills: Option<bool>,
+    /// `--prompt-template`: the prompt templates loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_templates: Option<Vec<String>>,
+    /// `--no-prompt-templates`: template discovery off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_prompt_templates: Option<bool>,
+    /// `--no-context-files`: `AGENTS.md` and the like not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_context_files: Option<bool>,
+    /// `--no-mcp`: MCP servers off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_mcp: Option<bool>,
+}
+
+impl EffectiveExpect {
+    /// Every field of a resolved call (prompts and the model's source aside).
+    pub fn from_effective(e: &pi_grammar::Effective) -> EffectiveExpect {
+        EffectiveExpect {
+            mode: Some(e.mode.clone()),
+            provider: e.provider.clone(),
+            model: e.model.clone(),
+            thinking: Some(e.thinking.clone()),
+            tools: Some(e.tools.clone()),
+            // "" stands for no --system-prompt (pi's own prompt).
+            system_prompt: Some(e.system_prompt.clone().unwrap_or_default()),
+            append_system_prompt: Some(e.append_system_prompt.clone()),
+            extensions: Some(e.extensions.clone()),
+            no_extensions: Some(e.no_extensions),
+            skills: Some(e.skills.clone()),
+            no_skills: Some(e.no_skills),
+            prompt_templates: Some(e.prompt_templates.clone()),
+            no_prompt_templates: Some(e.no_prompt_templates),
+            no_context_files: Some(e.no_context_files),
+            no_mcp: Some(e.no_mcp),
+        }
+    }
+}
+
+/// How a run used its session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionUse {
+    /// A fresh conversation: a new session, or none (`--no-session`).
+    New,
+    /// An existing session was continued (`--session`, `--continue`, `--session-id` of
+    /// an existing session): pi sent its history to the model.
+    Resumed,
+}
+
+impl SessionUse {
+    /// How a message names it (`a new session (or none)`).
+    pub fn describe(self) -> &'static str {
+        match self {
+            SessionUse::New => "a new session (or none)",
+            SessionUse::Resumed => "an existing session continued",
+        }
+    }
+}
+
+impl Expect {
+    /// True when nothing is required (the header omits `expect`).
+    pub fn is_empty(&self) -> bool {
+        *self == Expect::default()
+    }
+}
+
+/// Requirement on one flag.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FlagRule {
+    /// `true`: the switch must be present; `false`: the flag must be absent.
+    Present(bool),
+    /// The flag must be present with exactly this value.
+    Value(String),
+}
+
+/// A value that must not leak into argv.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Secret {
+    /// The value of this environment variable at run time (the API key, typically).
+    Env(String),
+    /// A literal string.
+    Literal(String),
+}
+
+/// How the replaying process answers signals. Defaults are real pi's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessBehaviour {
+    /// What SIGTERM does.
+    #[serde(default = "SignalAction::pi_sigterm")]
+    pub on_sigterm: SignalAction,
+    /// What SIGINT does.
+    #[serde(default = "SignalAction::pi_sigint")]
+    pub on_sigint: SignalAction,
+    /// What SIGHUP does.
+    #[serde(default = "SignalAction::pi_sighup")]
+    pub on_sighup: SignalAction,
+}
+
+impl ProcessBehaviour {
+    /// True when every signal is answered as real pi does (the header omits `process`).
+    pub fn is_pi_default(&self) -> bool {
+        *self == ProcessBehaviour::default()
+    }
+}
+
+impl Default for ProcessBehaviour {
+    fn default() -> Self {
+        ProcessBehaviour {
+            on_sigterm: SignalAction::pi_sigterm(),
+            on_sigint: SignalAction::pi_sigint(),
+            on_sighup: SignalAction::pi_sighup(),
+        }
+    }
+}
+
+/// One way of answering a signal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SignalAction {
+    /// Default disposition: the process dies by the signal; spawned children are left alone.
+    Die,
+    /// The signal is ignored.
+    Ignore,
+    /// Kill every tracked child's process group with SIGKILL, then exit with `code`
+    /// (pi: 143 for SIGTERM, 129 for SIGHUP). Children that escaped into their own
+    /// session from a tracked child survive, as with real pi.
+    CleanupExit {
+        /// The exit status, 0..=255.
+        code: i32,
+    },
+    /// Exit with `code` without touching children.
+    Exit {
+        /// The exit status, 0..=255.
+        code: i32,
+    },
+}
+
+impl SignalAction {
+    /// Real pi's answer to SIGTERM: kill its tools' groups, exit 143.
+    pub fn pi_sigterm() -> Self {
+        SignalAction::CleanupExit { code: 143 }
+    }
+    /// Real pi's answer to SIGINT: die by it.
+    pub fn pi_sigint() -> Self {
+        SignalAction::Die
+    }
+    /// Real pi's answer to SIGHUP: kill its tools' groups, exit 129.
+    pub fn pi_sighup() -> Self {
+        SignalAction::CleanupExit { code: 129 }
+    }
+}
+
+/// Where a cassette came from: how it was made and how its timing was.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Origin {
+    /// How the cassette was made.
+    pub kind: OriginKind,
+    /// Where the data came from (a sample file, a recorder command line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Whether `dt_ms` values were measured or made up (even spacing).
+    pub timing: TimingKind,
+    /// Anything a reader should know about the recording.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notes: Option<String>,
+}
+
+/// How a cassette was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OriginKind {
+    /// Recorded from real pi by `pi-harness record`.
+    Recorded,
+    /// A captured real pi stdout turned into a cassette by `pi-harness cassette import`.
+    Imported,
+    /// Written by hand to reproduce a fault real pi shows only rarely.
+    HandMade,
+}
+
+/// Whether a cassette's delays are real.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TimingKind {
+    /// Taken from the recorded run's clock.
+    Measured,
+    /// Made up (even spacing), as in a hand-made or untimed import.
+    Synthetic,
+}
+
+impl fmt::Display for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Dialect::SnapshotDelta => "snapshot+delta",
+            Dialect::DeltaOnly => "delta-only",
+            Dialect::SnapshotOnly => "snapshot-only",
+            Dialect::StreamJson => "stream-json",
+        })
+    }
+}

@@ -1,0 +1,90 @@
+//! The data model of a cassette: the format's constants, [`Cassette`] (a header and its
+//! records in replay order) and what a whole cassette says (the bytes it writes, how it
+//! ends). The header's parts live in `header`, the records' in `record`; reading is the
+//! `reader`'s job and writing the `write` module's.
+
+mod header;
+mod record;
+
+pub use header::{
+    Dialect, EffectiveExpect, Expect, FlagRule, Header, Origin, OriginKind, PiSource,
+    ProcessBehaviour, Scenario, Secret, SessionUse, SignalAction, TimingKind,
+};
+pub use record::{
+    is_verbatim_json, Action, ActionRef, Bytes, ClientLine, Form, Grandchild, Record, RecordRef,
+    Spawn, CLIENT_SIGNALS, MAX_DT_MS, SIGNAL_NAMES,
+};
+
+/// The value of the header's `format` field.
+pub const FORMAT_NAME: &str = "pi-cassette";
+/// The format version this code reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The two-way format (`pi --mode rpc`): version 1 plus what the client sends (see
+/// `cassettes/FORMAT.md`, "Version 2").
+pub const FORMAT_VERSION_TWO_WAY: u32 = 2;
+
+/// The two-way protocols a version 2 cassette may hold (its header's `mode`): `rpc` (pi's
+/// `--mode rpc`) and `stream-json` (Claude Code's `--input-format stream-json
+/// --output-format stream-json`).
+pub const TWO_WAY_MODES: &[&str] = &["rpc", MODE_STREAM_JSON];
+
+/// The mode of a Claude Code stream-json cassette. Its header names the CLI under
+/// `claude` instead of `pi` (same fields: `version`, `dialect` `"stream-json"`).
+pub const MODE_STREAM_JSON: &str = "stream-json";
+
+/// The Claude Code versions pi-harness imitates (recorded, with a known command line).
+pub const KNOWN_CLAUDE_VERSIONS: &[&str] = &["2.1.330"];
+
+/// A whole cassette: header plus records in replay order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cassette {
+    /// The first line: which CLI, what the caller must send, how signals are answered.
+    pub header: Header,
+    /// The timed records after the header, the last one the ending.
+    pub records: Vec<Record>,
+}
+
+impl Cassette {
+    /// Every byte the cassette writes to stderr, in order.
+    pub fn stderr_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for r in &self.records {
+            if let Action::Stderr(b) = &r.action {
+                out.extend_from_slice(&b.data);
+            }
+        }
+        out
+    }
+
+    /// Every byte the cassette writes to stdout, in order.
+    pub fn stdout_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for r in &self.records {
+            if let Action::Stdout(b) = &r.action {
+                out.extend_from_slice(&b.data);
+            }
+        }
+        out
+    }
+
+    /// How the recorded process ends, as `(exit code, signal)`: `(Some(code), None)` for
+    /// an exit, `(None, Some(name))` for a death by signal, `(None, None)` for a `hang`
+    /// that a caller ends by cancelling. Feed it to `pi_wire::mapper::StreamEnd::recorded`.
+    pub fn exit_status(&self) -> (Option<i32>, Option<&str>) {
+        match self.ending() {
+            Action::Exit(code) => (Some(*code), None),
+            Action::Signal(sig) => (None, Some(sig.as_str())),
+            _ => (None, None),
+        }
+    }
+
+    /// How the recorded process ended.
+    pub fn ending(&self) -> &Action {
+        &self
+            .records
+            .last()
+            .expect("a parsed cassette has a final record")
+            .action
+    }
+}

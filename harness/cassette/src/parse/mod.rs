@@ -1,0 +1,129 @@
+//! Parsing a cassette's text, line by line and without I/O: the rules every line keeps
+//! (UTF-8, no byte order mark, no `\r`, not empty), the header ([`header`]), one record
+//! ([`record`]), and the rules across records of a two-way cassette (`Replies`). Every
+//! reader goes through here: the streaming reader, `Cassette::parse` and lint.
+
+mod header;
+mod record;
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::{CassetteError, Record, FORMAT_NAME};
+
+pub(crate) use header::parse_header;
+pub(crate) use record::{parse_record, parse_record_ref};
+
+/// A value quoted for an error message, cut to its first 64 characters.
+pub(crate) fn shown(s: &str) -> String {
+    const MAX: usize = 64;
+    match s.char_indices().nth(MAX) {
+        None => format!("{s:?}"),
+        Some((at, _)) => format!("{:?}... ({} bytes)", &s[..at], s.len()),
+    }
+}
+
+/// The text of line `lineno`, refused when it has a byte order mark (line 1), ends in
+/// `\r`, is empty or is not UTF-8.
+pub(crate) fn line_text<'a>(
+    path: &Path,
+    lineno: usize,
+    line: &'a [u8],
+) -> Result<&'a str, CassetteError> {
+    if lineno == 1 && line.starts_with(b"\xEF\xBB\xBF") {
+        return Err(CassetteError::invalid(
+            path,
+            lineno,
+            "starts with a byte order mark (a cassette is plain UTF-8 JSON lines)",
+        ));
+    }
+    if line.ends_with(b"\r") {
+        return Err(CassetteError::invalid(
+            path,
+            lineno,
+            "line ends with \\r (CRLF line endings): a cassette ends lines with \\n only",
+        ));
+    }
+    if line.is_empty() {
+        return Err(CassetteError::invalid(
+            path,
+            lineno,
+            "empty line (every line is one JSON object)",
+        ));
+    }
+    std::str::from_utf8(line).map_err(|e| {
+        CassetteError::invalid(
+            path,
+            lineno,
+            format!(
+                "not UTF-8 at byte {} (binary data belongs in a *_b64 field)",
+                e.valid_up_to()
+            ),
+        )
+    })
+}
+
+/// Parse one record line (`lineno` is 1-based; `path` only names the source in errors) of
+/// a cassette of format `version`.
+pub fn parse_record_line(
+    path: &Path,
+    lineno: usize,
+    text: &str,
+    version: u32,
+) -> Result<Record, CassetteError> {
+    parse_record(path, lineno, text, version)
+}
+
+/// The rules across lines of a two-way cassette: a `reply` names a client line that came
+/// before it, a `reap` a `spawn` that came before it. Every reader applies them (the
+/// streaming reader, lint).
+#[derive(Debug, Default)]
+pub(crate) struct Replies {
+    client_lines: u32,
+    spawned: std::collections::HashSet<String>,
+}
+
+impl Replies {
+    /// Check one record: `client_line` (a `stdin` or `stdin_text`), the id it spawns or
+    /// reaps, and its `reply`.
+    pub(crate) fn check(
+        &mut self,
+        client_line: bool,
+        spawn: Option<&str>,
+        reap: Option<&str>,
+        reply: Option<u32>,
+    ) -> Result<(), String> {
+        if client_line {
+            self.client_lines += 1;
+        }
+        if let Some(id) = spawn {
+            self.spawned.insert(id.to_string());
+        }
+        if let Some(id) = reap.filter(|id| !self.spawned.contains(*id)) {
+            return Err(format!(
+                "record field `reap`: no `spawn` with the id {id:?} before it"
+            ));
+        }
+        match reply {
+            Some(k) if k >= self.client_lines => Err(format!(
+                "record field `reply`: {k} names no client line before it (client lines are counted from 0; {} came before)",
+                self.client_lines
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// True when `line` (one line, without its `\n`) looks like a cassette header: a JSON object
+/// whose `format` is `"pi-cassette"`. Used to tell a cassette from raw pi stdout.
+pub fn is_header_line(line: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct Probe<'a> {
+        #[serde(borrow)]
+        format: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_slice::<Probe>(line).is_ok_and(|p| p.format.as_deref() == Some(FORMAT_NAME))
+}

@@ -1,0 +1,127 @@
+//! Writing a cassette back out as JSONL (plain or gzip) that a person can read and diff:
+//! the header line, then one line per record, each payload in the form it was read in, so a
+//! cassette read and written again is unchanged.
+
+use std::io::Write;
+use std::path::Path;
+
+use base64::Engine as _;
+use serde_json::value::RawValue;
+
+use crate::raw::RawRecord;
+use crate::{Action, Cassette, Form, Record};
+
+impl Cassette {
+    /// Write the cassette as JSONL: header line, then one line per record.
+    pub fn write_to(&self, mut out: impl Write) -> std::io::Result<()> {
+        out.write_all(self.header.to_json().as_bytes())?;
+        out.write_all(b"\n")?;
+        for record in &self.records {
+            record.write_to(&mut out)?;
+            out.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+
+    /// Write the cassette to a file, gzip-compressed when the name ends in `.gz`
+    /// (the form [`Cassette::load`] reads back).
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        let bytes = self.encoded(path.extension().is_some_and(|e| e == "gz"))?;
+        crate::output::write(path, &bytes, &[]).map_err(std::io::Error::other)
+    }
+
+    /// The cassette's file bytes: JSONL, gzipped when `gzip`.
+    pub fn encoded(&self, gzip: bool) -> std::io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.write_to(&mut out)?;
+        if gzip {
+            crate::output::gzip(&out)
+        } else {
+            Ok(out)
+        }
+    }
+
+    /// The cassette as a string (see [`Cassette::write_to`]).
+    pub fn to_jsonl(&self) -> String {
+        let mut buf = Vec::new();
+        self.write_to(&mut buf)
+            .expect("writing to a Vec cannot fail");
+        String::from_utf8(buf).expect("a cassette is written as UTF-8")
+    }
+}
+
+impl Record {
+    /// Write the record as one JSON line (without its `\n`), its payload in its stored form.
+    fn write_to(&self, out: &mut impl Write) -> std::io::Result<()> {
+        let mut raw = RawRecord {
+            dt_ms: Some(self.dt_ms),
+            reply: self.reply,
+            ..RawRecord::default()
+        };
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let json_line;
+        let spawn_json;
+        let client_json;
+        match &self.action {
+            Action::Stdout(b) => match b.form {
+                Form::Json { newline } => {
+                    let body = strip_newline(&b.data, newline);
+                    let text = std::str::from_utf8(body).map_err(std::io::Error::other)?;
+                    json_line =
+                        serde_json::from_str::<&RawValue>(text).map_err(std::io::Error::other)?;
+                    raw.stdout = Some(json_line);
+                    if !newline {
+                        raw.newline = Some(false);
+                    }
+                }
+                Form::Text { newline } => {
+                    let body = strip_newline(&b.data, newline);
+                    raw.stdout_text =
+                        Some(String::from_utf8(body.to_vec()).map_err(std::io::Error::other)?);
+                    if !newline {
+                        raw.newline = Some(false);
+                    }
+                }
+                Form::Base64 => raw.stdout_b64 = Some(b64.encode(&b.data)),
+            },
+            Action::Stderr(b) => match b.form {
+                Form::Base64 => raw.stderr_b64 = Some(b64.encode(&b.data)),
+                _ => {
+                    raw.stderr =
+                        Some(String::from_utf8(b.data.clone()).map_err(std::io::Error::other)?)
+                }
+            },
+            Action::Exit(code) => raw.exit = Some(*code),
+            Action::Signal(name) => raw.signal = Some(name.clone()),
+            Action::Hang => raw.hang = Some(true),
+            Action::Spawn(s) => {
+                spawn_json = serde_json::value::to_raw_value(s).map_err(std::io::Error::other)?;
+                raw.spawn = Some(&spawn_json);
+            }
+            Action::Stdin(c) => {
+                client_json =
+                    serde_json::from_str::<&RawValue>(&c.json).map_err(std::io::Error::other)?;
+                raw.stdin = Some(client_json);
+                raw.fields = c.fields.clone();
+            }
+            Action::StdinText(t) => raw.stdin_text = Some(t.clone()),
+            Action::StdinClose => raw.stdin_close = Some(true),
+            Action::ClientSignal(sig) => raw.client_signal = Some(sig.clone()),
+            Action::Request(r) => {
+                client_json =
+                    serde_json::from_str::<&RawValue>(r).map_err(std::io::Error::other)?;
+                raw.request = Some(client_json);
+            }
+            Action::Reap(id) => raw.reap = Some(id.clone()),
+        }
+        serde_json::to_writer(out, &raw).map_err(std::io::Error::other)
+    }
+}
+
+fn strip_newline(data: &[u8], newline: bool) -> &[u8] {
+    if newline {
+        data.strip_suffix(b"\n").unwrap_or(data)
+    } else {
+        data
+    }
+}

@@ -1,0 +1,204 @@
+//! Reading `/proc`: one process ([`ProcInfo`], from `stat` and `cmdline`), every process,
+//! where a file descriptor points, the processes whose environment carries a marker, a
+//! pending SIGKILL, and this process's ancestors. Nothing here sends a signal.
+
+use std::collections::BTreeSet;
+
+/// One process as `/proc` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcInfo {
+    /// Process id.
+    pub pid: i32,
+    /// Parent's process id.
+    pub ppid: i32,
+    /// Process group id.
+    pub pgid: i32,
+    /// Session id.
+    pub sid: i32,
+    /// `R`, `S`, `Z`, ...
+    pub state: char,
+    /// argv, or `[comm]` when the command line is empty (zombies, kernel threads).
+    pub cmdline: Vec<String>,
+}
+
+impl ProcInfo {
+    /// True for a process that is dead and only waits to be reaped (`Z`, `X`).
+    pub fn is_zombie(&self) -> bool {
+        self.state == 'Z' || self.state == 'X'
+    }
+
+    /// The command line joined with spaces, for messages.
+    pub fn command(&self) -> String {
+        self.cmdline.join(" ")
+    }
+
+    /// `PID COMMAND LINE (session S, parent P)`: one process in a report.
+    ///
+    /// ```
+    /// let p = pi_procs::ProcInfo {
+    ///     pid: 4242, ppid: 1, pgid: 4242, sid: 4242, state: 'S',
+    ///     cmdline: vec!["sleep".into(), "300".into()],
+    /// };
+    /// assert_eq!(p.describe(), "4242 sleep 300 (session 4242, parent 1)");
+    /// ```
+    pub fn describe(&self) -> String {
+        format!(
+            "{} {} (session {}, parent {})",
+            self.pid,
+            self.command(),
+            self.sid,
+            self.ppid
+        )
+    }
+}
+
+/// Parse `/proc/PID/stat`: `pid (comm) state ppid pgrp session ...`. The command name
+/// may hold spaces and parentheses, so fields are counted from the last `)`.
+pub fn parse_stat(text: &str) -> Option<(i32, String, char, i32, i32, i32)> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let pid = text[..open].trim().parse().ok()?;
+    let comm = text[open + 1..close].to_string();
+    let mut rest = text[close + 1..].split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    let ppid = rest.next()?.parse().ok()?;
+    let pgid = rest.next()?.parse().ok()?;
+    let sid = rest.next()?.parse().ok()?;
+    Some((pid, comm, state, ppid, pgid, sid))
+}
+
+/// Read one process; `None` when it is gone.
+pub fn read_proc(pid: i32) -> Option<ProcInfo> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (pid, comm, state, ppid, pgid, sid) = parse_stat(&stat)?;
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let mut cmdline: Vec<String> = raw
+        .split(|&b| b == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect();
+    if cmdline.is_empty() {
+        cmdline.push(format!("[{comm}]"));
+    }
+    Some(ProcInfo {
+        pid,
+        ppid,
+        pgid,
+        sid,
+        state,
+        cmdline,
+    })
+}
+
+/// Where file descriptor `fd` of `pid` points (`pipe:[1234]`, a path), if readable.
+pub fn fd_target(pid: i32, fd: i32) -> Option<String> {
+    std::fs::read_link(format!("/proc/{pid}/fd/{fd}"))
+        .ok()
+        .map(|p| p.display().to_string())
+}
+
+/// Every process visible in `/proc`.
+pub fn all_procs() -> Vec<ProcInfo> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(read_proc)
+        .collect()
+}
+
+/// The live processes whose environment holds `NAME=value` ([`pids_with_env`]: never this
+/// process or one of its ancestors), sorted by pid.
+pub fn marked(name: &str, value: &str) -> Vec<ProcInfo> {
+    let mut out: Vec<ProcInfo> = pids_with_env(name, value)
+        .into_iter()
+        .filter_map(read_proc)
+        // A zombie, or a process with SIGKILL pending, is already gone for every purpose
+        // but the kernel's bookkeeping: counting it would fail a clean test at random.
+        .filter(|p| !p.is_zombie() && !sigkill_pending(p.pid))
+        .collect();
+    out.sort_by_key(|p| p.pid);
+    out
+}
+
+/// Whether SIGKILL is pending for `pid` (or its thread group): it dies as soon as the
+/// kernel schedules it, and nothing can stop that.
+pub fn sigkill_pending(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .is_ok_and(|status| sigkill_in_status(&status))
+}
+
+/// Whether a `/proc/PID/status` text shows SIGKILL pending (`SigPnd` or `ShdPnd`).
+fn sigkill_in_status(status: &str) -> bool {
+    const SIGKILL_BIT: u64 = 1 << (9 - 1);
+    status.lines().any(|l| {
+        let Some((key, mask)) = l.split_once(':') else {
+            return false;
+        };
+        matches!(key, "SigPnd" | "ShdPnd")
+            && u64::from_str_radix(mask.trim(), 16).is_ok_and(|m| m & SIGKILL_BIT != 0)
+    })
+}
+
+/// Pids of live processes whose environment holds `NAME=value` exactly (tests prove with
+/// this that nothing they started is left behind). This process and its ancestors never
+/// count: a marker that leaked into the test runner's own environment must not make the
+/// runner a "survivor", let alone a process to kill.
+pub fn pids_with_env(name: &str, value: &str) -> Vec<i32> {
+    let needle = format!("{name}={value}");
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mine = self_and_ancestors();
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            !mine.contains(pid)
+                && std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
+                && read_proc(*pid).is_some_and(|p| !p.is_zombie())
+                // SIGKILL pending: gone for every purpose but the kernel's bookkeeping.
+                && !sigkill_pending(*pid)
+        })
+        .collect()
+}
+
+/// This process and every ancestor up to pid 1.
+pub fn self_and_ancestors() -> BTreeSet<i32> {
+    let mut out = BTreeSet::new();
+    let mut pid = std::process::id() as i32;
+    while pid > 1 && out.insert(pid) {
+        match read_proc(pid) {
+            Some(p) => pid = p.ppid,
+            None => break,
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pending_sigkill_is_read_from_status() {
+        let live = "Name:\tsleep\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000000000\n";
+        assert!(!sigkill_in_status(live));
+        let dying = "Name:\tsleep\nSigPnd:\t0000000000000000\nShdPnd:\t0000000000000100\n";
+        assert!(sigkill_in_status(dying));
+        // SIGTERM (bit 15) pending is not SIGKILL.
+        let termed = "SigPnd:\t0000000000004000\nShdPnd:\t0000000000000000\n";
+        assert!(!sigkill_in_status(termed));
+        // Our own process has nothing pending.
+        assert!(!sigkill_pending(std::process::id() as i32));
+    }
+
+    #[test]
+    fn stat_with_parens_in_comm() {
+        let s = "4242 (we(ird) name) S 1 4242 4242 0 -1 4194560";
+        assert_eq!(
+            parse_stat(s),
+            Some((4242, "we(ird) name".into(), 'S', 1, 4242, 4242))
+        );
+        assert_eq!(parse_stat("garbage"), None);
+    }
+}
