@@ -14,10 +14,42 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
 use serde_json::Value;
 
-use pi_cassette::{Action, Cassette};
+use pi_cassette::{Action, Cassette, CassetteError};
+
+/// Why two directories could not be compared.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DriftError {
+    /// A directory could not be read.
+    #[error("reading {}", path.display())]
+    ReadDir {
+        /// The directory.
+        path: PathBuf,
+        /// The failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An entry of a directory could not be read.
+    #[error(transparent)]
+    DirEntry(std::io::Error),
+    /// A directory holds one cassette twice, plain and gzip.
+    #[error(
+        "{} and {} are the same cassette twice (plain and gzip); keep one",
+        first.display(),
+        second.display()
+    )]
+    Twice {
+        /// The file found first.
+        first: PathBuf,
+        /// The other one.
+        second: PathBuf,
+    },
+    /// A cassette cannot be read (the message names the file and line).
+    #[error(transparent)]
+    Cassette(#[from] CassetteError),
+}
 
 /// The outcome of comparing two directories.
 #[derive(Debug, Clone)]
@@ -30,21 +62,24 @@ pub struct Report {
 }
 
 /// Cassette files in `dir`, keyed by name without `.gz`.
-fn cassettes_in(dir: &Path) -> anyhow::Result<BTreeMap<String, PathBuf>> {
+fn cassettes_in(dir: &Path) -> Result<BTreeMap<String, PathBuf>, DriftError> {
     let mut out = BTreeMap::new();
-    for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
-        let path = e?.path();
+    let entries = std::fs::read_dir(dir).map_err(|source| DriftError::ReadDir {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    for e in entries {
+        let path = e.map_err(DriftError::DirEntry)?.path();
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
         let key = name.strip_suffix(".gz").unwrap_or(name);
         if key.ends_with(".cassette.jsonl") {
             if let Some(prev) = out.insert(key.to_string(), path.clone()) {
-                anyhow::bail!(
-                    "{} and {} are the same cassette twice (plain and gzip); keep one",
-                    prev.display(),
-                    path.display()
-                );
+                return Err(DriftError::Twice {
+                    first: prev,
+                    second: path,
+                });
             }
         }
     }
@@ -52,7 +87,7 @@ fn cassettes_in(dir: &Path) -> anyhow::Result<BTreeMap<String, PathBuf>> {
 }
 
 /// Compare every cassette of `committed` with its namesake in `fresh`.
-pub fn compare_dirs(committed: &Path, fresh: &Path) -> anyhow::Result<Report> {
+pub fn compare_dirs(committed: &Path, fresh: &Path) -> Result<Report, DriftError> {
     let old = cassettes_in(committed)?;
     let new = cassettes_in(fresh)?;
     let mut text = String::new();
@@ -93,8 +128,6 @@ pub fn compare_dirs(committed: &Path, fresh: &Path) -> anyhow::Result<Report> {
     Ok(Report { text, clean })
 }
 
-/// Show long strings by their start, length and a hash, so a diff line stays readable but
-/// any change anywhere in the string still shows.
 /// Values pi writes that change from run to run of the same scenario (pi 1.x): a tool's
 /// wall time in its result text and `structuredContent`, and `durationMs`.
 fn scrub_volatile(s: &str) -> String {
@@ -128,6 +161,8 @@ fn scrub_volatile(s: &str) -> String {
     out
 }
 
+/// Show long strings by their start, length and a hash, so a diff line stays readable but
+/// any change anywhere in the string still shows.
 fn short(s: &str) -> String {
     let s = &scrub_volatile(s);
     const MAX: usize = 160;
@@ -143,6 +178,8 @@ fn short(s: &str) -> String {
     format!("{head:?}… ({} chars, fnv {h:016x})", s.chars().count())
 }
 
+/// The text of a message's `content`: its `kind` blocks' `field`s joined, or the content
+/// itself when it is a string.
 fn text_of(content: &Value, kind: &str, field: &str) -> String {
     content
         .as_array()
@@ -156,6 +193,8 @@ fn text_of(content: &Value, kind: &str, field: &str) -> String {
         .unwrap_or_else(|| content.as_str().unwrap_or_default().to_string())
 }
 
+/// A message's coarse lines: role, stop reason, error and tool, then its thinking, text and
+/// tool calls.
 fn message_lines(prefix: &str, m: &Value, out: &mut Vec<String>) {
     let role = m["role"].as_str().unwrap_or("?");
     let mut head = format!("{prefix} role={role}");
@@ -311,57 +350,7 @@ pub fn wire_stream(c: &Cassette) -> Vec<String> {
                     continue;
                 }
                 flush(&mut updates, &mut out);
-                match ty.as_str() {
-                    "message_start" | "message_end" => message_lines(&ty, &v["message"], &mut out),
-                    "turn_end" => out.push(format!(
-                        "turn_end toolResults={}",
-                        v["toolResults"].as_array().map_or(0, Vec::len)
-                    )),
-                    "agent_end" => out.push(format!(
-                        "agent_end messages={}{}",
-                        v["messages"].as_array().map_or(0, Vec::len),
-                        v.get("willRetry")
-                            .map(|w| format!(" willRetry={w}"))
-                            .unwrap_or_default()
-                    )),
-                    "tool_execution_start" => out.push(format!(
-                        "tool_execution_start {} {} {}",
-                        v["toolCallId"].as_str().unwrap_or("?"),
-                        v["toolName"].as_str().unwrap_or("?"),
-                        short(&v["args"].to_string())
-                    )),
-                    "tool_execution_update" => {}
-                    "tool_execution_end" => out.push(format!(
-                        "tool_execution_end {} {} isError={} {}",
-                        v["toolCallId"].as_str().unwrap_or("?"),
-                        v["toolName"].as_str().unwrap_or("?"),
-                        v["isError"],
-                        short(&text_of(&v["result"]["content"], "text", "text"))
-                    )),
-                    "auto_retry_start" => out.push(format!(
-                        "auto_retry_start attempt={} max={} delayMs={} error={}",
-                        v["attempt"],
-                        v["maxAttempts"],
-                        v["delayMs"],
-                        short(v["errorMessage"].as_str().unwrap_or(""))
-                    )),
-                    "auto_retry_end" => out.push(format!(
-                        "auto_retry_end success={} attempt={}{}",
-                        v["success"],
-                        v["attempt"],
-                        v["finalError"]
-                            .as_str()
-                            .map(|e| format!(" finalError={}", short(e)))
-                            .unwrap_or_default()
-                    )),
-                    "session" => out.push(format!("session version={}", v["version"])),
-                    "response" => out.push(format!(
-                        "response {} success={}",
-                        v["command"].as_str().unwrap_or("?"),
-                        v["success"]
-                    )),
-                    other => out.push(other.to_string()),
-                }
+                pi_line(&ty, &v, &mut out);
             }
             Action::Stderr(b) => stderr.push_str(&String::from_utf8_lossy(&b.data)),
             Action::Spawn(s) => {
@@ -430,6 +419,62 @@ pub fn wire_stream(c: &Cassette) -> Vec<String> {
         out.push(format!("stderr {}", short(stderr)));
     }
     out
+}
+
+/// The coarse line(s) of one pi stdout event (none for `tool_execution_update`, whose
+/// number depends on timing).
+fn pi_line(ty: &str, v: &Value, out: &mut Vec<String>) {
+    match ty {
+        "message_start" | "message_end" => message_lines(ty, &v["message"], out),
+        "turn_end" => out.push(format!(
+            "turn_end toolResults={}",
+            v["toolResults"].as_array().map_or(0, Vec::len)
+        )),
+        "agent_end" => out.push(format!(
+            "agent_end messages={}{}",
+            v["messages"].as_array().map_or(0, Vec::len),
+            v.get("willRetry")
+                .map(|w| format!(" willRetry={w}"))
+                .unwrap_or_default()
+        )),
+        "tool_execution_start" => out.push(format!(
+            "tool_execution_start {} {} {}",
+            v["toolCallId"].as_str().unwrap_or("?"),
+            v["toolName"].as_str().unwrap_or("?"),
+            short(&v["args"].to_string())
+        )),
+        "tool_execution_update" => {}
+        "tool_execution_end" => out.push(format!(
+            "tool_execution_end {} {} isError={} {}",
+            v["toolCallId"].as_str().unwrap_or("?"),
+            v["toolName"].as_str().unwrap_or("?"),
+            v["isError"],
+            short(&text_of(&v["result"]["content"], "text", "text"))
+        )),
+        "auto_retry_start" => out.push(format!(
+            "auto_retry_start attempt={} max={} delayMs={} error={}",
+            v["attempt"],
+            v["maxAttempts"],
+            v["delayMs"],
+            short(v["errorMessage"].as_str().unwrap_or(""))
+        )),
+        "auto_retry_end" => out.push(format!(
+            "auto_retry_end success={} attempt={}{}",
+            v["success"],
+            v["attempt"],
+            v["finalError"]
+                .as_str()
+                .map(|e| format!(" finalError={}", short(e)))
+                .unwrap_or_default()
+        )),
+        "session" => out.push(format!("session version={}", v["version"])),
+        "response" => out.push(format!(
+            "response {} success={}",
+            v["command"].as_str().unwrap_or("?"),
+            v["success"]
+        )),
+        other => out.push(other.to_string()),
+    }
 }
 
 /// One Claude Code stdout record in the coarse stream, or nothing for what depends on

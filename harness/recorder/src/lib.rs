@@ -45,5 +45,8 @@ pub mod corpus;
 pub mod drift;
 pub mod llm_script;
 pub mod llm_server;
+mod notices;
 pub mod recorder;
 pub mod versions;
+
+pub use notices::Notices;

@@ -39,6 +39,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::llm_script::{self, Api, Piece, Reply, Script, StreamEnd};
+use crate::Notices;
 
 /// Largest request head accepted (hyper answers 431 above it).
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
@@ -92,6 +93,9 @@ pub struct ServerOptions {
     pub port: u16,
     /// Append one JSON line per request here.
     pub log_path: Option<PathBuf>,
+    /// Where problems that do not stop the server go (an accept that failed, a request-log
+    /// line that could not be written), one line each; dropped by default.
+    pub warnings: Notices,
 }
 
 /// One request as the server saw it (the request log's line).
@@ -144,6 +148,7 @@ struct Shared {
     counter: AtomicUsize,
     log: Mutex<Vec<LoggedRequest>>,
     log_file: Option<Mutex<std::fs::File>>,
+    warnings: Notices,
 }
 
 /// A running server. Dropping it stops the server and every open connection.
@@ -195,6 +200,7 @@ impl LlmServer {
             counter: AtomicUsize::new(0),
             log: Mutex::new(Vec::new()),
             log_file,
+            warnings: opts.warnings,
         });
         let cancel = CancellationToken::new();
         let limits = Limits {
@@ -268,7 +274,9 @@ async fn accept_loop(
         let stream = match accepted {
             Ok((stream, _)) => stream,
             Err(e) => {
-                eprintln!("warning: serve-llm: accept failed: {e}");
+                shared
+                    .warnings
+                    .line(&format!("warning: serve-llm: accept failed: {e}"));
                 tokio::time::sleep(Duration::from_millis(10)).await;
                 continue;
             }
@@ -657,7 +665,9 @@ fn log_request(shared: &Shared, entry: LoggedRequest) {
         line.push(b'\n');
         let mut f = f.lock().expect("log file lock");
         if let Err(e) = f.write_all(&line) {
-            eprintln!("warning: serve-llm: cannot write the request log: {e}");
+            shared.warnings.line(&format!(
+                "warning: serve-llm: cannot write the request log: {e}"
+            ));
         }
     }
     let mut log = shared.log.lock().expect("log lock");
