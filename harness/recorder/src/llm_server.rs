@@ -103,13 +103,16 @@ pub struct ServerOptions {
 pub struct LoggedRequest {
     /// 1-based, in arrival order of complete requests.
     pub index: usize,
+    /// The HTTP method.
     pub method: String,
+    /// The request path (`/v1/chat/completions`, `/v1/messages`).
     pub path: String,
     /// Which script turn answered (0-based); absent when none did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turn: Option<usize>,
     /// HTTP status answered.
     pub status: u16,
+    /// The `model` the client asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// The request's `messages` array, as received.
@@ -221,6 +224,7 @@ impl LlmServer {
         })
     }
 
+    /// The address it listens on (127.0.0.1 and its port).
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
@@ -606,6 +610,7 @@ pub struct StreamBody {
 pub struct ScriptedCut;
 
 impl StreamBody {
+    /// A body that writes `pieces`, each after its delay, then ends as `end` says.
     pub fn new(pieces: Vec<Piece>, end: StreamEnd) -> StreamBody {
         StreamBody {
             pieces: pieces.into(),
