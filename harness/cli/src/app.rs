@@ -253,6 +253,11 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("a tokio runtime starts")
 }
 
+/// The recorder's progress lines and warnings, printed on stderr.
+fn stderr_notices() -> pi_recorder::Notices {
+    pi_recorder::Notices::new(|line| eprintln!("{line}"))
+}
+
 /// The whole `pi-harness` program: parse argv, run the command, return its exit status.
 pub fn main() -> ExitCode {
     let cli = Cli::try_parse().unwrap_or_else(|e| crate::exit_on_clap_error(e));
@@ -344,7 +349,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     after_ms,
                 });
             }
-            let outcome = runtime().block_on(recorder::record(&opts))?;
+            let outcome = runtime().block_on(recorder::record(&opts, &stderr_notices()))?;
             eprintln!("{}", recorder::summary(&outcome));
             Ok(ExitCode::SUCCESS)
         }
@@ -354,12 +359,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             out,
             only,
         } => {
-            let ok = runtime().block_on(corpus::record_corpus(&corpus::CorpusOptions {
-                manifest,
-                pis,
-                out,
-                only,
-            }))?;
+            let ok = runtime().block_on(corpus::record_corpus(
+                &corpus::CorpusOptions {
+                    manifest,
+                    pis,
+                    out,
+                    only,
+                },
+                &stderr_notices(),
+            ))?;
             Ok(if ok {
                 ExitCode::SUCCESS
             } else {

@@ -50,6 +50,7 @@ async fn serve(script: Script, port: u16, log: Option<PathBuf>) -> i32 {
         ServerOptions {
             port,
             log_path: log,
+            warnings: pi_recorder::Notices::new(|line| eprintln!("{line}")),
         },
     )
     .await

@@ -10,6 +10,9 @@
 //! end of the answer. The client and the server share the process, so the process's CPU
 //! time (as `time` reports it) is the server's decoding plus a linear client part.
 
+// A measuring program: its result is what it prints.
+#![allow(clippy::print_stdout)]
+
 use std::time::Instant;
 
 use pi_recorder::llm_script::Script;

@@ -37,14 +37,22 @@ use serde_json::Value;
 /// When a step fires.
 #[derive(Debug, Clone, PartialEq)]
 pub enum When {
+    /// Right after the previous step (`when` absent).
     Previous,
+    /// At once (`"start"`).
     Start,
+    /// Once `n` stdout records from the start had this `type` (and `delta`, `id`).
     Event {
+        /// The record's `type`.
         kind: String,
+        /// How many such records (at least 1).
         n: usize,
+        /// Also `assistantMessageEvent.type` (pi) or `event.delta.type` (Claude Code).
         delta: Option<String>,
+        /// Also this `id`.
         id: Option<Value>,
     },
+    /// Once no stdout line came for this long (`{"idle_ms": N}`).
     Idle(Duration),
 }
 
@@ -53,24 +61,32 @@ pub enum When {
 pub enum Act {
     /// Write this line (no `\n` inside) and a `\n`.
     Line(String),
+    /// Close the CLI's stdin.
     CloseStdin,
+    /// Send the CLI this signal.
     Signal(Signal),
 }
 
+/// One step of a client script.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
+    /// What it waits for.
     pub when: When,
+    /// How long it then waits (`delay_ms`).
     pub delay: Duration,
+    /// What it then does.
     pub act: Act,
 }
 
 /// A parsed client script.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClientScript {
+    /// The steps, run in order.
     pub steps: Vec<Step>,
 }
 
 impl ClientScript {
+    /// Read and parse a script file; errors name the file (and the step).
     pub fn load(path: &Path) -> Result<ClientScript, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
@@ -235,6 +251,7 @@ pub struct Seen {
 }
 
 impl Seen {
+    /// Note one stdout line (a line that is not JSON counts as a record of no type).
     pub fn push(&mut self, line: &[u8]) {
         self.lines
             .push(serde_json::from_slice(line).unwrap_or(Value::Null));

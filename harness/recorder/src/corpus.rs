@@ -13,10 +13,60 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context as _};
 use serde::Deserialize;
 
-use crate::recorder::{self, Prelude, RecordOptions, SignalPlan};
+use crate::recorder::{self, Prelude, RecordError, RecordOptions, RecordOutcome, SignalPlan};
+use crate::Notices;
+
+/// Why the corpus (or its manifest) could not be used. A scenario that fails to record is
+/// not an error of [`record_corpus`]: it is reported and the others still run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CorpusError {
+    /// A file or directory could not be read or created.
+    #[error("{action} {}", path.display())]
+    Io {
+        /// What was being done (`reading`, `creating`).
+        action: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The manifest is not JSON of the manifest's shape.
+    #[error("{}: bad manifest", path.display())]
+    BadManifest {
+        /// The manifest.
+        path: PathBuf,
+        /// What the JSON reader found.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The manifest breaks one of its rules (the message names the file, scenario and field).
+    #[error("{0}")]
+    InvalidManifest(String),
+    /// A scenario's `api`, `signal` or `at` cannot be read.
+    #[error("{scenario}: {message}")]
+    InvalidScenario {
+        /// The scenario's name.
+        scenario: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The options do not fit the manifest (`--only` naming no scenario, no `--pi`).
+    #[error("{0}")]
+    Options(String),
+    /// A `--pi`'s version cannot be told.
+    #[error("{0}")]
+    UnknownVersion(String),
+    /// Recording a scenario failed.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// A text the manifest says must reach the model did not (the message names the request).
+    #[error("{0}")]
+    NotDelivered(String),
+}
 
 /// The manifest file.
 #[derive(Debug, Clone, Deserialize)]
@@ -24,6 +74,7 @@ use crate::recorder::{self, Prelude, RecordOptions, SignalPlan};
 pub struct Manifest {
     /// Arguments every scenario starts from (before its extras and message).
     pub pi_args: Vec<String>,
+    /// The scenarios, in the order they are recorded.
     pub scenarios: Vec<ScenarioSpec>,
 }
 
@@ -31,10 +82,13 @@ pub struct Manifest {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioSpec {
+    /// The scenario's name: its cassettes are `<name>.<tag>.cassette.jsonl`.
     pub name: String,
+    /// What it shows (the cassette's `scenario.description`).
     pub description: String,
     /// Script file, relative to the manifest.
     pub script: String,
+    /// The cassette's `scenario.tags`.
     #[serde(default)]
     pub tags: Vec<String>,
     /// The prompt as a positional argument.
@@ -58,11 +112,13 @@ pub struct ScenarioSpec {
     /// An unrecorded run first, with the same arguments and this message.
     #[serde(default)]
     pub prelude_message: Option<String>,
+    /// A signal to send pi (`SIGINT`, `SIGTERM`, ...), at `at`.
     #[serde(default)]
     pub signal: Option<String>,
     /// `EVENT[+MS]`, with `signal`.
     #[serde(default)]
     pub at: Option<String>,
+    /// pi's `retry.baseDelayMs` setting (short, so a retry scenario records quickly).
     #[serde(default)]
     pub retry_delay_ms: Option<u64>,
     /// Wire protocol: `openai` (default) or `anthropic`.
@@ -77,64 +133,82 @@ pub struct ScenarioSpec {
     pub client: Option<String>,
 }
 
+/// A text that must reach the model in a given request.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Delivered {
+    /// The request's index (1-based, as the server logs it).
     pub request: usize,
+    /// The text one of its messages must hold.
     pub text: String,
 }
 
 impl Manifest {
-    pub fn load(path: &Path) -> anyhow::Result<Manifest> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let m: Manifest = serde_json::from_str(&text)
-            .with_context(|| format!("{}: bad manifest", path.display()))?;
+    /// Read a manifest and check its rules (unique names, `client` apart from json-mode
+    /// fields, `signal` with `at`, known version tags, valid `min_version`).
+    pub fn load(path: &Path) -> Result<Manifest, CorpusError> {
+        let text = std::fs::read_to_string(path).map_err(|source| CorpusError::Io {
+            action: "reading",
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let m: Manifest =
+            serde_json::from_str(&text).map_err(|source| CorpusError::BadManifest {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        m.check(path)?;
+        Ok(m)
+    }
+
+    /// The rules `serde` cannot check; errors name the file, scenario and field.
+    fn check(&self, path: &Path) -> Result<(), CorpusError> {
+        let invalid = |message: String| Err(CorpusError::InvalidManifest(message));
         let mut names = std::collections::BTreeSet::new();
-        for (i, s) in m.scenarios.iter().enumerate() {
+        for (i, s) in self.scenarios.iter().enumerate() {
             if !names.insert(&s.name) {
-                bail!(
+                return invalid(format!(
                     "{}: scenarios[{i}].name {:?} is used twice",
                     path.display(),
                     s.name
-                );
+                ));
             }
             if s.client.is_some()
                 && (s.stdin.is_some() || s.message.is_some() || s.signal.is_some())
             {
-                bail!(
+                return invalid(format!(
                     "{}: scenarios[{i}] ({}): a `client` script drives the session; `message`, `stdin` and `signal` belong to json-mode scenarios",
                     path.display(),
                     s.name
-                );
+                ));
             }
             if s.signal.is_some() != s.at.is_some() {
-                bail!(
+                return invalid(format!(
                     "{}: scenarios[{i}] ({}): `signal` and `at` go together",
                     path.display(),
                     s.name
-                );
+                ));
             }
             let tags = known_tags();
             for k in s.version_args.keys() {
                 if !tags.contains(k) {
-                    bail!(
+                    return invalid(format!(
                         "{}: scenarios[{i}].version_args: unknown version key {k:?} ({})",
                         path.display(),
                         tags.join(", ")
-                    );
+                    ));
                 }
             }
             if let Some(v) = &s.min_version {
                 if pi_grammar::Version::parse(v).is_none() {
-                    bail!(
+                    return invalid(format!(
                         "{}: scenarios[{i}].min_version: {v:?} is not a version like 1.0.0",
                         path.display()
-                    );
+                    ));
                 }
             }
         }
-        Ok(m)
+        Ok(())
     }
 }
 
@@ -198,7 +272,11 @@ pub fn options_for(
     tag: &str,
     pi: &Path,
     out_dir: &Path,
-) -> anyhow::Result<RecordOptions> {
+) -> Result<RecordOptions, CorpusError> {
+    let invalid = |message: String| CorpusError::InvalidScenario {
+        scenario: s.name.clone(),
+        message,
+    };
     let args = args_for(manifest, s, tag, s.message.as_deref());
     let mut o = RecordOptions::new(
         manifest_dir.join(&s.script),
@@ -214,7 +292,7 @@ pub fn options_for(
     o.retry_base_delay_ms = s.retry_delay_ms;
     o.default_model_in_settings = true;
     if let Some(api) = &s.api {
-        o.api = recorder::parse_api(api).map_err(|e| anyhow!("{}: {e}", s.name))?;
+        o.api = recorder::parse_api(api).map_err(invalid)?;
     }
     o.timeout = Duration::from_secs(150);
     o.progress = true;
@@ -235,8 +313,8 @@ pub fn options_for(
         });
     }
     if let (Some(sig), Some(at)) = (&s.signal, &s.at) {
-        let signal = recorder::parse_signal(sig).map_err(|e| anyhow!("{}: {e}", s.name))?;
-        let (event, after_ms) = recorder::parse_at(at).map_err(|e| anyhow!("{}: {e}", s.name))?;
+        let signal = recorder::parse_signal(sig).map_err(invalid)?;
+        let (event, after_ms) = recorder::parse_at(at).map_err(invalid)?;
         o.signal = Some(SignalPlan {
             signal,
             event,
@@ -249,56 +327,47 @@ pub fn options_for(
 /// Options of `pi-harness record-corpus`.
 #[derive(Debug, Clone)]
 pub struct CorpusOptions {
+    /// The manifest (`cassettes/scripts/corpus.json`); scripts are found beside it.
     pub manifest: PathBuf,
     /// The pi executables to record on (their versions are read from pi's package).
     pub pis: Vec<PathBuf>,
+    /// The directory the cassettes are written to.
     pub out: PathBuf,
+    /// Record only these scenarios (all when empty).
     pub only: Vec<String>,
 }
 
 /// Record every scenario on every version given. Returns false when any failed (each
-/// failure is reported and the others still run).
-pub async fn record_corpus(opts: &CorpusOptions) -> anyhow::Result<bool> {
+/// failure is reported on `notices` and the others still run); one line per recording
+/// and a closing line go to `notices`, with each recording's progress.
+pub async fn record_corpus(opts: &CorpusOptions, notices: &Notices) -> Result<bool, CorpusError> {
     let manifest = Manifest::load(&opts.manifest)?;
     let dir = opts.manifest.parent().unwrap_or(Path::new("."));
     for name in &opts.only {
         if !manifest.scenarios.iter().any(|s| &s.name == name) {
-            bail!(
+            return Err(CorpusError::Options(format!(
                 "--only {name:?}: no such scenario in {}",
                 opts.manifest.display()
-            );
+            )));
         }
     }
-    let mut versions: Vec<(String, String, &PathBuf)> = Vec::new();
-    for pi in &opts.pis {
-        let version = recorder::pi_version_of(pi).ok_or_else(|| {
-            anyhow!(
-                "--pi {}: cannot tell its version (no pi package.json above it)",
-                pi.display()
-            )
-        })?;
-        let parsed = pi_grammar::Version::parse(&version)
-            .ok_or_else(|| anyhow!("--pi {}: version {version:?}", pi.display()))?;
-        versions.push((parsed.tag(), version, pi));
-    }
-    if versions.is_empty() {
-        bail!("give at least one --pi");
-    }
-    std::fs::create_dir_all(&opts.out)
-        .with_context(|| format!("creating {}", opts.out.display()))?;
+    let versions = versions_of(&opts.pis)?;
+    std::fs::create_dir_all(&opts.out).map_err(|source| CorpusError::Io {
+        action: "creating",
+        path: opts.out.clone(),
+        source,
+    })?;
     let started = Instant::now();
     let mut failed = Vec::new();
+    let chosen = |s: &&ScenarioSpec| opts.only.is_empty() || opts.only.contains(&s.name);
     let total = manifest
         .scenarios
         .iter()
-        .filter(|s| opts.only.is_empty() || opts.only.contains(&s.name))
+        .filter(chosen)
         .map(|s| versions.iter().filter(|(_, v, _)| s.applies_to(v)).count())
         .sum::<usize>();
     let mut n = 0;
-    for s in &manifest.scenarios {
-        if !opts.only.is_empty() && !opts.only.contains(&s.name) {
-            continue;
-        }
+    for s in manifest.scenarios.iter().filter(chosen) {
         for (tag, version, pi) in &versions {
             if !s.applies_to(version) {
                 continue;
@@ -306,44 +375,30 @@ pub async fn record_corpus(opts: &CorpusOptions) -> anyhow::Result<bool> {
             n += 1;
             let label = format!("{}.{tag}", s.name);
             let t0 = Instant::now();
-            let result = async {
-                let o = options_for(&manifest, dir, s, tag, pi, &opts.out)?;
-                let outcome = recorder::record(&o).await?;
-                for d in &s.delivered {
-                    let req = outcome
-                        .requests
-                        .iter()
-                        .find(|r| r.index == d.request)
-                        .ok_or_else(|| {
-                            anyhow!(
-                                "request {} never came ({} requests)",
-                                d.request,
-                                outcome.requests.len()
-                            )
-                        })?;
-                    if !req.mentions(&d.text) {
-                        bail!("request {} did not carry {:?}", d.request, d.text);
-                    }
-                }
-                anyhow::Ok(outcome)
-            }
-            .await;
-            match result {
-                Ok(o) => eprintln!(
+            let run = Recording {
+                manifest: &manifest,
+                dir,
+                scenario: s,
+                tag,
+                pi,
+                out: &opts.out,
+            };
+            match run.record(notices).await {
+                Ok(o) => notices.line(&format!(
                     "[{n}/{total}] ok   {label}: {} ({} bytes, {} requests, {:.1} s)",
                     o.path.file_name().and_then(|f| f.to_str()).unwrap_or("?"),
                     o.bytes,
                     o.requests.len(),
                     t0.elapsed().as_secs_f64()
-                ),
+                )),
                 Err(e) => {
-                    eprintln!("[{n}/{total}] FAIL {label}: {e:#}");
+                    notices.line(&format!("[{n}/{total}] FAIL {label}: {}", chain(&e)));
                     failed.push(label);
                 }
             }
         }
     }
-    eprintln!(
+    notices.line(&format!(
         "recorded {} of {total} in {:.1} s{}",
         total - failed.len(),
         started.elapsed().as_secs_f64(),
@@ -352,8 +407,81 @@ pub async fn record_corpus(opts: &CorpusOptions) -> anyhow::Result<bool> {
         } else {
             format!("; failed: {}", failed.join(", "))
         }
-    );
+    ));
     Ok(failed.is_empty())
+}
+
+/// `(tag, version, pi)` for each pi executable given; at least one.
+fn versions_of(pis: &[PathBuf]) -> Result<Vec<(String, String, &PathBuf)>, CorpusError> {
+    let mut versions = Vec::new();
+    for pi in pis {
+        let version = recorder::pi_version_of(pi).ok_or_else(|| {
+            CorpusError::UnknownVersion(format!(
+                "--pi {}: cannot tell its version (no pi package.json above it)",
+                pi.display()
+            ))
+        })?;
+        let parsed = pi_grammar::Version::parse(&version).ok_or_else(|| {
+            CorpusError::UnknownVersion(format!("--pi {}: version {version:?}", pi.display()))
+        })?;
+        versions.push((parsed.tag(), version, pi));
+    }
+    if versions.is_empty() {
+        return Err(CorpusError::Options("give at least one --pi".into()));
+    }
+    Ok(versions)
+}
+
+/// One scenario to record on one pi version.
+struct Recording<'a> {
+    manifest: &'a Manifest,
+    /// The manifest's directory.
+    dir: &'a Path,
+    scenario: &'a ScenarioSpec,
+    tag: &'a str,
+    pi: &'a Path,
+    out: &'a Path,
+}
+
+impl Recording<'_> {
+    /// Record it and check that the texts the manifest names reached the model.
+    async fn record(&self, notices: &Notices) -> Result<RecordOutcome, CorpusError> {
+        let s = self.scenario;
+        let o = options_for(self.manifest, self.dir, s, self.tag, self.pi, self.out)?;
+        let outcome = recorder::record(&o, notices).await?;
+        for d in &s.delivered {
+            let req = outcome
+                .requests
+                .iter()
+                .find(|r| r.index == d.request)
+                .ok_or_else(|| {
+                    CorpusError::NotDelivered(format!(
+                        "request {} never came ({} requests)",
+                        d.request,
+                        outcome.requests.len()
+                    ))
+                })?;
+            if !req.mentions(&d.text) {
+                return Err(CorpusError::NotDelivered(format!(
+                    "request {} did not carry {:?}",
+                    d.request, d.text
+                )));
+            }
+        }
+        Ok(outcome)
+    }
+}
+
+/// An error and its sources, joined by `: ` (one line, as the CLI prints errors).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }
 
 #[cfg(test)]

@@ -6,11 +6,18 @@
 //!   tool calls, HTTP errors, stalls, cut streams), rendered as OpenAI or Anthropic SSE;
 //! - [`llm_server`]: that script served on 127.0.0.1, with a log of every request (the
 //!   proof of what reached the model);
-//! - [`recorder`]: one run of real pi against the server, redacted and written as a
-//!   cassette, with its children accounted for;
+//! - [`recorder`]: one run of real pi (or Claude Code) against the server, redacted and
+//!   written as a cassette, with its children accounted for;
+//! - [`client_script`]: the scripted client that drives a two-way (RPC, stream-json)
+//!   recording;
 //! - [`corpus`]: the manifest of scenarios and re-recording them on every pinned version;
 //! - [`drift`]: fresh recordings compared with committed ones, wire and normalized stream;
 //! - [`versions`]: the report of what changed between pinned pi versions, from the corpus.
+//!
+//! Errors are typed per room ([`recorder::RecordError`], [`corpus::CorpusError`],
+//! [`drift::DriftError`], [`versions::VersionsError`]). The library prints nothing: what a
+//! long operation has to tell the user while it runs goes to the [`Notices`] its caller
+//! passes.
 //!
 //! ```
 //! use std::io::{Read, Write};
@@ -45,5 +52,8 @@ pub mod corpus;
 pub mod drift;
 pub mod llm_script;
 pub mod llm_server;
+mod notices;
 pub mod recorder;
 pub mod versions;
+
+pub use notices::Notices;

@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Script {
+    /// What the script is for (not used by the server).
     #[serde(default)]
     pub description: Option<String>,
     /// Files to create in pi's working directory before it starts (relative path -> content).
@@ -27,6 +28,7 @@ pub struct Script {
     pub after_last: AfterLast,
 }
 
+/// What the server answers once a script's turns are used up (`after_last`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AfterLast {
@@ -91,17 +93,23 @@ pub struct Turn {
     pub repeat: Option<u32>,
 }
 
+/// A text chunk repeated (`text_repeat`): long answers without long scripts.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Repeat {
+    /// The chunk.
     pub chunk: String,
+    /// How many times it is streamed.
     pub count: usize,
 }
 
+/// A tool call the model makes.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolCall {
+    /// The call's id.
     pub id: String,
+    /// The tool's name.
     pub name: String,
     /// The arguments object; serialized compactly and streamed in pieces.
     pub args: Value,
@@ -110,10 +118,13 @@ pub struct ToolCall {
     pub chunk_bytes: Option<usize>,
 }
 
+/// Token usage a turn reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Usage {
+    /// Input tokens.
     pub input: u64,
+    /// Output tokens.
     pub output: u64,
 }
 
@@ -129,7 +140,9 @@ pub enum Api {
 /// One piece of a streamed body, written after waiting `delay_ms`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Piece {
+    /// Milliseconds to wait before writing it.
     pub delay_ms: u64,
+    /// What is written.
     pub bytes: Vec<u8>,
 }
 
@@ -138,33 +151,47 @@ pub struct Piece {
 pub enum Reply {
     /// An HTTP error with a complete body.
     Error {
+        /// The HTTP status (4xx or 5xx).
         status: u16,
+        /// Extra response headers.
         headers: Vec<(String, String)>,
+        /// The response body.
         body: Vec<u8>,
+        /// Milliseconds to wait before the response head.
         first_byte_delay_ms: u64,
     },
     /// A 200 SSE stream.
     Stream {
+        /// Extra response headers.
         headers: Vec<(String, String)>,
+        /// The body, piece by piece.
         pieces: Vec<Piece>,
+        /// Milliseconds to wait before the response head.
         first_byte_delay_ms: u64,
         /// After the pieces: end normally, stall, or cut.
         end: StreamEnd,
     },
 }
 
+/// How a streamed answer ends after its pieces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StreamEnd {
+    /// The terminating chunk: a complete response.
     Complete,
+    /// Silence until the client hangs up (or the server stops).
     Stall,
+    /// The connection dropped mid-stream (no terminating chunk).
     Cut,
 }
 
 /// A script problem, naming the file and the field.
 #[derive(Debug, thiserror::Error)]
 #[error("{file}: {message}")]
+#[non_exhaustive]
 pub struct ScriptError {
+    /// The script file.
     pub file: String,
+    /// What is wrong, naming the field (`turns[0].status: ...`).
     pub message: String,
 }
 

@@ -39,6 +39,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::llm_script::{self, Api, Piece, Reply, Script, StreamEnd};
+use crate::Notices;
 
 /// Largest request head accepted (hyper answers 431 above it).
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
@@ -92,6 +93,9 @@ pub struct ServerOptions {
     pub port: u16,
     /// Append one JSON line per request here.
     pub log_path: Option<PathBuf>,
+    /// Where problems that do not stop the server go (an accept that failed, a request-log
+    /// line that could not be written), one line each; dropped by default.
+    pub warnings: Notices,
 }
 
 /// One request as the server saw it (the request log's line).
@@ -99,13 +103,16 @@ pub struct ServerOptions {
 pub struct LoggedRequest {
     /// 1-based, in arrival order of complete requests.
     pub index: usize,
+    /// The HTTP method.
     pub method: String,
+    /// The request path (`/v1/chat/completions`, `/v1/messages`).
     pub path: String,
     /// Which script turn answered (0-based); absent when none did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turn: Option<usize>,
     /// HTTP status answered.
     pub status: u16,
+    /// The `model` the client asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// The request's `messages` array, as received.
@@ -144,6 +151,7 @@ struct Shared {
     counter: AtomicUsize,
     log: Mutex<Vec<LoggedRequest>>,
     log_file: Option<Mutex<std::fs::File>>,
+    warnings: Notices,
 }
 
 /// A running server. Dropping it stops the server and every open connection.
@@ -195,6 +203,7 @@ impl LlmServer {
             counter: AtomicUsize::new(0),
             log: Mutex::new(Vec::new()),
             log_file,
+            warnings: opts.warnings,
         });
         let cancel = CancellationToken::new();
         let limits = Limits {
@@ -215,6 +224,7 @@ impl LlmServer {
         })
     }
 
+    /// The address it listens on (127.0.0.1 and its port).
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
@@ -268,7 +278,9 @@ async fn accept_loop(
         let stream = match accepted {
             Ok((stream, _)) => stream,
             Err(e) => {
-                eprintln!("warning: serve-llm: accept failed: {e}");
+                shared
+                    .warnings
+                    .line(&format!("warning: serve-llm: accept failed: {e}"));
                 tokio::time::sleep(Duration::from_millis(10)).await;
                 continue;
             }
@@ -598,6 +610,7 @@ pub struct StreamBody {
 pub struct ScriptedCut;
 
 impl StreamBody {
+    /// A body that writes `pieces`, each after its delay, then ends as `end` says.
     pub fn new(pieces: Vec<Piece>, end: StreamEnd) -> StreamBody {
         StreamBody {
             pieces: pieces.into(),
@@ -657,7 +670,9 @@ fn log_request(shared: &Shared, entry: LoggedRequest) {
         line.push(b'\n');
         let mut f = f.lock().expect("log file lock");
         if let Err(e) = f.write_all(&line) {
-            eprintln!("warning: serve-llm: cannot write the request log: {e}");
+            shared.warnings.line(&format!(
+                "warning: serve-llm: cannot write the request log: {e}"
+            ));
         }
     }
     let mut log = shared.log.lock().expect("log lock");

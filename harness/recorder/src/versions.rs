@@ -12,12 +12,29 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::Context as _;
-use pi_cassette::{Action, Cassette, SignalAction};
+use pi_cassette::{Action, Cassette, CassetteError, SignalAction};
 use pi_grammar::{Grammar, Version, KNOWN_VERSIONS};
 use serde_json::Value;
+
+/// Why the report could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum VersionsError {
+    /// The recordings' directory could not be read.
+    #[error("reading {}", path.display())]
+    ReadDir {
+        /// The directory.
+        path: PathBuf,
+        /// The failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A recording cannot be read (the message names the file and line).
+    #[error("{0}")]
+    Cassette(CassetteError),
+}
 
 /// What one recording shows.
 #[derive(Default)]
@@ -30,6 +47,7 @@ struct Seen {
     stop: String,
 }
 
+/// Every key of `v` (an object) as `prefix.key`.
 fn keys_into(prefix: &str, v: &Value, out: &mut BTreeSet<String>) {
     if let Some(o) = v.as_object() {
         for k in o.keys() {
@@ -38,6 +56,7 @@ fn keys_into(prefix: &str, v: &Value, out: &mut BTreeSet<String>) {
     }
 }
 
+/// What a recording shows: its events, fields, ending and last stop reason.
 fn look(c: &Cassette) -> Seen {
     let mut s = Seen::default();
     let mut stop = String::from("-");
@@ -98,15 +117,29 @@ fn look(c: &Cassette) -> Seen {
 }
 
 /// The report for the recordings in `dir`.
-pub fn report(dir: &Path) -> anyhow::Result<String> {
+pub fn report(dir: &Path) -> Result<String, VersionsError> {
     let versions: Vec<Version> = KNOWN_VERSIONS
         .iter()
         .filter_map(|v| Version::parse(v))
         .collect();
-    // scenario -> version -> what it showed
+    let seen = recordings(dir)?;
+    let table = Table {
+        versions: &versions,
+    };
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = write_report(&mut out, &table, &seen);
+    Ok(out)
+}
+
+/// scenario -> version -> what its recording in `dir` showed.
+fn recordings(dir: &Path) -> Result<BTreeMap<String, BTreeMap<Version, Seen>>, VersionsError> {
     let mut seen: BTreeMap<String, BTreeMap<Version, Seen>> = BTreeMap::new();
     let mut files: Vec<_> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading {}", dir.display()))?
+        .map_err(|source| VersionsError::ReadDir {
+            path: dir.to_path_buf(),
+            source,
+        })?
         .flatten()
         .map(|e| e.path())
         .filter(|p| {
@@ -117,7 +150,7 @@ pub fn report(dir: &Path) -> anyhow::Result<String> {
         .collect();
     files.sort();
     for path in files {
-        let c = Cassette::load(&path).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let c = Cassette::load(&path).map_err(VersionsError::Cassette)?;
         let Some(v) = Version::parse(&c.header.pi.version) else {
             continue;
         };
@@ -125,18 +158,42 @@ pub fn report(dir: &Path) -> anyhow::Result<String> {
             .or_default()
             .insert(v, look(&c));
     }
-    let col = |f: &dyn Fn(Version) -> String| -> String {
-        versions.iter().map(|v| format!(" {} |", f(*v))).collect()
-    };
-    let header = format!(
-        "| |{}\n|---|{}\n",
-        versions
+    Ok(seen)
+}
+
+/// The report's tables: one column per pinned version.
+struct Table<'a> {
+    versions: &'a [Version],
+}
+
+impl Table<'_> {
+    /// The header row and its separator.
+    fn header(&self) -> String {
+        format!(
+            "| |{}\n|---|{}\n",
+            self.versions
+                .iter()
+                .map(|v| format!(" {v} |"))
+                .collect::<String>(),
+            "---|".repeat(self.versions.len())
+        )
+    }
+
+    /// A row's cells, one per version.
+    fn col(&self, f: &dyn Fn(Version) -> String) -> String {
+        self.versions
             .iter()
-            .map(|v| format!(" {v} |"))
-            .collect::<String>(),
-        "---|".repeat(versions.len())
-    );
-    let mut out = String::new();
+            .map(|v| format!(" {} |", f(*v)))
+            .collect()
+    }
+}
+
+/// The whole report.
+fn write_report(
+    out: &mut String,
+    table: &Table<'_>,
+    seen: &BTreeMap<String, BTreeMap<Version, Seen>>,
+) -> std::fmt::Result {
     writeln!(
         out,
         "# pi versions: what changed for an integrator\n\n\
@@ -147,8 +204,14 @@ pub fn report(dir: &Path) -> anyhow::Result<String> {
         seen.len(),
         KNOWN_VERSIONS.join(", ")
     )?;
+    command_line(out, table)?;
+    events(out, table, seen)?;
+    endings(out, table, seen)
+}
 
-    // Command line.
+/// Flags, thinking levels, subcommands and behaviours that differ between the versions.
+fn command_line(out: &mut String, table: &Table<'_>) -> std::fmt::Result {
+    let header = table.header();
     let grammars: Vec<Grammar> = KNOWN_VERSIONS
         .iter()
         .filter_map(|v| Grammar::for_version(v))
@@ -175,7 +238,7 @@ pub fn report(dir: &Path) -> anyhow::Result<String> {
         writeln!(
             out,
             "| `{f}`{short} |{}",
-            col(&|v| {
+            table.col(&|v| {
                 let g = Grammar::for_version(&v.to_string()).expect("known");
                 if g.has_flag(f) { "yes" } else { "no" }.to_string()
             })
@@ -184,7 +247,7 @@ pub fn report(dir: &Path) -> anyhow::Result<String> {
     writeln!(
         out,
         "| thinking levels |{}",
-        col(&|v| Grammar::for_version(&v.to_string())
+        table.col(&|v| Grammar::for_version(&v.to_string())
             .expect("known")
             .thinking_levels()
             .join(", "))
@@ -192,7 +255,7 @@ pub fn report(dir: &Path) -> anyhow::Result<String> {
     writeln!(
         out,
         "| subcommands |{}",
-        col(&|v| {
+        table.col(&|v| {
             pi_grammar::COMMANDS
                 .iter()
                 .filter(|(_, since)| *since <= v)
@@ -207,11 +270,20 @@ pub fn report(dir: &Path) -> anyhow::Result<String> {
         writeln!(
             out,
             "| {feature:?} (since {since}) |{}",
-            col(&|v| if v >= *since { "yes" } else { "no" }.to_string())
+            table.col(&|v| if v >= *since { "yes" } else { "no" }.to_string())
         )?;
     }
+    Ok(())
+}
 
-    // Events.
+/// The event types and fields seen on the wire, in the scenarios recorded on more than one
+/// version.
+fn events(
+    out: &mut String,
+    table: &Table<'_>,
+    seen: &BTreeMap<String, BTreeMap<Version, Seen>>,
+) -> std::fmt::Result {
+    let header = table.header();
     let mut events: BTreeMap<String, BTreeSet<Version>> = BTreeMap::new();
     let mut fields: BTreeMap<String, BTreeSet<Version>> = BTreeMap::new();
     let mut multi = 0;
@@ -239,7 +311,7 @@ pub fn report(dir: &Path) -> anyhow::Result<String> {
         writeln!(
             out,
             "| `{e}` |{}",
-            col(&|v| if vs.contains(&v) { "yes" } else { "no" }.to_string())
+            table.col(&|v| if vs.contains(&v) { "yes" } else { "no" }.to_string())
         )?;
     }
     writeln!(
@@ -251,28 +323,35 @@ pub fn report(dir: &Path) -> anyhow::Result<String> {
     out.push_str(&header);
     for (f, vs) in &fields {
         // `type` is there whenever its event is (the events table says when).
-        if vs.len() == versions.len() || f.ends_with(".type") {
+        if vs.len() == table.versions.len() || f.ends_with(".type") {
             continue;
         }
         writeln!(
             out,
             "| `{f}` |{}",
-            col(&|v| if vs.contains(&v) { "yes" } else { "no" }.to_string())
+            table.col(&|v| if vs.contains(&v) { "yes" } else { "no" }.to_string())
         )?;
     }
+    Ok(())
+}
 
-    // Outcomes.
+/// How each scenario ends on each version.
+fn endings(
+    out: &mut String,
+    table: &Table<'_>,
+    seen: &BTreeMap<String, BTreeMap<Version, Seen>>,
+) -> std::fmt::Result {
     writeln!(
         out,
         "\n## How each scenario ends\n\nExit code or signal (for a recording stopped by a \
          signal: pi's answer to it), then the last assistant stop reason:\n"
     )?;
-    out.push_str(&header.replacen("| |", "| scenario |", 1));
-    for (name, per) in &seen {
+    out.push_str(&table.header().replacen("| |", "| scenario |", 1));
+    for (name, per) in seen {
         writeln!(
             out,
             "| {name} |{}",
-            col(&|v| per
+            table.col(&|v| per
                 .get(&v)
                 .map_or("(not recorded)".to_string(), |s| format!(
                     "{}; {}",
@@ -280,5 +359,5 @@ pub fn report(dir: &Path) -> anyhow::Result<String> {
                 )))
         )?;
     }
-    Ok(out)
+    Ok(())
 }

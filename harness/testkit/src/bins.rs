@@ -8,21 +8,25 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-/// The fake-pi binary.
+/// The path of the fake-pi binary: `PI_TESTKIT_FAKE_PI`, else this workspace's own (built
+/// once per test process), else `fake-pi` on `PATH`. Panics, saying how to provide it, when
+/// there is none.
 pub fn fake_pi() -> PathBuf {
     static P: OnceLock<PathBuf> = OnceLock::new();
     P.get_or_init(|| find("fake-pi", "PI_TESTKIT_FAKE_PI"))
         .clone()
 }
 
-/// The pi-supervisor binary.
+/// The path of the pi-supervisor binary, found like [`fake_pi`] (`PI_TESTKIT_SUPERVISOR`).
 pub fn supervisor() -> PathBuf {
     static P: OnceLock<PathBuf> = OnceLock::new();
     P.get_or_init(|| find("pi-supervisor", "PI_TESTKIT_SUPERVISOR"))
         .clone()
 }
 
-/// A binary of this workspace (built once per process), when the tests run inside it.
+/// A binary of this workspace (`fake-pi`, `pi-supervisor`, `pi-harness`), when the tests run
+/// inside it: the workspace's binaries are built once per test process (`cargo build
+/// --bins`), so a test never runs a stale one; panics when that build fails.
 pub fn workspace_bin(name: &str) -> Option<PathBuf> {
     let root = workspace_root()?;
     static BUILT: OnceLock<bool> = OnceLock::new();
@@ -75,6 +79,7 @@ fn target_dir() -> Option<PathBuf> {
     Some(dir.to_path_buf())
 }
 
+/// `name` from `var`, the workspace or `PATH`, in that order.
 fn find(name: &str, var: &str) -> PathBuf {
     if let Some(p) = std::env::var_os(var).filter(|p| !p.is_empty()) {
         return PathBuf::from(p);
@@ -88,6 +93,7 @@ fn find(name: &str, var: &str) -> PathBuf {
     panic!("{name} not found: set {var}, or put {name} on PATH (cargo install --git ... fake-pi pi-harness)")
 }
 
+/// `name` in a directory of `PATH`.
 fn on_path(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|d| d.join(name))

@@ -2,6 +2,21 @@
 //! read with `serde_json::Value`), and this repository's committed cassettes.
 //!
 //! Used by the mapper tests and the conformance suite alike: one copy of each rule.
+//! [`check_invariants`] checks a json-mode run's messages against its cassette,
+//! [`check_rpc_invariants`] an RPC session's; [`map_and_check`] maps a cassette with the
+//! reference mapper and checks it; the `check_*` functions are the single rules.
+//!
+//! ```
+//! use pi_testkit::invariants::{check_invariants, map_and_check};
+//! use pi_testkit::{messages, records, World};
+//!
+//! let world = World::new("invariants");
+//! let text = world.cassette("hello").records(records::answer("Hello!")).text();
+//! let cassette = pi_cassette::Cassette::parse(std::path::Path::new("hello"), text.as_bytes()).unwrap();
+//! let msgs = map_and_check(&cassette).unwrap();
+//! check_invariants(&cassette, &msgs).unwrap();
+//! assert_eq!(messages::text_of(&msgs), "Hello!");
+//! ```
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -38,6 +53,8 @@ pub fn all_cassettes() -> Vec<PathBuf> {
     found
 }
 
+/// A committed cassette by its path under `cassettes/` (`recorded/hello.pi87.cassette.jsonl`);
+/// panics with the reader's `file:line` message when it cannot be read.
 pub fn load(name: &str) -> Cassette {
     let path = cassettes_dir().join(name);
     Cassette::load(&path).unwrap_or_else(|e| panic!("{e}"))
@@ -53,8 +70,11 @@ pub fn end_of(c: &Cassette) -> StreamEnd {
 /// What an assistant `message_end` says, read with `serde_json::Value`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FinalMessage {
+    /// Its text blocks, joined.
     pub text: String,
+    /// Its non-empty thinking blocks, in order.
     pub thoughts: Vec<String>,
+    /// Its `stopReason`.
     pub stop_reason: Option<String>,
     /// `usage` as the message says it (missing numbers as 0).
     pub usage: pi_wire::message::Usage,

@@ -19,11 +19,18 @@
 //! ```
 //!
 //! Modules: [`world`] (the world and its cassettes), [`bins`] (where fake-pi and
-//! pi-supervisor are), [`records`] (cassette lines for hand-made runs), [`invariants`]
+//! pi-supervisor are), [`records`] (cassette lines for hand-made runs), `invariants`
 //! (the normalized stream's rules, checked independently of the mapper), [`messages`]
 //! (reading a message list in assertions), [`process`]
 //! (reading a process's state while a test runs), `rpc` (a client that does what a two-way
 //! cassette's client did).
+//!
+//! Features (all on by default; the workspace's dependency turns them off, so each user
+//! names what it needs):
+//! - `provider`: `World::request` and `provider_options`, provider requests that run
+//!   fake-pi (pulls in `pi-provider` and tokio);
+//! - `invariants`: the `invariants` module (pulls in the cassette reader);
+//! - `rpc`: the `rpc` module (pulls in the cassette reader).
 
 pub mod bins;
 #[cfg(feature = "invariants")]

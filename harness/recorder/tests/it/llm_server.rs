@@ -130,6 +130,7 @@ async fn a_scripted_exchange_streams_errors_and_logs() {
         ServerOptions {
             port: 0,
             log_path: Some(log.clone()),
+            ..ServerOptions::default()
         },
     )
     .await

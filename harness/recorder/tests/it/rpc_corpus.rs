@@ -3,15 +3,11 @@
 //! proves from its own records: the client's lines and pi's answers tied together, the
 //! model requests, pi's tool processes.
 
-use std::path::{Path, PathBuf};
-
 use pi_cassette::{Action, Cassette, OriginKind};
 use pi_recorder::corpus::{cassette_name, Manifest};
 use serde_json::Value;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use crate::util::root;
 
 fn corpus() -> Vec<(String, Cassette, pi_recorder::corpus::ScenarioSpec)> {
     let manifest = Manifest::load(&root().join("cassettes/scripts/rpc-corpus.json")).unwrap();

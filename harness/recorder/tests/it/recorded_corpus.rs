@@ -6,9 +6,7 @@ use std::path::{Path, PathBuf};
 use pi_cassette::{Cassette, OriginKind, TimingKind};
 use pi_recorder::corpus::{cassette_name, Manifest};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use crate::util::root;
 
 fn find(dir: &Path, name: &str) -> Option<PathBuf> {
     let plain = dir.join(name);

@@ -1,0 +1,161 @@
+//! Tests of the drift comparison: what is and is not drift, the streams, the diff.
+
+use super::lines::short;
+use super::*;
+use std::path::Path;
+
+fn cassette(body: &str) -> Cassette {
+    let header = r#"{"format":"pi-cassette","version":1,"pi":{"version":"0.87.1","dialect":"delta-only"},"scenario":{"name":"t","description":"d"},"origin":{"kind":"recorded","timing":"measured"}}"#;
+    Cassette::parse(Path::new("t"), format!("{header}\n{body}").as_bytes()).unwrap()
+}
+
+/// A committed Claude Code cassette, as lines.
+fn claude_lines(name: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../cassettes/claude")
+        .join(name);
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn claude(lines: &[String]) -> Cassette {
+    Cassette::parse(Path::new("t"), format!("{}\n", lines.join("\n")).as_bytes()).unwrap()
+}
+
+/// Two real recordings of one Claude Code scenario differ where the CLI races (the
+/// permission prompt against `message_stop`) and in its jittered retry delays: neither
+/// is drift. A different tool result is.
+#[test]
+fn claude_races_and_retry_jitter_are_no_drift_but_a_changed_result_is() {
+    let lines = claude_lines("claude_tool_allowed.cc21330.cassette.jsonl");
+    let base = normalize(&claude(&lines));
+    let prompt = lines
+        .iter()
+        .position(|l| l.contains(r#""type":"control_request""#))
+        .unwrap();
+    let stop = lines
+        .iter()
+        .skip(prompt)
+        .position(|l| l.contains(r#""type":"message_stop""#))
+        .unwrap()
+        + prompt;
+    let mut raced = lines.clone();
+    let moved = raced.remove(stop);
+    raced.insert(prompt, moved);
+    assert_eq!(normalize(&claude(&raced)), base);
+    let changed: Vec<String> = lines
+        .iter()
+        .map(|l| l.replace("(Bash completed with no output)", "something else"))
+        .collect();
+    assert_ne!(normalize(&claude(&changed)), base);
+
+    let lines = claude_lines("claude_retry_then_ok.cc21330.cassette.jsonl");
+    let base = normalize(&claude(&lines));
+    let jittered: Vec<String> = lines
+        .iter()
+        .map(|l| {
+            let Some(at) = l.find(r#""retry_delay_ms":"#) else {
+                return l.clone();
+            };
+            let start = at + r#""retry_delay_ms":"#.len();
+            let end = start + l[start..].find(|c: char| !c.is_ascii_digit()).unwrap();
+            format!("{}{}{}", &l[..start], 1234, &l[end..])
+        })
+        .collect();
+    assert_ne!(jittered, lines, "the recording has a retry delay");
+    assert_eq!(normalize(&claude(&jittered)), base);
+}
+
+#[test]
+fn normalize_ignores_timing_usage_and_collapses_updates() {
+    let a = cassette(concat!(
+        r#"{"dt_ms":5,"stdout":{"type":"agent_start"}}"#,
+        "\n",
+        r#"{"dt_ms":1,"stdout":{"type":"message_update","delta":"a"}}"#,
+        "\n",
+        r#"{"dt_ms":1,"stdout":{"type":"message_update","delta":"b"}}"#,
+        "\n",
+        r#"{"dt_ms":1,"stdout":{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"ab"}],"stopReason":"stop","usage":{"input":1}}}}"#,
+        "\n",
+        r#"{"dt_ms":1,"exit":0}"#,
+        "\n"
+    ));
+    let b = cassette(concat!(
+        r#"{"dt_ms":50,"stdout":{"type":"agent_start"}}"#,
+        "\n",
+        r#"{"dt_ms":9,"stdout":{"type":"message_update","delta":"a"}}"#,
+        "\n",
+        r#"{"dt_ms":9,"stdout":{"type":"message_update","delta":"b"}}"#,
+        "\n",
+        r#"{"dt_ms":9,"stdout":{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"ab"}],"stopReason":"stop","usage":{"input":7}}}}"#,
+        "\n",
+        r#"{"dt_ms":1,"exit":0}"#,
+        "\n"
+    ));
+    let na = normalize(&a);
+    assert_eq!(na, normalize(&b));
+    assert_eq!(
+        wire_stream(&a),
+        [
+            "agent_start",
+            "message_update x2",
+            "message_end role=assistant stop=stop",
+            "  text: \"ab\"",
+            "exit 0"
+        ]
+    );
+}
+
+#[test]
+fn parallel_tool_ends_compare_in_any_order() {
+    let end = |id: &str| {
+        format!(
+            r#"{{"dt_ms":1,"stdout":{{"type":"tool_execution_end","toolCallId":"{id}","toolName":"bash","result":{{"content":[]}},"isError":false}}}}"#
+        )
+    };
+    let a = cassette(&format!(
+        "{}\n{}\n{{\"dt_ms\":0,\"exit\":0}}\n",
+        end("a"),
+        end("b")
+    ));
+    let b = cassette(&format!(
+        "{}\n{}\n{{\"dt_ms\":0,\"exit\":0}}\n",
+        end("b"),
+        end("a")
+    ));
+    assert_eq!(normalize(&a), normalize(&b));
+    let c = cassette(&format!("{}\n{{\"dt_ms\":0,\"exit\":0}}\n", end("a")));
+    assert_ne!(normalize(&a), normalize(&c));
+}
+
+#[test]
+fn diff_marks_changed_lines_with_context() {
+    let a: Vec<String> = ["a", "b", "c", "d"].map(String::from).to_vec();
+    let b: Vec<String> = ["a", "b", "X", "d"].map(String::from).to_vec();
+    assert_eq!(diff(&a, &b, 1), "    ...\n    b\n  - c\n  + X\n    d\n");
+    assert_eq!(diff(&a, &a, 3), "");
+}
+
+#[test]
+fn run_to_run_timings_are_not_drift() {
+    let a =
+        r#"Script completed\nWall time 0.3 seconds {"durationMs":211,"wall_time_seconds":0.25}"#;
+    let b = r#"Script completed\nWall time 0.2 seconds {"durationMs":98.5,"wall_time_seconds":0}"#;
+    assert_eq!(short(a), short(b));
+    assert_ne!(
+        short("Wall time 0.3 minutes"),
+        short("Wall time 0.2 minutes")
+    );
+}
+
+#[test]
+fn long_strings_keep_a_hash() {
+    let x = "w ".repeat(200);
+    let mut y = x.clone();
+    y.replace_range(300..301, "Q");
+    assert_ne!(short(&x), short(&y));
+    assert!(short(&x).contains("400 chars"));
+}

@@ -1,0 +1,214 @@
+//! The cassette header's parts that come from the options and the command line (pure): what
+//! a caller must send (`expect`, read off pi's arguments with `pi_grammar`, or off Claude
+//! Code's with `pi_grammar::claude`), whether the run continues a session, the scenario's
+//! name and description, and `origin.source`.
+
+use std::path::Path;
+
+use pi_cassette::{Expect, FlagRule};
+
+use super::{Agent, RecordOptions};
+
+/// A recording continues a session when a prelude made one and the run names it.
+pub fn session_use(opts: &RecordOptions, args: &[String]) -> pi_cassette::SessionUse {
+    let names_one = args.iter().any(|a| {
+        matches!(
+            a.as_str(),
+            "--session" | "--session-id" | "--continue" | "-c" | "--fork"
+        )
+    });
+    if opts.prelude.is_some() && names_one {
+        pi_cassette::SessionUse::Resumed
+    } else {
+        pi_cassette::SessionUse::New
+    }
+}
+
+/// What the caller must send, read off pi's arguments (after redaction of temp paths).
+/// Flags whose value names a temp path only need to be present.
+pub fn expect_from_args(
+    version: &str,
+    args: &[String],
+    stdin: Option<&str>,
+    settings: &pi_grammar::AgentSettings,
+    session: pi_cassette::SessionUse,
+) -> Result<Expect, String> {
+    let grammar = pi_grammar::Grammar::for_version(version)
+        .ok_or_else(|| format!("no command-line grammar for pi {version}"))?;
+    let parsed = grammar
+        .parse(args)
+        .map_err(|e| format!("pi {version} rejects these arguments: {}", e.stderr.trim()))?;
+    // Errors pi reports only after reading stdin (`--provider` without `--model` on 1.x)
+    // are recorded like any other run: pi's stderr and exit code are the point.
+    // expect.flags keys are long names without their dashes; short aliases were resolved by the grammar.
+    let flags = parsed
+        .flags
+        .iter()
+        .map(|(long, values)| {
+            let rule = match values.last() {
+                Some(Some(v)) => rule_for(v),
+                _ => FlagRule::Present(true),
+            };
+            (long.trim_start_matches('-').to_string(), rule)
+        })
+        .collect();
+    // pi trims piped stdin and joins it to the first argv message with no separator.
+    let stdin = stdin.and_then(|s| pi_grammar::stdin_content(s.as_bytes()));
+    // The recorder runs pi with stdin and stdout not terminals.
+    let mode = parsed.app_mode(false, false, &grammar);
+    let effective = grammar.effective(&parsed, mode, stdin.as_deref(), settings);
+    Ok(Expect {
+        flags,
+        prompt: effective.prompts.first().cloned(),
+        follow_ups: Some(effective.prompts.iter().skip(1).cloned().collect()),
+        argv_messages: Some(parsed.messages),
+        effective: Some(pi_cassette::EffectiveExpect::from_effective(&effective)),
+        session: Some(session),
+        ..Expect::default()
+    })
+}
+
+/// A flag's value as expected: exact, or only present when it holds a placeholder.
+fn rule_for(value: &str) -> FlagRule {
+    if value.contains('<') && value.contains('>') {
+        FlagRule::Present(true)
+    } else {
+        FlagRule::Value(value.to_string())
+    }
+}
+
+/// A Claude Code recording's `expect`: every option of the command line (switches present,
+/// values exact); `ANTHROPIC_API_KEY` set.
+pub(crate) fn claude_expect(args: &[String]) -> Result<Expect, String> {
+    let parsed = pi_grammar::claude::parse(args, false)
+        .map_err(|stop| format!("the Claude Code command line: {}", stop.stderr.trim_end()))?;
+    let mut expect = Expect::default();
+    for name in parsed.options.keys() {
+        let rule = match parsed.flag_value(name) {
+            Some(v) => FlagRule::Value(v),
+            None => FlagRule::Present(true),
+        };
+        expect.flags.insert(name.clone(), rule);
+    }
+    expect.argv_messages = Some(parsed.prompt.clone());
+    expect.env = vec!["ANTHROPIC_API_KEY".into()];
+    Ok(expect)
+}
+
+/// The scenario's name: the option, else the output file's name up to its first `.`.
+pub(crate) fn scenario_name(opts: &RecordOptions) -> String {
+    if opts.scenario.is_empty() {
+        let name = opts
+            .out
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("recording");
+        name.split('.').next().unwrap_or(name).to_string()
+    } else {
+        opts.scenario.clone()
+    }
+}
+
+/// The scenario's description: the option, else `recorded from pi VERSION` (or Claude Code).
+pub(crate) fn description(opts: &RecordOptions, version: &str) -> String {
+    if opts.description.is_empty() {
+        let cli = match opts.agent {
+            Agent::Claude => "Claude Code",
+            Agent::Pi => "pi",
+        };
+        format!("recorded from {cli} {version}")
+    } else {
+        opts.description.clone()
+    }
+}
+
+/// `origin.source` of a json-mode recording: the option, else the command that made it.
+pub(crate) fn json_source(opts: &RecordOptions, redacted_args: &[String]) -> String {
+    opts.source.clone().unwrap_or_else(|| {
+        format!(
+            "pi-harness record --script {} -- {}",
+            opts.script_path.display(),
+            redacted_args.join(" ")
+        )
+    })
+}
+
+/// `origin.source` of a two-way recording: the option, else the command that made it.
+pub(crate) fn two_way_source(opts: &RecordOptions, redacted_args: &[String]) -> String {
+    opts.source.clone().unwrap_or_else(|| {
+        format!(
+            "pi-harness record{} --script {} --client-script {} -- {}",
+            if opts.agent == Agent::Claude {
+                " --agent claude"
+            } else {
+                ""
+            },
+            opts.script_path.display(),
+            opts.client_script
+                .as_deref()
+                .map_or(String::new(), |p: &Path| p.display().to_string()),
+            redacted_args.join(" ")
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn expect_reads_flags_switches_and_messages() {
+        let e = expect_from_args(
+            "0.87.1",
+            &s(&[
+                "--mode",
+                "json",
+                "-p",
+                "--no-session",
+                "--session",
+                "<TMP>/s.jsonl",
+                "-t",
+                "bash",
+                "hello",
+            ]),
+            Some("  from stdin \n"),
+            &pi_grammar::AgentSettings {
+                default_provider: Some("fake".into()),
+                default_model: Some("fake-model".into()),
+                ..pi_grammar::AgentSettings::default()
+            },
+            pi_cassette::SessionUse::New,
+        )
+        .unwrap();
+        let eff = e.effective.as_ref().unwrap();
+        assert_eq!(eff.mode.as_deref(), Some("json"));
+        assert_eq!(
+            eff.model.as_deref(),
+            Some("fake-model"),
+            "from settings.json"
+        );
+        assert_eq!(eff.tools.as_deref(), Some(&["bash".to_string()][..]));
+        assert_eq!(e.follow_ups, Some(vec![]));
+        assert_eq!(e.flags["mode"], FlagRule::Value("json".into()));
+        assert_eq!(e.flags["print"], FlagRule::Present(true));
+        assert_eq!(e.flags["no-session"], FlagRule::Present(true));
+        assert_eq!(e.flags["session"], FlagRule::Present(true));
+        assert_eq!(e.flags["tools"], FlagRule::Value("bash".into()));
+        assert_eq!(e.argv_messages, Some(s(&["hello"])));
+        // stdin is trimmed the way pi trims it, then joined without a separator
+        assert_eq!(e.prompt.as_deref(), Some("from stdinhello"));
+        let err = expect_from_args(
+            "0.73.1",
+            &s(&["-xt", "bash"]),
+            None,
+            &pi_grammar::AgentSettings::default(),
+            pi_cassette::SessionUse::New,
+        )
+        .unwrap_err();
+        assert!(err.contains("Unknown option: -xt"), "{err}");
+    }
+}

@@ -1,0 +1,201 @@
+//! What a recording is asked to do: [`RecordOptions`] (the LLM script, the CLI and its
+//! arguments, a signal to send or a client script to follow, the limits), and the parsers
+//! for the command line's `--at`, `--signal` and `--api` values (pure).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use crate::llm_script::Api;
+
+/// When to send a signal: `EVENT[+MS]`, counted from the first stdout line whose `type` is EVENT.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignalPlan {
+    /// The signal sent to pi.
+    pub signal: Signal,
+    /// The pi event type (a stdout line's `type`) whose first line starts the count.
+    pub event: String,
+    /// How long after that line the signal is sent.
+    pub after_ms: u64,
+}
+
+/// Parse `--at EVENT[+MS]`.
+pub fn parse_at(text: &str) -> Result<(String, u64), String> {
+    let (event, ms) = match text.split_once('+') {
+        Some((e, ms)) => (
+            e,
+            ms.trim_end_matches("ms")
+                .parse::<u64>()
+                .map_err(|_| format!("--at {text:?}: `{ms}` is not a number of milliseconds"))?,
+        ),
+        None => (text, 0),
+    };
+    if event.is_empty()
+        || !event
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        return Err(format!(
+            "--at {text:?}: expected EVENT[+MS] with EVENT a pi event type such as tool_execution_start"
+        ));
+    }
+    Ok((event.to_string(), ms))
+}
+
+/// Parse a signal name (`SIGINT`, `INT`, `TERM`, ...).
+pub fn parse_signal(text: &str) -> Result<Signal, String> {
+    let name = text.to_ascii_uppercase();
+    let name = if name.starts_with("SIG") {
+        name
+    } else {
+        format!("SIG{name}")
+    };
+    name.parse::<Signal>()
+        .map_err(|_| format!("unknown signal {text:?} (try SIGINT, SIGTERM, SIGHUP)"))
+}
+
+/// Parse `--api` (`openai`, `anthropic`).
+pub fn parse_api(text: &str) -> Result<Api, String> {
+    match text {
+        "openai" | "openai-completions" => Ok(Api::OpenAi),
+        "anthropic" | "anthropic-messages" => Ok(Api::Anthropic),
+        other => Err(format!("unknown api {other:?} (openai, anthropic)")),
+    }
+}
+
+/// An unrecorded run of pi before the recorded one (to create a session to resume).
+#[derive(Debug, Clone, Default)]
+pub struct Prelude {
+    /// pi's arguments for it (`{TMP}` and `{CWD}` replaced as for the recorded run).
+    pub args: Vec<String>,
+    /// Text written to its stdin, which is then closed; `None`: stdin is /dev/null.
+    pub stdin: Option<String>,
+}
+
+/// Everything one recording needs.
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    /// The LLM script the scripted server plays (see [`crate::llm_script`]).
+    pub script_path: PathBuf,
+    /// Where to write; `.gz` is appended when the cassette is large (see
+    /// [`GZIP_THRESHOLD`](super::GZIP_THRESHOLD)).
+    pub out: PathBuf,
+    /// The `pi` executable.
+    pub pi: PathBuf,
+    /// pi's version; read from its `package.json` when `None`.
+    pub pi_version: Option<String>,
+    /// Arguments for pi; `{TMP}` and `{CWD}` are replaced by the run's temp and working dirs.
+    pub pi_args: Vec<String>,
+    /// Text written to pi's stdin, which is then closed; `None`: stdin is /dev/null.
+    pub stdin: Option<String>,
+    /// A signal to send pi at a point of its output (json mode).
+    pub signal: Option<SignalPlan>,
+    /// Write `settings.json` with `retry.baseDelayMs` set to this.
+    pub retry_base_delay_ms: Option<u64>,
+    /// Write `settings.json` with `defaultProvider`/`defaultModel` naming the scripted
+    /// model, so pi needs no model flags (as clients that rely on settings call it).
+    pub default_model_in_settings: bool,
+    /// An unrecorded run first (to create a session the recorded run resumes).
+    pub prelude: Option<Prelude>,
+    /// The cassette's scenario name; empty: the output file's name up to its first `.`.
+    pub scenario: String,
+    /// The scenario's description; empty: `recorded from pi VERSION`.
+    pub description: String,
+    /// The scenario's tags.
+    pub tags: Vec<String>,
+    /// Give up (and kill pi) after this long.
+    pub timeout: Duration,
+    /// Report progress (time, stdout lines, bytes) every couple of seconds on the
+    /// [`Notices`](crate::Notices) given to [`record`](super::record).
+    pub progress: bool,
+    /// Also write the server's request log here.
+    pub request_log: Option<PathBuf>,
+    /// Directories to put first on PATH (node 22 for pi 0.87.1 is found on its own).
+    pub path_prepend: Vec<PathBuf>,
+    /// How the recording is described in `origin.source`.
+    pub source: Option<String>,
+    /// The wire protocol pi is configured to speak to the server.
+    pub api: Api,
+    /// Write the cassette even when pi asked the scripted LLM more often than the script
+    /// answers (the extra requests got HTTP 500); by default that is an error.
+    pub allow_exhausted: bool,
+    /// Record an RPC session (`--mode rpc`) driven by this client script (see
+    /// [`crate::client_script`]): a version 2 cassette.
+    pub client_script: Option<PathBuf>,
+    /// Which CLI `pi` is: pi itself, or Claude Code (stream-json, driven by the client script).
+    pub agent: Agent,
+}
+
+impl RecordOptions {
+    /// Options for recording `pi` with `pi_args` against the LLM script at `script_path`
+    /// into `out`; everything else at its default (180 s timeout, OpenAI API, no signal,
+    /// no client script, no progress).
+    pub fn new(script_path: PathBuf, out: PathBuf, pi: PathBuf, pi_args: Vec<String>) -> Self {
+        RecordOptions {
+            script_path,
+            out,
+            pi,
+            pi_version: None,
+            pi_args,
+            stdin: None,
+            signal: None,
+            retry_base_delay_ms: None,
+            default_model_in_settings: false,
+            prelude: None,
+            scenario: String::new(),
+            description: String::new(),
+            tags: Vec::new(),
+            timeout: Duration::from_secs(180),
+            progress: false,
+            request_log: None,
+            path_prepend: Vec::new(),
+            source: None,
+            allow_exhausted: false,
+            api: Api::OpenAi,
+            client_script: None,
+            agent: Agent::Pi,
+        }
+    }
+}
+
+/// The CLI a recording runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Agent {
+    /// pi, with its agent dir pointing at the scripted server.
+    #[default]
+    Pi,
+    /// Claude Code, in stream-json mode, against the scripted server as an Anthropic API
+    /// (`ANTHROPIC_BASE_URL`), with a throwaway `HOME` and `TMPDIR` and nothing else from
+    /// the environment but `PATH`.
+    Claude,
+}
+
+impl Agent {
+    /// The two-way protocol a client script speaks to it.
+    pub fn protocol(self) -> pi_cassette::two_way::Protocol {
+        match self {
+            Agent::Pi => pi_cassette::two_way::Protocol::Rpc,
+            Agent::Claude => pi_cassette::two_way::Protocol::StreamJson,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_and_signal_parse() {
+        assert_eq!(
+            parse_at("tool_execution_start+300").unwrap(),
+            ("tool_execution_start".into(), 300)
+        );
+        assert_eq!(parse_at("agent_start").unwrap(), ("agent_start".into(), 0));
+        assert!(parse_at("x+y").unwrap_err().contains("not a number"));
+        assert!(parse_at("+5").is_err());
+        assert_eq!(parse_signal("int").unwrap(), Signal::SIGINT);
+        assert_eq!(parse_signal("SIGTERM").unwrap(), Signal::SIGTERM);
+        assert!(parse_signal("SIGNOPE").is_err());
+    }
+}
