@@ -20,6 +20,11 @@
 //! [`message`] and [`CancellationToken`] are re-exported, so a caller needs no other crate
 //! to read the stream or to cancel it.
 //!
+//! Inside, a json-mode run ([`Provider`], `run`) and an RPC session ([`rpc`]) both step
+//! down to the same rooms: `request` (what to run), `argv` (pi's command line per
+//! version), `probe` (finding pi and its version), `spawn` (starting the supervisor and
+//! pi's pipes), `stderr_tail` and `wait` (the longest wait, deadlines capped by it).
+//!
 //! ```
 //! use std::os::unix::fs::PermissionsExt;
 //! use pi_provider::message::Message;
