@@ -42,12 +42,12 @@ pub(crate) fn fail(code: i32, message: String) -> i32 {
     code
 }
 
-/// The status and message for a cassette that cannot be read ([`NO_CASSETTE`]) or is not
-/// valid ([`INVALID_CASSETTE`]).
+/// The status and message for a cassette that is not valid ([`INVALID_CASSETTE`]) or
+/// cannot be read ([`NO_CASSETTE`]: an I/O error, and any other error the reader may give).
 pub(crate) fn cassette_problem(e: &CassetteError) -> (i32, String) {
     match e {
-        CassetteError::Io { .. } => (NO_CASSETTE, e.to_string()),
         CassetteError::Invalid { .. } => (INVALID_CASSETTE, format!("invalid cassette: {e}")),
+        _ => (NO_CASSETTE, e.to_string()),
     }
 }
 
