@@ -14,15 +14,15 @@ use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 /// The agent dir and what fake-pi read from it.
-pub struct AgentDir {
-    pub path: PathBuf,
-    pub settings: AgentSettings,
+pub(crate) struct AgentDir {
+    pub(crate) path: PathBuf,
+    pub(crate) settings: AgentSettings,
     /// `settings.json` `sessionDir`.
-    pub session_dir: Option<String>,
+    pub(crate) session_dir: Option<String>,
 }
 
 /// Where pi's agent dir is for this environment.
-pub fn locate(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
+pub(crate) fn locate(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
     if let Some(dir) = env("PI_CODING_AGENT_DIR").filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
     }
@@ -94,7 +94,7 @@ fn read_json<T: for<'de> Deserialize<'de> + Default>(path: &Path) -> Result<T, S
 }
 
 /// Read the agent dir at `path`.
-pub fn load(path: &Path) -> Result<AgentDir, String> {
+pub(crate) fn load(path: &Path) -> Result<AgentDir, String> {
     let s: Settings = read_json(&path.join("settings.json"))?;
     let m: Models = read_json(&path.join("models.json"))?;
     let models = m

@@ -8,10 +8,10 @@ use pi_grammar::{AppMode, Grammar, ParsedArgs, Stream};
 
 /// Output to write, then exit with `code`.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Finish {
-    pub stdout: String,
-    pub stderr: String,
-    pub code: i32,
+pub(crate) struct Finish {
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+    pub(crate) code: i32,
 }
 
 impl Finish {
@@ -35,7 +35,7 @@ impl Finish {
 }
 
 /// Go on with the parsed command line (after printing `warnings` to stderr), or finish.
-pub enum Next {
+pub(crate) enum Next {
     Run {
         parsed: ParsedArgs,
         mode: AppMode,
@@ -45,7 +45,12 @@ pub enum Next {
 }
 
 /// Everything pi does with argv before it reads stdin.
-pub fn before_stdin(grammar: &Grammar, argv: &[String], stdin_tty: bool, stdout_tty: bool) -> Next {
+pub(crate) fn before_stdin(
+    grammar: &Grammar,
+    argv: &[String],
+    stdin_tty: bool,
+    stdout_tty: bool,
+) -> Next {
     let parsed = match grammar.parse(argv) {
         Ok(p) => p,
         Err(e) => {

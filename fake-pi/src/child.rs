@@ -19,11 +19,13 @@ use nix::sys::signal::{self, SigHandler, SigSet, SigmaskHow, Signal};
 use nix::unistd::{dup2, fork, setsid, ForkResult};
 use pi_cassette::Spawn;
 
+use crate::exit;
+
 /// The variable that carries the spawn record to the child.
-pub const SPEC_ENV: &str = "FAKE_PI_CHILD_SPEC";
+pub(crate) const SPEC_ENV: &str = "FAKE_PI_CHILD_SPEC";
 
 /// Start the child for a spawn record.
-pub fn spawn(spec: &Spawn) -> std::io::Result<Child> {
+pub(crate) fn spawn(spec: &Spawn) -> std::io::Result<Child> {
     let json = serde_json::to_string(spec).map_err(std::io::Error::other)?;
     let own_session = spec.own_session;
     let ignore_sigterm = spec.ignore_sigterm;
@@ -65,13 +67,13 @@ pub fn spawn(spec: &Spawn) -> std::io::Result<Child> {
 }
 
 /// The child's whole life. Never returns.
-pub fn child_main(json: &str) -> ! {
+pub(crate) fn child_main(json: &str) -> ! {
     std::env::remove_var(SPEC_ENV);
     let spec: Spawn = match serde_json::from_str(json) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("fake-pi-child: bad {SPEC_ENV}: {e}");
-            std::process::exit(96);
+            std::process::exit(exit::MISUSE);
         }
     };
     if let Some(first) = spec.argv.as_ref().and_then(|a| a.first()) {
@@ -139,7 +141,7 @@ fn live(lifetime_ms: Option<u64>) -> ! {
     match lifetime_ms {
         Some(ms) => {
             std::thread::sleep(Duration::from_millis(ms));
-            std::process::exit(0)
+            std::process::exit(exit::SUCCESS)
         }
         None => loop {
             std::thread::sleep(Duration::from_secs(3600));

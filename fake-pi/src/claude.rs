@@ -13,16 +13,23 @@
 //! host's `--session-id` or a fresh UUID; the recording's directories become this run's.
 
 use std::fs::File;
-use std::io::{IsTerminal, Seek, SeekFrom, Write};
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 
-use pi_cassette::{CassetteError, CassetteReader, FlagRule, Header};
+use pi_cassette::{FlagRule, Header};
 use pi_grammar::claude;
 
-use crate::{fail, EXIT_EXPECTATION, EXIT_INVALID_CASSETTE, EXIT_MISUSE, EXIT_NO_CASSETTE};
+use crate::exit::{self, fail};
+use crate::{client, environ, replay, session, signals, source, values};
 
 /// Replay the stream-json cassette `file` (at `path`, header `header`) for `argv`.
-pub fn run(header: &Header, argv: &[String], path: &Path, file: &File, speed: Option<&str>) -> i32 {
+pub(crate) fn run(
+    header: &Header,
+    argv: &[String],
+    path: &Path,
+    file: &File,
+    speed: Option<&str>,
+) -> i32 {
     let stdout_tty = std::io::stdout().is_terminal();
     let parsed = match claude::parse(argv, stdout_tty) {
         Ok(p) => p,
@@ -33,7 +40,7 @@ pub fn run(header: &Header, argv: &[String], path: &Path, file: &File, speed: Op
                 .and_then(|()| out.flush())
                 .is_err()
             {
-                return crate::replay::EXIT_STDOUT_CLOSED;
+                return exit::STDOUT_CLOSED;
             }
             let _ = std::io::stderr().write_all(stop.stderr.as_bytes());
             return stop.code;
@@ -47,42 +54,40 @@ pub fn run(header: &Header, argv: &[String], path: &Path, file: &File, speed: Op
                 path.display()
             );
         }
-        return EXIT_EXPECTATION;
+        return exit::EXPECTATION;
     }
     if std::env::var_os("ANTHROPIC_API_KEY").map_or(true, |k| k.is_empty()) {
         // What the CLI prints without a key (measured with `-p hi`).
         println!("Not logged in · Please run /login");
-        return 1;
+        return exit::CLAUDE_NOT_LOGGED_IN;
     }
-    let speed = match crate::replay::Speed::parse(speed) {
+    let speed = match replay::Speed::parse(speed) {
         Ok(s) => s,
-        Err(e) => return fail(EXIT_MISUSE, e),
+        Err(e) => return fail(exit::MISUSE, e),
     };
-    if let Err(e) = crate::signals::block() {
-        return fail(EXIT_MISUSE, format!("cannot block signals: {e}"));
+    if let Err(e) = signals::block() {
+        return fail(exit::MISUSE, format!("cannot block signals: {e}"));
     }
-    if let Err(e) = crate::signals::start(header.process.clone()) {
-        return fail(EXIT_MISUSE, format!("cannot start the signal thread: {e}"));
+    if let Err(e) = signals::start(header.process.clone()) {
+        return fail(exit::MISUSE, format!("cannot start the signal thread: {e}"));
     }
-    let wait = match crate::rpc_wait() {
+    let wait = match environ::rpc_wait() {
         Ok(w) => w,
-        Err(e) => return fail(EXIT_MISUSE, e),
+        Err(e) => return fail(exit::MISUSE, e),
     };
-    let ahead = match crate::client::client_signals(path, file) {
+    let ahead = match client::client_signals(path, file) {
         Ok(a) => a,
-        Err(e) => return fail(EXIT_INVALID_CASSETTE, format!("invalid cassette: {e}")),
+        Err(e) => return fail(exit::INVALID_CASSETTE, format!("invalid cassette: {e}")),
     };
     let client =
-        match crate::client::Client::start(wait, pi_cassette::two_way::Protocol::StreamJson, ahead)
-        {
+        match client::Client::start(wait, pi_cassette::two_way::Protocol::StreamJson, ahead) {
             Ok(c) => c,
-            Err(e) => return fail(EXIT_MISUSE, format!("cannot read stdin: {e}")),
+            Err(e) => return fail(exit::MISUSE, format!("cannot read stdin: {e}")),
         };
     let requests =
-        match crate::client::RequestLog::open(std::env::var("FAKE_PI_REQUEST_LOG").ok().as_deref())
-        {
+        match client::RequestLog::open(std::env::var("FAKE_PI_REQUEST_LOG").ok().as_deref()) {
             Ok(r) => r,
-            Err(e) => return fail(EXIT_MISUSE, format!("FAKE_PI_REQUEST_LOG: {e}")),
+            Err(e) => return fail(exit::MISUSE, format!("FAKE_PI_REQUEST_LOG: {e}")),
         };
     let cwd = std::env::current_dir()
         .map(|d| d.to_string_lossy().into_owned())
@@ -90,14 +95,14 @@ pub fn run(header: &Header, argv: &[String], path: &Path, file: &File, speed: Op
     let session_id = parsed
         .value("session-id")
         .map(str::to_string)
-        .unwrap_or_else(crate::values::uuid_v4);
+        .unwrap_or_else(values::uuid_v4);
     let home = std::env::var("HOME").unwrap_or_default();
     let tmp = std::env::temp_dir().to_string_lossy().into_owned();
     let keep_recorded = std::env::var("FAKE_PI_VALUES").is_ok_and(|v| v == "recorded");
     let values = if keep_recorded {
         None
     } else {
-        crate::values::Values::from_pairs(
+        values::Values::from_pairs(
             header.redactions.keys(),
             &[
                 ("<SESSION_ID>", &session_id),
@@ -107,16 +112,16 @@ pub fn run(header: &Header, argv: &[String], path: &Path, file: &File, speed: Op
             ],
         )
     };
-    let session = crate::session::Session::new(
-        crate::session::Plan::Ephemeral {
+    let session = session::Session::new(
+        session::Plan::Ephemeral {
             id: Some(session_id.clone()),
         },
         None,
         &cwd,
     );
-    let mut hooks = crate::replay::Hooks {
+    let mut hooks = replay::Hooks {
         session,
-        meta: crate::session::SessionMeta {
+        meta: session::SessionMeta {
             provider: None,
             model: None,
             thinking: None,
@@ -127,25 +132,11 @@ pub fn run(header: &Header, argv: &[String], path: &Path, file: &File, speed: Op
         client: Some(client),
         requests,
     };
-    let load_error = |e: CassetteError| match e {
-        e @ CassetteError::Io { .. } => fail(EXIT_NO_CASSETTE, e.to_string()),
-        e @ CassetteError::Invalid { .. } => {
-            fail(EXIT_INVALID_CASSETTE, format!("invalid cassette: {e}"))
-        }
-        e => fail(EXIT_NO_CASSETTE, e.to_string()),
-    };
-    let mut records = match (&*file)
-        .seek(SeekFrom::Start(0))
-        .map_err(|source| CassetteError::Io {
-            path: path.to_path_buf(),
-            source,
-        })
-        .and_then(|_| CassetteReader::from_read(path, file))
-    {
+    let mut records = match source::from_start(path, file) {
         Ok(r) => r,
-        Err(e) => return load_error(e),
+        Err(e) => return exit::cassette_failure(e),
     };
-    crate::replay::run(&mut records, path, speed, &mut hooks)
+    replay::run(&mut records, path, speed, &mut hooks)
 }
 
 /// How the command line differs from the recording's: an option the recording had that is

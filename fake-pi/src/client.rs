@@ -40,7 +40,7 @@ static FORWARD: OnceLock<Mutex<Sender<Event>>> = OnceLock::new();
 
 /// Called by the signal thread: true when `sig` is the client action the replay waits
 /// for (it is handed over and must not be answered otherwise).
-pub fn take_awaited(sig: Signal) -> bool {
+pub(crate) fn take_awaited(sig: Signal) -> bool {
     let take = |slot: &AtomicI32| {
         slot.compare_exchange(sig as i32, 0, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
@@ -58,7 +58,7 @@ pub fn take_awaited(sig: Signal) -> bool {
 }
 
 /// The client side of one replay.
-pub struct Client {
+pub(crate) struct Client {
     rx: Receiver<Event>,
     /// The `id` the client sent with each of its lines so far (JSON text), in order.
     ids: Vec<Option<String>>,
@@ -79,7 +79,7 @@ impl Client {
     /// takes, as pi waits).
     /// `ahead`: the cassette's client actions in order, `Some(signal)` for a
     /// `client_signal` (see [`client_signals`]).
-    pub fn start(
+    pub(crate) fn start(
         wait: Option<Duration>,
         protocol: two_way::Protocol,
         ahead: Vec<Option<Signal>>,
@@ -110,18 +110,18 @@ impl Client {
     }
 
     /// The protocol the client speaks (how its ids are read and echoed).
-    pub fn protocol(&self) -> two_way::Protocol {
+    pub(crate) fn protocol(&self) -> two_way::Protocol {
         self.protocol
     }
 
     /// The `id` the client sent with its `k`-th line (0-based), when it sent one.
-    pub fn id_for(&self, k: u32) -> Option<&str> {
+    pub(crate) fn id_for(&self, k: u32) -> Option<&str> {
         self.ids.get(k as usize).and_then(|i| i.as_deref())
     }
 
     /// Wait for the client action `action` (a client record) and check it. Ok: when it
     /// arrived. Err: one line per way the client did something else.
-    pub fn expect(&mut self, action: &ActionRef<'_>) -> Result<Instant, Vec<String>> {
+    pub(crate) fn expect(&mut self, action: &ActionRef<'_>) -> Result<Instant, Vec<String>> {
         let result = self.expect_one(action);
         if result.is_ok() {
             self.done += 1;
@@ -229,18 +229,11 @@ impl Client {
 
 /// The client actions of the two-way cassette `file` (at `path`), in order: `Some(signal)`
 /// for a `client_signal`. Read from the file's start; the caller reads it again to replay.
-pub fn client_signals(
+pub(crate) fn client_signals(
     path: &std::path::Path,
     file: &std::fs::File,
 ) -> Result<Vec<Option<Signal>>, pi_cassette::CassetteError> {
-    use std::io::{Seek, SeekFrom};
-    (&*file)
-        .seek(SeekFrom::Start(0))
-        .map_err(|source| pi_cassette::CassetteError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    let mut reader = pi_cassette::CassetteReader::from_read(path, file)?;
+    let mut reader = crate::source::from_start(path, file)?;
     let mut out = Vec::new();
     while let Some(record) = reader.next_ref() {
         match record?.action {
@@ -291,10 +284,10 @@ fn read_stdin(tx: Sender<Event>) {
 
 /// Where `request` records go on replay (`FAKE_PI_REQUEST_LOG`), one JSON line each, so a
 /// test can check what the model would have been sent.
-pub struct RequestLog(Option<std::fs::File>);
+pub(crate) struct RequestLog(Option<std::fs::File>);
 
 impl RequestLog {
-    pub fn open(path: Option<&str>) -> std::io::Result<RequestLog> {
+    pub(crate) fn open(path: Option<&str>) -> std::io::Result<RequestLog> {
         match path {
             None => Ok(RequestLog(None)),
             Some(p) => std::fs::OpenOptions::new()
@@ -305,7 +298,7 @@ impl RequestLog {
         }
     }
 
-    pub fn write(&mut self, request: &str) -> std::io::Result<()> {
+    pub(crate) fn write(&mut self, request: &str) -> std::io::Result<()> {
         match &mut self.0 {
             Some(f) => writeln!(f, "{request}"),
             None => Ok(()),

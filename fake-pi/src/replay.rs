@@ -23,22 +23,22 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+use std::borrow::Cow;
+use std::ops::ControlFlow::{self, Break, Continue};
+
 use nix::sys::signal::Signal;
-use pi_cassette::{ActionRef, CassetteError, CassetteReader};
+use pi_cassette::{ActionRef, CassetteError, CassetteReader, Form, Spawn};
 
 use crate::session::{Session, SessionMeta};
 use crate::values::Values;
-use crate::{child, signals};
-
-/// Exit status when stdout's reader is gone.
-pub const EXIT_STDOUT_CLOSED: i32 = 141;
+use crate::{child, exit, signals};
 
 /// Stdout bytes gathered before one `write` (more when one record is longer).
-pub const BATCH: usize = 128 << 10;
+pub(crate) const BATCH: usize = 128 << 10;
 
 /// How fast to replay.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Speed {
+pub(crate) enum Speed {
     /// No waiting at all (`FAKE_PI_SPEED=0`).
     Instant,
     /// Recorded delays divided by this factor (`1` = as recorded).
@@ -46,11 +46,11 @@ pub enum Speed {
 }
 
 /// The slowest replay: a million times slower than recorded.
-pub const MIN_SPEED: f64 = 1e-6;
+pub(crate) const MIN_SPEED: f64 = 1e-6;
 
 impl Speed {
     /// Parse `FAKE_PI_SPEED` (absent = 1).
-    pub fn parse(value: Option<&str>) -> Result<Speed, String> {
+    pub(crate) fn parse(value: Option<&str>) -> Result<Speed, String> {
         let Some(text) = value else {
             return Ok(Speed::Factor(1.0));
         };
@@ -83,18 +83,18 @@ fn fd(n: i32) -> ManuallyDrop<File> {
 
 /// What replay does besides writing the records: the session (its `session` line and its
 /// file) and the realistic values for placeholders.
-pub struct Hooks {
-    pub session: Session,
-    pub meta: SessionMeta,
-    pub values: Option<Values>,
+pub(crate) struct Hooks {
+    pub(crate) session: Session,
+    pub(crate) meta: SessionMeta,
+    pub(crate) values: Option<Values>,
     /// The id the recording's `session` line shows, when concrete.
-    pub recorded_session_id: Option<String>,
+    pub(crate) recorded_session_id: Option<String>,
     /// The `session` line was written (or is to be left as recorded).
-    pub session_line_done: bool,
+    pub(crate) session_line_done: bool,
     /// A two-way (RPC) replay: the client whose lines are checked and whose ids are echoed.
-    pub client: Option<crate::client::Client>,
+    pub(crate) client: Option<crate::client::Client>,
     /// Where `request` records go (`FAKE_PI_REQUEST_LOG`).
-    pub requests: crate::client::RequestLog,
+    pub(crate) requests: crate::client::RequestLog,
 }
 
 impl Hooks {
@@ -192,47 +192,31 @@ fn nothing_after<R: BufRead>(records: &mut CassetteReader<R>) -> Result<(), Cass
     }
 }
 
-/// A record that cannot be read: what came before it has been replayed; stop here,
-/// loudly, and take the children fake-pi started along.
-fn stop_at(e: CassetteError, pending: &mut Pending, out: &mut File, err: &mut File) -> i32 {
-    if !pending.flush(out) {
-        return EXIT_STDOUT_CLOSED;
-    }
-    signals::kill_children();
-    let (code, what) = match &e {
-        CassetteError::Io { .. } => (crate::EXIT_NO_CASSETTE, e.to_string()),
-        CassetteError::Invalid { .. } => (
-            crate::EXIT_INVALID_CASSETTE,
-            format!("invalid cassette: {e}"),
-        ),
-        _ => (crate::EXIT_NO_CASSETTE, e.to_string()),
-    };
-    let _ = writeln!(err, "fake-pi: {what} (the replay stopped there)");
-    code
-}
-
 /// Play every record from `records` (the header already read). Returns only for a final
 /// `exit` record's code, or for a problem (the cassette changed since it was checked: 98,
 /// or 97 when it can no longer be read); `signal` and `hang` never return.
-pub fn run<R: BufRead>(
+pub(crate) fn run<R: BufRead>(
     records: &mut CassetteReader<R>,
     path: &Path,
     speed: Speed,
     hooks: &mut Hooks,
 ) -> i32 {
-    let mut out = fd(1);
-    let mut err = fd(2);
-    let mut pending = Pending {
-        buf: Vec::with_capacity(BATCH),
+    let mut player = Player {
+        out: fd(1),
+        err: fd(2),
+        pending: Pending {
+            buf: Vec::with_capacity(BATCH),
+        },
+        start: Instant::now(),
+        due: Duration::ZERO,
+        path,
     };
-    let start = Instant::now();
-    let mut due = Duration::ZERO;
     loop {
         let record = match records.next_ref() {
             Some(Ok(r)) => r,
             // The reader ends only after a final record (a missing one is an error).
             None => break,
-            Some(Err(e)) => return stop_at(e, &mut pending, &mut out, &mut err),
+            Some(Err(e)) => return player.stop_at(e),
         };
         // A client record is waited for, not timed: its delay is the recording's client's
         // pace, and what follows is timed from when this client acts (never before the
@@ -245,168 +229,241 @@ pub fn run<R: BufRead>(
                 | ActionRef::ClientSignal(_)
         );
         if !client_record {
-            due = due.saturating_add(speed.scale(record.dt_ms));
+            player.due = player.due.saturating_add(speed.scale(record.dt_ms));
         }
-        if let Some(wait) = due.checked_sub(start.elapsed()) {
-            if !wait.is_zero() {
-                // Not due yet: what is due goes out before the wait.
-                if !pending.flush(&mut out) {
-                    return EXIT_STDOUT_CLOSED;
-                }
-                std::thread::sleep(wait);
-            }
+        if let Break(code) = player.wait() {
+            return code;
         }
         let line = record.line;
         let reply = record.reply;
-        match record.action {
-            ActionRef::Stdout { body, form } => {
-                let from = pending.buf.len();
-                let body = match (reply, &hooks.client) {
-                    (Some(k), Some(client)) => {
-                        std::borrow::Cow::Owned(client.protocol().echo(&body, client.id_for(k)))
-                    }
-                    _ => body,
-                };
-                hooks.stdout_into(&body, form.newline(), &mut pending.buf);
-                if hooks.session.observes(&pending.buf[from..]) {
-                    // The line reaches the reader before the session file has it, as before.
-                    let data = pending.buf[from..].to_vec();
-                    if !pending.flush(&mut out) {
-                        return EXIT_STDOUT_CLOSED;
-                    }
-                    if let Err(e) = hooks.session.observe(&data, &hooks.meta) {
-                        let _ = writeln!(
-                            err,
-                            "fake-pi: cannot write the session file ({}:{line}): {e}",
-                            path.display(),
-                        );
-                        return crate::EXIT_MISUSE;
-                    }
-                } else if pending.buf.len() >= BATCH && !pending.flush(&mut out) {
-                    return EXIT_STDOUT_CLOSED;
-                }
-            }
-            ActionRef::Stderr { body, .. } => {
-                if !pending.flush(&mut out) {
-                    return EXIT_STDOUT_CLOSED;
-                }
-                let _ = err.write_all(&hooks.stderr(&body));
-            }
-            ActionRef::Spawn(spec) => {
-                if !pending.flush(&mut out) {
-                    return EXIT_STDOUT_CLOSED;
-                }
-                let mut children = signals::CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
-                match child::spawn(&spec) {
-                    Ok(c) => children.push(signals::Tracked {
-                        id: spec.id.clone(),
-                        child: c,
-                        own_group: spec.own_session,
-                        reaped: false,
-                    }),
-                    Err(e) => {
-                        let _ = writeln!(
-                            err,
-                            "fake-pi: cannot start child `{}` ({}:{line}): {e}",
-                            spec.id,
-                            path.display(),
-                        );
-                        return crate::EXIT_MISUSE;
-                    }
-                }
-            }
+        let flow = match record.action {
+            ActionRef::Stdout { body, form } => player.stdout(body, form, reply, line, hooks),
+            ActionRef::Stderr { body, .. } => player.stderr(&body, hooks),
+            ActionRef::Spawn(spec) => player.spawn(&spec, line),
             ref client_action @ (ActionRef::Stdin(_)
             | ActionRef::StdinText(_)
             | ActionRef::StdinClose
-            | ActionRef::ClientSignal(_)) => {
-                if !pending.flush(&mut out) {
-                    return EXIT_STDOUT_CLOSED;
-                }
-                let Some(client) = hooks.client.as_mut() else {
-                    // main only replays a two-way cassette with a client.
-                    let _ = writeln!(
-                        err,
-                        "fake-pi: {}:{line}: a client record in a replay without a client",
-                        path.display()
-                    );
-                    return crate::EXIT_MISUSE;
-                };
-                match client.expect(client_action) {
-                    // What follows is timed from when the client acted.
-                    Ok(at) => due = due.max(at.saturating_duration_since(start)),
-                    Err(problems) => {
-                        signals::kill_children();
-                        for p in problems {
-                            let _ = writeln!(
-                                err,
-                                "fake-pi: client mismatch: {}:{line}: {p}",
-                                path.display()
-                            );
-                        }
-                        return crate::EXIT_EXPECTATION;
-                    }
-                }
-            }
-            ActionRef::Reap(id) => {
-                if !pending.flush(&mut out) {
-                    return EXIT_STDOUT_CLOSED;
-                }
-                if !signals::reap_child(&id) {
-                    let _ = writeln!(
-                        err,
-                        "fake-pi: invalid cassette: {}:{line}: record field `reap`: no `spawn` with the id {id:?} before it",
-                        path.display()
-                    );
-                    signals::kill_children();
-                    return crate::EXIT_INVALID_CASSETTE;
-                }
-            }
-            ActionRef::Request(request) => {
-                if let Err(e) = hooks.requests.write(&request) {
-                    let _ = writeln!(
-                        err,
-                        "fake-pi: cannot write FAKE_PI_REQUEST_LOG ({}:{line}): {e}",
-                        path.display()
-                    );
-                    return crate::EXIT_MISUSE;
-                }
-            }
-            ActionRef::Exit(code) => {
-                if let Err(e) = nothing_after(records) {
-                    return stop_at(e, &mut pending, &mut out, &mut err);
-                }
-                if !pending.flush(&mut out) {
-                    return EXIT_STDOUT_CLOSED;
-                }
-                return code;
-            }
+            | ActionRef::ClientSignal(_)) => player.client(client_action, line, hooks),
+            ActionRef::Reap(id) => player.reap(&id, line),
+            ActionRef::Request(request) => player.request(&request, line, hooks),
+            ActionRef::Exit(code) => player.end(records, Ending::Exit(code)),
             ActionRef::Signal(name) => {
                 let sig = Signal::from_str(&name).unwrap_or(Signal::SIGKILL);
-                if let Err(e) = nothing_after(records) {
-                    return stop_at(e, &mut pending, &mut out, &mut err);
-                }
-                if !pending.flush(&mut out) {
-                    return EXIT_STDOUT_CLOSED;
-                }
-                signals::die_by(sig)
+                player.end(records, Ending::Signal(sig))
             }
-            ActionRef::Hang => {
-                if let Err(e) = nothing_after(records) {
-                    return stop_at(e, &mut pending, &mut out, &mut err);
-                }
-                if !pending.flush(&mut out) {
-                    return EXIT_STDOUT_CLOSED;
-                }
-                loop {
-                    std::thread::sleep(Duration::from_secs(3600));
-                }
-            }
+            ActionRef::Hang => player.end(records, Ending::Hang),
+        };
+        if let Break(code) = flow {
+            return code;
         }
     }
-    if !pending.flush(&mut out) {
-        return EXIT_STDOUT_CLOSED;
+    match player.flush() {
+        Break(code) => code,
+        Continue(()) => exit::SUCCESS,
     }
-    0
+}
+
+/// How a replay ends: the cassette's final record.
+enum Ending {
+    Exit(i32),
+    Signal(Signal),
+    Hang,
+}
+
+/// The replay under way: stdout (with what waits to be written) and stderr, the clock, and
+/// the cassette's path for messages. Each action says `Break(status)` when fake-pi exits.
+struct Player<'p> {
+    out: ManuallyDrop<File>,
+    err: ManuallyDrop<File>,
+    pending: Pending,
+    start: Instant,
+    /// When the current record is due, counted from `start`.
+    due: Duration,
+    path: &'p Path,
+}
+
+impl Player<'_> {
+    /// Write what is pending; stdout's reader gone is a quiet [`exit::STDOUT_CLOSED`].
+    fn flush(&mut self) -> ControlFlow<i32> {
+        if self.pending.flush(&mut self.out) {
+            Continue(())
+        } else {
+            Break(exit::STDOUT_CLOSED)
+        }
+    }
+
+    /// Wait until the record is due; what is due goes out before the wait.
+    fn wait(&mut self) -> ControlFlow<i32> {
+        if let Some(wait) = self.due.checked_sub(self.start.elapsed()) {
+            if !wait.is_zero() {
+                // Not due yet: what is due goes out before the wait.
+                self.flush()?;
+                std::thread::sleep(wait);
+            }
+        }
+        Continue(())
+    }
+
+    /// A record that cannot be read: what came before it has been replayed; stop here,
+    /// loudly, and take the children fake-pi started along.
+    fn stop_at(&mut self, e: CassetteError) -> i32 {
+        if let Break(code) = self.flush() {
+            return code;
+        }
+        signals::kill_children();
+        let (code, what) = exit::cassette_problem(&e);
+        let _ = writeln!(self.err, "fake-pi: {what} (the replay stopped there)");
+        code
+    }
+
+    /// A `stdout` record: gathered for one `write` with the records due with it; the
+    /// session's lines reach the reader before the session file has them.
+    fn stdout(
+        &mut self,
+        body: Cow<'_, [u8]>,
+        form: Form,
+        reply: Option<u32>,
+        line: usize,
+        hooks: &mut Hooks,
+    ) -> ControlFlow<i32> {
+        let from = self.pending.buf.len();
+        let body = match (reply, &hooks.client) {
+            (Some(k), Some(client)) => Cow::Owned(client.protocol().echo(&body, client.id_for(k))),
+            _ => body,
+        };
+        hooks.stdout_into(&body, form.newline(), &mut self.pending.buf);
+        if hooks.session.observes(&self.pending.buf[from..]) {
+            // The line reaches the reader before the session file has it, as before.
+            let data = self.pending.buf[from..].to_vec();
+            self.flush()?;
+            if let Err(e) = hooks.session.observe(&data, &hooks.meta) {
+                let _ = writeln!(
+                    self.err,
+                    "fake-pi: cannot write the session file ({}:{line}): {e}",
+                    self.path.display(),
+                );
+                return Break(exit::MISUSE);
+            }
+        } else if self.pending.buf.len() >= BATCH {
+            self.flush()?;
+        }
+        Continue(())
+    }
+
+    /// A `stderr` record: written at once, after what is due on stdout.
+    fn stderr(&mut self, body: &[u8], hooks: &Hooks) -> ControlFlow<i32> {
+        self.flush()?;
+        let _ = self.err.write_all(&hooks.stderr(body));
+        Continue(())
+    }
+
+    /// A `spawn` record: a real child, tracked for cleanup.
+    fn spawn(&mut self, spec: &Spawn, line: usize) -> ControlFlow<i32> {
+        self.flush()?;
+        let mut children = signals::CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
+        match child::spawn(spec) {
+            Ok(c) => children.push(signals::Tracked {
+                id: spec.id.clone(),
+                child: c,
+                own_group: spec.own_session,
+                reaped: false,
+            }),
+            Err(e) => {
+                let _ = writeln!(
+                    self.err,
+                    "fake-pi: cannot start child `{}` ({}:{line}): {e}",
+                    spec.id,
+                    self.path.display(),
+                );
+                return Break(exit::MISUSE);
+            }
+        }
+        Continue(())
+    }
+
+    /// A client record: wait for the client to do that, check it, and time what follows
+    /// from when it did.
+    fn client(
+        &mut self,
+        client_action: &ActionRef<'_>,
+        line: usize,
+        hooks: &mut Hooks,
+    ) -> ControlFlow<i32> {
+        self.flush()?;
+        let Some(client) = hooks.client.as_mut() else {
+            // main only replays a two-way cassette with a client.
+            let _ = writeln!(
+                self.err,
+                "fake-pi: {}:{line}: a client record in a replay without a client",
+                self.path.display()
+            );
+            return Break(exit::MISUSE);
+        };
+        match client.expect(client_action) {
+            // What follows is timed from when the client acted.
+            Ok(at) => self.due = self.due.max(at.saturating_duration_since(self.start)),
+            Err(problems) => {
+                signals::kill_children();
+                for p in problems {
+                    let _ = writeln!(
+                        self.err,
+                        "fake-pi: client mismatch: {}:{line}: {p}",
+                        self.path.display()
+                    );
+                }
+                return Break(exit::EXPECTATION);
+            }
+        }
+        Continue(())
+    }
+
+    /// A `reap` record: the tracked child is gone now (killed if it is still there).
+    fn reap(&mut self, id: &str, line: usize) -> ControlFlow<i32> {
+        self.flush()?;
+        if !signals::reap_child(id) {
+            let _ = writeln!(
+                self.err,
+                "fake-pi: invalid cassette: {}:{line}: record field `reap`: no `spawn` with the id {id:?} before it",
+                self.path.display()
+            );
+            signals::kill_children();
+            return Break(exit::INVALID_CASSETTE);
+        }
+        Continue(())
+    }
+
+    /// A `request` record: to `FAKE_PI_REQUEST_LOG`, when set.
+    fn request(&mut self, request: &str, line: usize, hooks: &mut Hooks) -> ControlFlow<i32> {
+        if let Err(e) = hooks.requests.write(request) {
+            let _ = writeln!(
+                self.err,
+                "fake-pi: cannot write FAKE_PI_REQUEST_LOG ({}:{line}): {e}",
+                self.path.display()
+            );
+            return Break(exit::MISUSE);
+        }
+        Continue(())
+    }
+
+    /// The final record, acted on once nothing can follow it: exit with its code, die by
+    /// its signal, or hang until a signal ends fake-pi.
+    fn end<R: BufRead>(
+        &mut self,
+        records: &mut CassetteReader<R>,
+        ending: Ending,
+    ) -> ControlFlow<i32> {
+        if let Err(e) = nothing_after(records) {
+            return Break(self.stop_at(e));
+        }
+        self.flush()?;
+        match ending {
+            Ending::Exit(code) => Break(code),
+            Ending::Signal(sig) => signals::die_by(sig),
+            Ending::Hang => loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            },
+        }
+    }
 }
 
 #[cfg(test)]

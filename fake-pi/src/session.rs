@@ -29,16 +29,16 @@ use crate::values::{iso, now_ms, uuid_v7};
 
 /// A header line of a session file, read back.
 #[derive(Debug, Clone)]
-pub struct Header {
-    pub line: String,
-    pub id: String,
-    pub timestamp: String,
-    pub cwd: String,
+pub(crate) struct Header {
+    pub(crate) line: String,
+    pub(crate) id: String,
+    pub(crate) timestamp: String,
+    pub(crate) cwd: String,
 }
 
 /// What this run does with its session.
 #[derive(Debug)]
-pub enum Plan {
+pub(crate) enum Plan {
     /// `--no-session`: nothing on disk (the id is the client's `--session-id`, if any).
     Ephemeral { id: Option<String> },
     /// A new session file: in `dir` under pi's name, or at exactly `path`.
@@ -55,7 +55,7 @@ pub enum Plan {
 }
 
 impl Plan {
-    pub fn session_use(&self) -> SessionUse {
+    pub(crate) fn session_use(&self) -> SessionUse {
         match self {
             Plan::Resume { .. } => SessionUse::Resumed,
             Plan::New { copied, .. } if !copied.is_empty() => SessionUse::Resumed,
@@ -66,15 +66,15 @@ impl Plan {
 
 /// pi stops before the run (exit `code`, with this stderr; stdout empty).
 #[derive(Debug)]
-pub struct Stop {
-    pub stderr: String,
-    pub code: i32,
+pub(crate) struct Stop {
+    pub(crate) stderr: String,
+    pub(crate) code: i32,
 }
 
-pub use pi_grammar::cwd_slug;
+pub(crate) use pi_grammar::cwd_slug;
 
 /// The first line of a session file, parsed.
-pub fn read_header(path: &Path) -> Option<Header> {
+pub(crate) fn read_header(path: &Path) -> Option<Header> {
     let f = std::fs::File::open(path).ok()?;
     let mut line = String::new();
     std::io::BufReader::new(f).read_line(&mut line).ok()?;
@@ -103,12 +103,12 @@ fn files_in(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Everything one run needs to know to plan its session.
-pub struct Ctx<'a> {
-    pub grammar: &'a Grammar,
-    pub parsed: &'a ParsedArgs,
-    pub cwd: &'a str,
-    pub agent: &'a AgentDir,
-    pub env: &'a dyn Fn(&str) -> Option<String>,
+pub(crate) struct Ctx<'a> {
+    pub(crate) grammar: &'a Grammar,
+    pub(crate) parsed: &'a ParsedArgs,
+    pub(crate) cwd: &'a str,
+    pub(crate) agent: &'a AgentDir,
+    pub(crate) env: &'a dyn Fn(&str) -> Option<String>,
 }
 
 impl Ctx<'_> {
@@ -129,7 +129,7 @@ impl Ctx<'_> {
     }
 
     /// The directory this working directory's sessions go to.
-    pub fn cwd_dir(&self) -> PathBuf {
+    pub(crate) fn cwd_dir(&self) -> PathBuf {
         match self.root() {
             (dir, true) => dir,
             (root, false) => root.join(cwd_slug(self.cwd)),
@@ -173,7 +173,10 @@ impl Ctx<'_> {
 
 /// pi's decision about the session, before it reads stdin: the plan, plus what pi printed
 /// on stderr on the way (a warning), or the reason it stops.
-pub fn plan(ctx: &Ctx, stdin_answer: &mut dyn FnMut() -> String) -> Result<(Plan, String), Stop> {
+pub(crate) fn plan(
+    ctx: &Ctx,
+    stdin_answer: &mut dyn FnMut() -> String,
+) -> Result<(Plan, String), Stop> {
     let p = ctx.parsed;
     let v87 = ctx.grammar.has(Feature::SessionId);
     let chosen_id = p.value("--session-id").map(str::to_string);
@@ -333,18 +336,18 @@ fn entries(path: &Path) -> Vec<String> {
 
 /// What the session file's first entries say about the run.
 #[derive(Debug, Clone, Default)]
-pub struct SessionMeta {
-    pub provider: Option<String>,
-    pub model: Option<String>,
-    pub thinking: Option<String>,
+pub(crate) struct SessionMeta {
+    pub(crate) provider: Option<String>,
+    pub(crate) model: Option<String>,
+    pub(crate) thinking: Option<String>,
 }
 
 /// The run's session: its id and time, its file, and the entries written so far.
-pub struct Session {
+pub(crate) struct Session {
     plan: Plan,
-    pub id: String,
-    pub timestamp: String,
-    pub cwd: String,
+    pub(crate) id: String,
+    pub(crate) timestamp: String,
+    pub(crate) cwd: String,
     /// The new session's start, in epoch milliseconds (its file name's time).
     start_ms: u64,
     /// Where entries go: the resumed file (opened at the first entry) or the one this run
@@ -361,7 +364,7 @@ fn entry_id() -> String {
 impl Session {
     /// Start the session: the id is the client's choice, else the one the recording
     /// shows (when it is a concrete id, not a placeholder), else a new one.
-    pub fn new(plan: Plan, recorded_id: Option<&str>, cwd: &str) -> Session {
+    pub(crate) fn new(plan: Plan, recorded_id: Option<&str>, cwd: &str) -> Session {
         let now = now_ms();
         let (id, timestamp, cwd, file, started, last) = match &plan {
             Plan::Resume { path, header } => {
@@ -399,7 +402,7 @@ impl Session {
     }
 
     /// The `session` line pi prints: the stored header when resuming.
-    pub fn resumed_header(&self) -> Option<&str> {
+    pub(crate) fn resumed_header(&self) -> Option<&str> {
         match &self.plan {
             Plan::Resume { header, .. } => Some(&header.line),
             _ => None,
@@ -500,13 +503,13 @@ impl Session {
 
     /// Whether [`Session::observe`] may write the session file for this stdout line (a
     /// `message_end` of a session on disk).
-    pub fn observes(&self, line: &[u8]) -> bool {
+    pub(crate) fn observes(&self, line: &[u8]) -> bool {
         !matches!(self.plan, Plan::Ephemeral { .. })
             && line.starts_with(b"{\"type\":\"message_end\"")
     }
 
     /// Record a replayed stdout line: a `message_end` becomes a `message` entry.
-    pub fn observe(&mut self, line: &[u8], meta: &SessionMeta) -> std::io::Result<()> {
+    pub(crate) fn observe(&mut self, line: &[u8], meta: &SessionMeta) -> std::io::Result<()> {
         if !self.observes(line) {
             return Ok(());
         }

@@ -15,19 +15,21 @@ use nix::sys::signal::{self, SigHandler, SigSet, SigmaskHow, Signal};
 use nix::unistd::Pid;
 use pi_cassette::{ProcessBehaviour, SignalAction};
 
+use crate::exit;
+
 /// A child fake-pi started (a `spawn` record).
-pub struct Tracked {
+pub(crate) struct Tracked {
     /// The `spawn` record's id.
-    pub id: String,
-    pub child: Child,
+    pub(crate) id: String,
+    pub(crate) child: Child,
     /// Started in its own session: SIGTERM cleanup kills its whole process group.
-    pub own_group: bool,
-    pub reaped: bool,
+    pub(crate) own_group: bool,
+    pub(crate) reaped: bool,
 }
 
 /// Children started so far. Spawning holds the lock, so a cleanup cannot miss a child
 /// that is being started.
-pub static CHILDREN: Mutex<Vec<Tracked>> = Mutex::new(Vec::new());
+pub(crate) static CHILDREN: Mutex<Vec<Tracked>> = Mutex::new(Vec::new());
 
 fn handled() -> SigSet {
     let mut set = SigSet::empty();
@@ -43,12 +45,12 @@ fn handled() -> SigSet {
 }
 
 /// Block the handled signals in the calling thread. Call first thing in `main`.
-pub fn block() -> nix::Result<()> {
+pub(crate) fn block() -> nix::Result<()> {
     signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&handled()), None)
 }
 
 /// Start the thread that answers signals according to `behaviour`.
-pub fn start(behaviour: ProcessBehaviour) -> std::io::Result<()> {
+pub(crate) fn start(behaviour: ProcessBehaviour) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("fake-pi-signals".into())
         .spawn(move || loop {
@@ -103,7 +105,7 @@ fn kill_all(children: &mut [Tracked]) {
 
 /// A `reap` record: the tracked child `id` (the latest with that id) is gone now; SIGKILL
 /// its process group (or it alone) if it is still there. False when no child has that id.
-pub fn reap_child(id: &str) -> bool {
+pub(crate) fn reap_child(id: &str) -> bool {
     let mut children = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
     let Some(t) = children.iter_mut().rev().find(|t| t.id == id) else {
         return false;
@@ -116,7 +118,7 @@ pub fn reap_child(id: &str) -> bool {
 
 /// SIGKILL every tracked child still there (see [`kill_all`]): fake-pi gives up on a
 /// replay it cannot finish and leaves nothing of its own behind.
-pub fn kill_children() {
+pub(crate) fn kill_children() {
     let mut children = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
     kill_all(&mut children);
 }
@@ -132,7 +134,7 @@ fn reap() {
 
 /// Die by `sig` for real: default disposition, unblocked in this thread, raised at this
 /// thread. Used for `die` and for `signal` records.
-pub fn die_by(sig: Signal) -> ! {
+pub(crate) fn die_by(sig: Signal) -> ! {
     // SAFETY: restoring the default disposition installs no handler.
     unsafe {
         let _ = signal::signal(sig, SigHandler::SigDfl);
@@ -142,12 +144,12 @@ pub fn die_by(sig: Signal) -> ! {
     let _ = signal::pthread_sigmask(SigmaskHow::SIG_UNBLOCK, Some(&set), None);
     let _ = signal::raise(sig);
     // Only reached for a signal whose default action does not kill.
-    exit_now(128 + sig as i32)
+    exit_now(exit::SIGNAL_BASE + sig as i32)
 }
 
 /// Leave at once, from any thread: no atexit handlers, no stdio flushing (fake-pi writes
 /// unbuffered), no race with the main thread's own exit.
-pub fn exit_now(code: i32) -> ! {
+pub(crate) fn exit_now(code: i32) -> ! {
     // SAFETY: _exit is async-signal-safe and takes no pointers.
     unsafe { libc::_exit(code) }
 }

@@ -15,20 +15,25 @@
 //! start past the end is refused.
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{BufRead, Read, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
+
+use pi_cassette::{CassetteError, CassetteReader};
+
+use crate::exit;
 
 /// Where fake-pi's settings come from.
 #[derive(Debug, Default)]
-pub struct Settings {
-    pub cassette: Option<PathBuf>,
-    pub speed: Option<String>,
-    pub state: Option<PathBuf>,
+pub(crate) struct Settings {
+    pub(crate) cassette: Option<PathBuf>,
+    pub(crate) speed: Option<String>,
+    pub(crate) state: Option<PathBuf>,
 }
 
 /// The name of the file beside the program.
-pub const CONF: &str = "fake-pi.conf";
+pub(crate) const CONF: &str = "fake-pi.conf";
 
 fn program_dirs(argv0: &str, path_var: Option<&str>) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
@@ -50,7 +55,7 @@ fn program_dirs(argv0: &str, path_var: Option<&str>) -> Vec<PathBuf> {
 }
 
 /// Read a conf file: `KEY=VALUE` lines.
-pub fn parse_conf(path: &Path, text: &str) -> Result<Settings, String> {
+pub(crate) fn parse_conf(path: &Path, text: &str) -> Result<Settings, String> {
     let base = path.parent().unwrap_or(Path::new("."));
     let mut s = Settings::default();
     for (n, line) in text.lines().enumerate() {
@@ -83,7 +88,10 @@ pub fn parse_conf(path: &Path, text: &str) -> Result<Settings, String> {
 }
 
 /// The settings for this start: the environment's, completed by the conf file.
-pub fn settings(env: &dyn Fn(&str) -> Option<String>, argv0: &str) -> Result<Settings, String> {
+pub(crate) fn settings(
+    env: &dyn Fn(&str) -> Option<String>,
+    argv0: &str,
+) -> Result<Settings, String> {
     let mut s = Settings::default();
     for dir in program_dirs(argv0, env("PATH").as_deref()) {
         let conf = dir.join(CONF);
@@ -112,7 +120,7 @@ fn is_cassette_name(p: &Path) -> bool {
 }
 
 /// The cassettes of a sequence, in order; `None` when `path` is a single cassette.
-pub fn sequence(path: &Path) -> Result<Option<Vec<PathBuf>>, String> {
+pub(crate) fn sequence(path: &Path) -> Result<Option<Vec<PathBuf>>, String> {
     if path.is_dir() {
         let mut list: Vec<PathBuf> = std::fs::read_dir(path)
             .map_err(|e| format!("{}: cannot list: {e}", path.display()))?
@@ -151,7 +159,7 @@ pub fn sequence(path: &Path) -> Result<Option<Vec<PathBuf>>, String> {
 }
 
 /// The default state file of a sequence.
-pub fn default_state(path: &Path) -> PathBuf {
+pub(crate) fn default_state(path: &Path) -> PathBuf {
     if path.is_dir() {
         path.join(".fake-pi-state")
     } else {
@@ -162,7 +170,7 @@ pub fn default_state(path: &Path) -> PathBuf {
 }
 
 /// Count this start in `state` (locked); returns its index (0 for the first start).
-pub fn next_start(state: &Path) -> Result<usize, String> {
+pub(crate) fn next_start(state: &Path) -> Result<usize, String> {
     let mut f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -197,6 +205,91 @@ pub fn next_start(state: &Path) -> Result<usize, String> {
     write(&mut f)
         .map_err(|e| format!("{}: cannot write the sequence state: {e}", state.display()))?;
     Ok(n)
+}
+
+/// The cassette for this start: a single file, or the next of a sequence. An error is the
+/// exit status and the message.
+pub(crate) fn choose(settings: &Settings) -> Result<PathBuf, (i32, String)> {
+    let Some(path) = settings.cassette.clone() else {
+        return Err((
+            exit::NO_CASSETTE,
+            format!(
+                "no cassette: set FAKE_PI_CASSETTE to a .cassette.jsonl(.gz) file, a directory or a .sequence file, or put a {} beside this program",
+                CONF
+            ),
+        ));
+    };
+    let Some(list) = sequence(&path).map_err(|e| (exit::NO_CASSETTE, e))? else {
+        return Ok(path);
+    };
+    let state = settings
+        .state
+        .clone()
+        .unwrap_or_else(|| default_state(&path));
+    let n = next_start(&state).map_err(|e| (exit::MISUSE, e))?;
+    match list.get(n) {
+        Some(c) => Ok(c.clone()),
+        None => {
+            let names: Vec<String> = list
+                .iter()
+                .map(|p| {
+                    p.file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                })
+                .collect();
+            Err((
+                exit::EXPECTATION,
+                format!(
+                    "sequence {}: this is start {} of pi, but only {} run(s) are recorded ({}); delete {} to start over",
+                    path.display(),
+                    n + 1,
+                    list.len(),
+                    names.join(", "),
+                    state.display()
+                ),
+            ))
+        }
+    }
+}
+
+/// A cassette path that names something other than a regular file (a directory, a FIFO, a
+/// device) is refused with this message; a path that cannot be looked at is left to the
+/// reader, which names the error.
+pub(crate) fn not_a_file(path: &Path) -> Option<String> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => None,
+        Ok(m) => {
+            let kind = if m.is_dir() {
+                "a directory"
+            } else if m.file_type().is_fifo() {
+                "a FIFO"
+            } else if m.file_type().is_char_device() || m.file_type().is_block_device() {
+                "a device"
+            } else {
+                "not a regular file"
+            };
+            Some(format!(
+                "{}: cannot read cassette: {kind}, not a cassette file",
+                path.display()
+            ))
+        }
+        Err(_) => None, // the loader names the error
+    }
+}
+
+/// The cassette `file` (at `path`) read again from its start, through the one reader.
+pub(crate) fn from_start<'a>(
+    path: &Path,
+    file: &'a File,
+) -> Result<CassetteReader<Box<dyn BufRead + Send + 'a>>, CassetteError> {
+    (&*file)
+        .seek(SeekFrom::Start(0))
+        .map_err(|source| CassetteError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    CassetteReader::from_read(path, file)
 }
 
 #[cfg(test)]

@@ -12,10 +12,10 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The epoch-millisecond placeholder the recorder writes under time keys.
-pub const EPOCH_MS: &str = "1700000000000";
+pub(crate) const EPOCH_MS: &str = "1700000000000";
 
 /// What each placeholder becomes in this run.
-pub struct Values {
+pub(crate) struct Values {
     /// (placeholder, replacement inside JSON strings, replacement in plain text).
     fixed: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>,
     ts: bool,
@@ -28,7 +28,7 @@ pub struct Values {
 }
 
 /// Milliseconds since the epoch, now.
-pub fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -37,7 +37,7 @@ pub fn now_ms() -> u64 {
 
 /// `2026-11-23T14:18:01.961Z` for an epoch-millisecond time (JavaScript's
 /// `toISOString`).
-pub fn iso(ms: u64) -> String {
+pub(crate) fn iso(ms: u64) -> String {
     let secs = ms / 1000;
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
@@ -73,7 +73,7 @@ fn hyphenated(b: &[u8; 16]) -> String {
 }
 
 /// A new session id as pi makes them: a UUIDv7 (time-ordered).
-pub fn uuid_v7(ms: u64) -> String {
+pub(crate) fn uuid_v7(ms: u64) -> String {
     let mut b = [0u8; 16];
     b[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
     for x in b[6..].iter_mut() {
@@ -85,7 +85,7 @@ pub fn uuid_v7(ms: u64) -> String {
 }
 
 /// A random UUID (version 4), as Claude Code makes its session ids.
-pub fn uuid_v4() -> String {
+pub(crate) fn uuid_v4() -> String {
     let mut b = [0u8; 16];
     for x in b.iter_mut() {
         *x = fastrand::u8(..);
@@ -103,7 +103,7 @@ fn json_inner(s: &str) -> Vec<u8> {
 impl Values {
     /// Replacements for the placeholders `declared` (the header's `redactions` keys);
     /// `None` when there is nothing to replace.
-    pub fn new<'a>(
+    pub(crate) fn new<'a>(
         declared: impl IntoIterator<Item = &'a String>,
         session_id: &str,
         cwd: &str,
@@ -123,7 +123,7 @@ impl Values {
 
     /// Replacements for the placeholders `declared`: each of `pairs` (placeholder, this
     /// run's value), and the time placeholders.
-    pub fn from_pairs<'a>(
+    pub(crate) fn from_pairs<'a>(
         declared: impl IntoIterator<Item = &'a String>,
         pairs: &[(&str, &str)],
     ) -> Option<Values> {
@@ -160,7 +160,7 @@ impl Values {
     /// `data` with every declared placeholder replaced; `json` says whether the bytes are
     /// JSON (values are escaped for JSON strings) or plain text. `None` when nothing was
     /// replaced.
-    pub fn apply(&self, data: &[u8], json: bool) -> Option<Vec<u8>> {
+    pub(crate) fn apply(&self, data: &[u8], json: bool) -> Option<Vec<u8>> {
         let mut out = Vec::new();
         self.apply_into(data, json, &mut out).then_some(out)
     }
@@ -168,7 +168,7 @@ impl Values {
     /// Append `data` to `out` with every declared placeholder replaced (see [`Values::apply`]);
     /// true when something was replaced. Only the bytes a placeholder can start with are
     /// looked at one by one (found with `memchr`); the rest is copied in runs.
-    pub fn apply_into(&self, data: &[u8], json: bool, out: &mut Vec<u8>) -> bool {
+    pub(crate) fn apply_into(&self, data: &[u8], json: bool, out: &mut Vec<u8>) -> bool {
         self.replace_into(data, json, out, &|| {
             self.now.get_or_init(now_strings).clone()
         })

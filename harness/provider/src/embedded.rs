@@ -31,6 +31,9 @@ pub(crate) fn ensure_linked() {
     std::hint::black_box(&SUPERVISOR_HOOK);
 }
 
+// Runs only in the supervisor's own process (the variable is set): a bad command line is
+// said on its stderr, as a command-line tool does.
+#[allow(clippy::print_stderr)]
 extern "C" fn supervisor_hook() {
     if std::env::var_os(SUPERVISOR_ENV).is_none() {
         return;

@@ -20,6 +20,11 @@
 //! [`message`] and [`CancellationToken`] are re-exported, so a caller needs no other crate
 //! to read the stream or to cancel it.
 //!
+//! Inside, a json-mode run ([`Provider`], `run`) and an RPC session ([`rpc`]) both step
+//! down to the same rooms: `request` (what to run), `argv` (pi's command line per
+//! version), `probe` (finding pi and its version), `spawn` (starting the supervisor and
+//! pi's pipes), `stderr_tail` and `wait` (the longest wait, deadlines capped by it).
+//!
 //! ```
 //! use std::os::unix::fs::PermissionsExt;
 //! use pi_provider::message::Message;
@@ -53,14 +58,30 @@
 //! assert!(matches!(messages.last(), Some(Message::TerminalCompleted { .. })));
 //! ```
 
+mod argv;
 pub mod embedded;
 pub mod prefork;
+mod probe;
 mod provider;
+mod request;
 pub mod retry;
 pub mod rpc;
+mod run;
+mod spawn;
+mod stderr_tail;
 pub mod supervisor;
+mod wait;
 
+pub use argv::{build_argv, grammar_for, thinking_levels};
+/// pi's built-in tools enabled by default, as `pi-grammar` knows them (re-exported: a
+/// request's `exclude_tools` on pi 0.73.1 becomes an allow-list of the others).
+pub use pi_grammar::DEFAULT_TOOLS;
 pub use pi_wire::message;
 pub use prefork::{prefork_supervisor, PreforkGuard};
-pub use provider::*;
+pub use probe::{probe_version, which};
+pub use provider::{collect, Provider};
+pub use request::{ApiKey, ProviderOptions, Request, SessionRef};
+pub use spawn::supervisor_from_env;
+pub use stderr_tail::StderrTail;
 pub use tokio_util::sync::CancellationToken;
+pub use wait::MAX_WAIT;

@@ -15,7 +15,8 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::provider::{Provider, Request};
+use crate::provider::Provider;
+use crate::request::Request;
 use pi_wire::message::{Failure, FailureReason, Message, RetrySource};
 
 /// How many attempts and how far apart.
@@ -59,7 +60,9 @@ impl RetryPolicy {
 /// Whether a failed attempt deserves another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
+    /// Another attempt may succeed.
     Retry,
+    /// Another attempt would fail the same way (or the run was cancelled).
     GiveUp,
 }
 

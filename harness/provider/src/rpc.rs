@@ -18,11 +18,14 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::wrappers::ReceiverStream;
 
-use crate::provider::{
-    probe_version, spawn_supervised, supervisor_from_env, which, ProviderOptions, Request, Spawned,
-    StderrTail, MAX_WAIT,
-};
+use crate::argv::grammar_for;
+pub use crate::argv::rpc_argv;
+use crate::probe::{probe_version, which};
+use crate::request::{ProviderOptions, Request};
+use crate::spawn::{spawn_supervised, supervisor_from_env, Spawned, SupervisorChild};
+use crate::stderr_tail::StderrTail;
 use crate::supervisor::Event;
+use crate::wait::{sleep_until, MAX_WAIT};
 use pi_wire::framing::{Line, LineSplitter};
 use pi_wire::mapper::{EndCause, Mapper, MapperOptions, StreamEnd};
 use pi_wire::message::{ExitInfo, Failure, FailureReason, Message};
@@ -132,7 +135,7 @@ impl RpcSession {
             }
         };
         let (ops, rx) = mpsc::channel(16);
-        let settles = crate::provider::grammar_for(&version).has(pi_grammar::Feature::AgentSettled);
+        let settles = grammar_for(&version).has(pi_grammar::Feature::AgentSettled);
         let secret = req.api_key.as_ref().map(|k| k.value.clone());
         let (lines_tx, lines) = tokio::sync::watch::channel(0u64);
         tokio::spawn(actor(spawned, pid, rx, lines_tx, opts, settles, secret));
@@ -254,15 +257,6 @@ impl RpcSession {
     }
 }
 
-/// pi's command line for an RPC session: json mode's, in `--mode rpc`.
-pub fn rpc_argv(req: &Request, version: &str) -> Result<Vec<String>, String> {
-    let mut argv = crate::provider::build_argv(req, version)?;
-    if let Some(m) = argv.iter().position(|a| a == "--mode") {
-        argv[m + 1] = "rpc".into();
-    }
-    Ok(argv)
-}
-
 /// The run a prompt started.
 struct Active {
     mapper: Mapper,
@@ -311,6 +305,8 @@ struct Pending {
     stream: Option<mpsc::Sender<Message>>,
 }
 
+/// The task that owns pi's process for the session: started by [`RpcSession::start`],
+/// it ends when pi and everything below it are gone.
 async fn actor(
     spawned: Spawned,
     pid: i32,
@@ -323,186 +319,285 @@ async fn actor(
     let Spawned {
         mut child,
         mut ctl_lines,
-        mut ctl_write,
+        ctl_write,
     } = spawned;
-    let mut stdin = child.stdin.take();
+    let stdin = child.stdin.take();
     let mut stdout = child.stdout.take().expect("stdout is piped");
     let mut stderr = child.stderr.take().expect("stderr is piped");
-    let mut tail = StderrTail::new(opts.stderr_tail_bytes, secret.as_deref());
     let mut lines = LineSplitter::new(opts.max_line_bytes);
     let mut buf = vec![0u8; 64 << 10];
     let mut ebuf = vec![0u8; 8 << 10];
-    let mut pending: Vec<Pending> = Vec::new();
-    let mut active: Option<Active> = None;
-    let mut next_id = 0u64;
-    let (mut stdout_open, mut stderr_open, mut ctl_open, mut ops_open) = (true, true, true, true);
-    let mut pi_pid: Option<i32> = Some(pid);
-    let mut exited: Option<ExitInfo> = None;
-    let mut shutting_down = false;
-    let mut shutdown_replies: Vec<oneshot::Sender<Option<ExitInfo>>> = Vec::new();
-    // Shutdown: stdin closed now; the supervisor's cancel at `cancel_at`; our own SIGKILL at
-    // `hard_at`.
-    let mut cancel_at: Option<tokio::time::Instant> = None;
-    let mut hard_at: Option<tokio::time::Instant> = None;
-    let mut drain_at: Option<tokio::time::Instant> = None;
+    let mut a = Actor {
+        tail: StderrTail::new(opts.stderr_tail_bytes, secret.as_deref()),
+        stdin,
+        ctl_write,
+        pid,
+        opts,
+        settles,
+        secret,
+        lines_seen,
+        pending: Vec::new(),
+        active: None,
+        next_id: 0,
+        stdout_open: true,
+        stderr_open: true,
+        ctl_open: true,
+        ops_open: true,
+        pi_pid: Some(pid),
+        exited: None,
+        shutting_down: false,
+        shutdown_replies: Vec::new(),
+        cancel_at: None,
+        hard_at: None,
+        drain_at: None,
+    };
 
     loop {
-        if exited.is_some() && !stdout_open && !stderr_open {
+        if a.exited.is_some() && !a.stdout_open && !a.stderr_open {
             break;
         }
-        if !ctl_open && !stdout_open && !stderr_open {
+        if !a.ctl_open && !a.stdout_open && !a.stderr_open {
             break;
         }
-        let wake = [cancel_at, hard_at, drain_at].into_iter().flatten().min();
+        let wake = [a.cancel_at, a.hard_at, a.drain_at]
+            .into_iter()
+            .flatten()
+            .min();
         // Lines read, to act on after the select (the mapper and replies are async).
         let mut got: Vec<Vec<u8>> = Vec::new();
         tokio::select! {
-            op = ops.recv(), if ops_open && !shutting_down => match op {
-                Some(Op::Raw(text)) => {
-                    let mut line = text.into_bytes();
-                    line.push(b'\n');
-                    if let Some(w) = stdin.as_mut() {
-                        let _ = w.write_all(&line).await;
-                        let _ = w.flush().await;
-                    }
-                }
-                Some(Op::Signal(sig)) => {
-                    if exited.is_none() {
-                        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig);
-                    }
-                }
-                Some(Op::Send { mut command, stream, reply }) => {
-                    if command["type"] == "abort" {
-                        if let Some(run) = active.as_mut() {
-                            run.abort_sent = true;
-                        }
-                    }
-                    next_id += 1;
-                    let id = format!("pih-{next_id}");
-                    if let Some(o) = command.as_object_mut() {
-                        o.insert("id".into(), Value::from(id.clone()));
-                    }
-                    let mut line = command.to_string().into_bytes();
-                    line.push(b'\n');
-                    let written = match stdin.as_mut() {
-                        Some(w) => w.write_all(&line).await.and(w.flush().await).is_ok(),
-                        None => false,
-                    };
-                    if written {
-                        pending.push(Pending { id, reply, stream });
-                    } else {
-                        let _ = reply.send(Err(RpcError::Closed("pi's stdin is closed".into())));
-                    }
-                }
-                Some(Op::Shutdown { reply }) => {
-                    shutdown_replies.push(reply);
-                    shutting_down = true;
-                }
-                None => {
-                    ops_open = false;
-                    shutting_down = true;
-                }
-            },
-            r = stdout.read(&mut buf), if stdout_open => match r {
+            op = ops.recv(), if a.ops_open && !a.shutting_down => a.on_op(op).await,
+            r = stdout.read(&mut buf), if a.stdout_open => match r {
                 Ok(0) | Err(_) => {
-                    stdout_open = false;
+                    a.stdout_open = false;
                     lines.finish(&mut |l| got.push(line_bytes(l)));
                 }
                 Ok(n) => lines.push(&buf[..n], &mut |l| got.push(line_bytes(l))),
             },
-            r = stderr.read(&mut ebuf), if stderr_open => match r {
-                Ok(0) | Err(_) => stderr_open = false,
-                Ok(n) => tail.push(&ebuf[..n]),
+            r = stderr.read(&mut ebuf), if a.stderr_open => match r {
+                Ok(0) | Err(_) => a.stderr_open = false,
+                Ok(n) => a.tail.push(&ebuf[..n]),
             },
-            line = ctl_lines.next_line(), if ctl_open => match line {
-                Ok(Some(l)) => match serde_json::from_str::<Event>(&l) {
-                    Ok(Event::Started { pid }) => pi_pid = Some(pid),
-                    Ok(Event::Exited { code, signal, .. }) => {
-                        exited = Some(ExitInfo { code, signal });
-                        drain_at = Some(tokio::time::Instant::now() + Duration::from_secs(2));
-                    }
-                    Ok(Event::SpawnFailed { error, .. }) => {
-                        exited = Some(ExitInfo { code: None, signal: None });
-                        tail.push(error.as_bytes());
-                    }
-                    Err(_) => {}
-                },
-                _ => {
-                    ctl_open = false;
-                    if exited.is_none() {
-                        // The supervisor is gone: stop pi's group ourselves, now.
-                        if let Some(pid) = pi_pid {
-                            let _ = nix::sys::signal::kill(
-                                nix::unistd::Pid::from_raw(-pid),
-                                nix::sys::signal::Signal::SIGKILL,
-                            );
-                        }
-                        hard_at = Some(tokio::time::Instant::now() + Duration::from_secs(1));
-                    }
-                }
-            },
+            line = ctl_lines.next_line(), if a.ctl_open => a.on_control(line),
             _ = sleep_until(wake) => {
-                let now = tokio::time::Instant::now();
-                if cancel_at.is_some_and(|t| now >= t) {
-                    cancel_at = None;
-                    // pi did not leave on its own: SIGTERM, grace, SIGKILL of everything.
-                    let _ = ctl_write.write_all(b"cancel\n").await;
-                    let _ = ctl_write.shutdown().await;
-                    hard_at = Some(tokio::time::Instant::now()
-                        + opts.grace.min(MAX_WAIT)
-                        + opts.kill_wait.min(MAX_WAIT)
-                        + Duration::from_secs(2));
-                }
-                if hard_at.is_some_and(|t| now >= t) || drain_at.is_some_and(|t| now >= t) {
+                if a.on_wake().await {
                     break;
                 }
             }
         }
-        if shutting_down && stdin.is_some() {
+        a.after_select(got).await;
+    }
+    a.end(&mut child).await;
+}
+
+/// What the session's task holds between two events: pi's stdin, the control socket's
+/// writing half, the stderr tail, the commands waiting for pi's answer, the run a prompt
+/// started, how far the shutdown is, and its deadlines.
+struct Actor {
+    stdin: Option<tokio::net::unix::pipe::Sender>,
+    ctl_write: tokio::net::unix::OwnedWriteHalf,
+    tail: StderrTail,
+    /// pi's pid as the session started it (the target of [`Op::Signal`]).
+    pid: i32,
+    opts: ProviderOptions,
+    settles: bool,
+    secret: Option<String>,
+    lines_seen: tokio::sync::watch::Sender<u64>,
+    pending: Vec<Pending>,
+    active: Option<Active>,
+    next_id: u64,
+    stdout_open: bool,
+    stderr_open: bool,
+    ctl_open: bool,
+    ops_open: bool,
+    /// pi's process group, as the supervisor last reported it.
+    pi_pid: Option<i32>,
+    exited: Option<ExitInfo>,
+    shutting_down: bool,
+    shutdown_replies: Vec<oneshot::Sender<Option<ExitInfo>>>,
+    // Shutdown: stdin closed now; the supervisor's cancel at `cancel_at`; our own SIGKILL at
+    // `hard_at`.
+    cancel_at: Option<tokio::time::Instant>,
+    hard_at: Option<tokio::time::Instant>,
+    drain_at: Option<tokio::time::Instant>,
+}
+
+impl Actor {
+    /// A request from a [`RpcSession`] handle (`None`: the last handle is gone).
+    async fn on_op(&mut self, op: Option<Op>) {
+        match op {
+            Some(Op::Raw(text)) => {
+                let mut line = text.into_bytes();
+                line.push(b'\n');
+                if let Some(w) = self.stdin.as_mut() {
+                    let _ = w.write_all(&line).await;
+                    let _ = w.flush().await;
+                }
+            }
+            Some(Op::Signal(sig)) => {
+                if self.exited.is_none() {
+                    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid), sig);
+                }
+            }
+            Some(Op::Send {
+                command,
+                stream,
+                reply,
+            }) => self.send_command(command, stream, reply).await,
+            Some(Op::Shutdown { reply }) => {
+                self.shutdown_replies.push(reply);
+                self.shutting_down = true;
+            }
+            None => {
+                self.ops_open = false;
+                self.shutting_down = true;
+            }
+        }
+    }
+
+    /// Write a command with an id of ours; its answer goes to `reply` when pi gives it.
+    async fn send_command(
+        &mut self,
+        mut command: Value,
+        stream: Option<mpsc::Sender<Message>>,
+        reply: oneshot::Sender<Result<Value, RpcError>>,
+    ) {
+        if command["type"] == "abort" {
+            if let Some(run) = self.active.as_mut() {
+                run.abort_sent = true;
+            }
+        }
+        self.next_id += 1;
+        let id = format!("pih-{}", self.next_id);
+        if let Some(o) = command.as_object_mut() {
+            o.insert("id".into(), Value::from(id.clone()));
+        }
+        let mut line = command.to_string().into_bytes();
+        line.push(b'\n');
+        let written = match self.stdin.as_mut() {
+            Some(w) => w.write_all(&line).await.and(w.flush().await).is_ok(),
+            None => false,
+        };
+        if written {
+            self.pending.push(Pending { id, reply, stream });
+        } else {
+            let _ = reply.send(Err(RpcError::Closed("pi's stdin is closed".into())));
+        }
+    }
+
+    /// A line from the supervisor (or the control socket's end).
+    fn on_control(&mut self, line: std::io::Result<Option<String>>) {
+        match line {
+            Ok(Some(l)) => match serde_json::from_str::<Event>(&l) {
+                Ok(Event::Started { pid }) => self.pi_pid = Some(pid),
+                Ok(Event::Exited { code, signal, .. }) => {
+                    self.exited = Some(ExitInfo { code, signal });
+                    self.drain_at = Some(tokio::time::Instant::now() + Duration::from_secs(2));
+                }
+                Ok(Event::SpawnFailed { error, .. }) => {
+                    self.exited = Some(ExitInfo {
+                        code: None,
+                        signal: None,
+                    });
+                    self.tail.push(error.as_bytes());
+                }
+                Err(_) => {}
+            },
+            _ => {
+                self.ctl_open = false;
+                if self.exited.is_none() {
+                    // The supervisor is gone: stop pi's group ourselves, now.
+                    if let Some(pid) = self.pi_pid {
+                        let _ = nix::sys::signal::kill(
+                            nix::unistd::Pid::from_raw(-pid),
+                            nix::sys::signal::Signal::SIGKILL,
+                        );
+                    }
+                    self.hard_at = Some(tokio::time::Instant::now() + Duration::from_secs(1));
+                }
+            }
+        }
+    }
+
+    /// A deadline passed: at `cancel_at` the supervisor is asked to stop pi; true when the
+    /// task ends (the hard or the drain deadline).
+    async fn on_wake(&mut self) -> bool {
+        let now = tokio::time::Instant::now();
+        if self.cancel_at.is_some_and(|t| now >= t) {
+            self.cancel_at = None;
+            // pi did not leave on its own: SIGTERM, grace, SIGKILL of everything.
+            let _ = self.ctl_write.write_all(b"cancel\n").await;
+            let _ = self.ctl_write.shutdown().await;
+            self.hard_at = Some(
+                tokio::time::Instant::now()
+                    + self.opts.grace.min(MAX_WAIT)
+                    + self.opts.kill_wait.min(MAX_WAIT)
+                    + Duration::from_secs(2),
+            );
+        }
+        self.hard_at.is_some_and(|t| now >= t) || self.drain_at.is_some_and(|t| now >= t)
+    }
+
+    /// After each event: a shutdown closes pi's stdin (pi's orderly exit); the stdout lines
+    /// read go to their command or run.
+    async fn after_select(&mut self, got: Vec<Vec<u8>>) {
+        if self.shutting_down && self.stdin.is_some() {
             // pi's orderly exit: stdin closed.
-            stdin = None;
-            cancel_at = Some(tokio::time::Instant::now() + opts.grace.min(MAX_WAIT));
+            self.stdin = None;
+            self.cancel_at = Some(tokio::time::Instant::now() + self.opts.grace.min(MAX_WAIT));
         }
         let n = got.len() as u64;
         for line in got {
-            handle_line(&line, &mut pending, &mut active, settles, &secret).await;
+            handle_line(
+                &line,
+                &mut self.pending,
+                &mut self.active,
+                self.settles,
+                &self.secret,
+            )
+            .await;
         }
         if n > 0 {
-            lines_seen.send_modify(|seen| *seen += n);
+            self.lines_seen.send_modify(|seen| *seen += n);
         }
     }
-    // Whatever is still there: pi's group and the supervisor.
-    if exited.is_none() {
-        if let Some(pid) = pi_pid {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(-pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
+
+    /// The session is over: whatever is still there (pi's group and the supervisor) is
+    /// killed and reaped; the run, the commands and the shutdowns still waiting get their
+    /// answer.
+    async fn end(mut self, child: &mut SupervisorChild) {
+        if self.exited.is_none() {
+            if let Some(pid) = self.pi_pid {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(-pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            let _ = child.start_kill();
         }
-        let _ = child.start_kill();
-    }
-    let _ = child.wait().await;
-    if let Some(run) = active.take() {
-        let cause = if shutting_down {
-            EndCause::Cancelled
-        } else {
-            EndCause::Eof
-        };
-        run.finish(StreamEnd {
-            exit: exited.clone(),
-            stderr_tail: tail.text(),
-            cause,
-        })
-        .await;
-    }
-    for p in pending {
-        let _ = p.reply.send(Err(RpcError::Closed(match &exited {
-            Some(e) => format!("pi exited ({e:?}) before answering"),
-            None => "pi ended before answering".into(),
-        })));
-    }
-    for r in shutdown_replies {
-        let _ = r.send(exited.clone());
+        let _ = child.wait().await;
+        if let Some(run) = self.active.take() {
+            let cause = if self.shutting_down {
+                EndCause::Cancelled
+            } else {
+                EndCause::Eof
+            };
+            run.finish(StreamEnd {
+                exit: self.exited.clone(),
+                stderr_tail: self.tail.text(),
+                cause,
+            })
+            .await;
+        }
+        for p in self.pending {
+            let _ = p.reply.send(Err(RpcError::Closed(match &self.exited {
+                Some(e) => format!("pi exited ({e:?}) before answering"),
+                None => "pi ended before answering".into(),
+            })));
+        }
+        for r in self.shutdown_replies {
+            let _ = r.send(self.exited.clone());
+        }
     }
 }
 
@@ -512,13 +607,6 @@ fn line_bytes(l: Line<'_>) -> Vec<u8> {
     match l {
         Line::Complete { bytes, .. } => bytes.to_vec(),
         Line::Oversized { head, .. } => head.to_vec(),
-    }
-}
-
-async fn sleep_until(t: Option<tokio::time::Instant>) {
-    match t {
-        Some(t) => tokio::time::sleep_until(t).await,
-        None => std::future::pending().await,
     }
 }
 

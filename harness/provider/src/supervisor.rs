@@ -40,7 +40,9 @@ use pi_procs as procs;
 /// Options of one supervised run.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The program to supervise (pi).
     pub program: String,
+    /// Its arguments.
     pub args: Vec<String>,
     /// Time pi gets to clean up after SIGTERM before SIGKILL.
     pub grace: Duration,
@@ -57,13 +59,23 @@ pub struct Config {
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     /// pi runs with this pid; it leads its own process group.
-    Started { pid: i32 },
+    Started {
+        /// pi's process id (and process group id).
+        pid: i32,
+    },
     /// pi could not be started.
-    SpawnFailed { error: String, errno: Option<i32> },
+    SpawnFailed {
+        /// Why, as a sentence naming the program.
+        error: String,
+        /// The OS error number, when there was one.
+        errno: Option<i32>,
+    },
     /// pi is gone and so is every descendant.
     Exited {
+        /// pi's exit code, when it exited.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         code: Option<i32>,
+        /// The signal that killed pi (`SIGTERM`, ...), when one did.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signal: Option<String>,
         /// A stop was requested (cancel line, control EOF or a signal to the supervisor).
@@ -77,9 +89,12 @@ pub enum Event {
     },
 }
 
+/// A descendant still alive when pi was gone, killed by the supervisor.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Survivor {
+    /// Its process id.
     pub pid: i32,
+    /// Its command line, as `/proc` showed it.
     pub command: String,
 }
 
@@ -98,7 +113,7 @@ pub fn parse_args(args: &[String]) -> Result<Config, String> {
         v.ok_or_else(|| format!("{flag} needs a value"))?
             .parse::<u64>()
             // A wait past MAX_WAIT is as good as forever, and cannot overflow the clock.
-            .map(|n| Duration::from_millis(n).min(crate::MAX_WAIT))
+            .map(|n| Duration::from_millis(n).min(crate::wait::MAX_WAIT))
             .map_err(|e| format!("{flag}: {e}"))
     };
     while let Some(a) = it.next() {
@@ -187,9 +202,62 @@ pub fn run(cfg: Config) -> i32 {
             nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
         );
     }
+    let (sfd, old) = match take_signals() {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+
+    let child = match spawn_pi(&cfg, old) {
+        Ok(c) => c,
+        Err(e) => {
+            control.send(&Event::SpawnFailed {
+                error: format!("cannot start {}: {e}", cfg.program),
+                errno: e.raw_os_error(),
+            });
+            return if control.fd.is_some() { 0 } else { 127 };
+        }
+    };
+    let pi = Pid::from_raw(child.id() as i32);
+    // std's Child is not used to wait: the supervisor reaps with waitpid(-1).
+    std::mem::forget(child);
+    control.send(&Event::Started { pid: pi.as_raw() });
+    if control.fd.is_some() {
+        // pi's stdio is pi's now: our copies go, so the provider reads the end of pi's
+        // output when pi (and whatever it left holding it) is gone, not when we are. From
+        // here everything we say goes over the control socket.
+        release_stdio();
+    }
+    let me = std::process::id() as i32;
+
+    let end = wait_for_pi(pi, &sfd, &mut control, &cfg);
+    let (survivors, leftover) = sweep(me, &sfd, &cfg, end.cancelled);
+
+    let (code, signal) = match end.status {
+        Some(WaitStatus::Exited(_, code)) => (Some(code), None),
+        Some(WaitStatus::Signaled(_, sig, _)) => (None, Some(sig.as_str().to_string())),
+        _ => (None, None),
+    };
+    control.send(&Event::Exited {
+        code,
+        signal,
+        cancelled: end.cancelled,
+        killed: end.killed,
+        survivors,
+        leftover,
+    });
+    0
+}
+
+/// Become a child subreaper and take SIGCHLD, SIGTERM, SIGINT and SIGHUP through a
+/// signalfd (blocked). Returns the signalfd and the signal mask from before, for pi; or
+/// the supervisor's exit code when that fails.
+// The supervisor's own process: it says why it cannot start on its stderr (the provider
+// reads it), as a command-line tool does.
+#[allow(clippy::print_stderr)]
+fn take_signals() -> Result<(SignalFd, SigSet), i32> {
     if let Err(e) = procs::become_subreaper() {
         eprintln!("pi-supervisor: cannot become a child subreaper: {e}");
-        return 70;
+        return Err(70);
     }
 
     let mut mask = SigSet::empty();
@@ -206,22 +274,25 @@ pub fn run(cfg: Config) -> i32 {
         .is_err()
     {
         eprintln!("pi-supervisor: cannot block signals");
-        return 70;
+        return Err(70);
     }
-    let sfd = match SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC) {
-        Ok(s) => s,
+    match SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC) {
+        Ok(s) => Ok((s, old)),
         Err(e) => {
             eprintln!("pi-supervisor: signalfd: {e}");
-            return 70;
+            Err(70)
         }
-    };
+    }
+}
 
+/// Start pi in its own process group, with the signal mask `restore` (the supervisor's
+/// before it blocked its signals) and SIGTERM as its parent-death signal.
+fn spawn_pi(cfg: &Config, restore: SigSet) -> std::io::Result<std::process::Child> {
     let mut cmd = Command::new(&cfg.program);
     cmd.args(&cfg.args).process_group(0);
     if let Some(env) = &cfg.env {
         cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
     }
-    let restore = old;
     let supervisor_pid = std::process::id() as libc::pid_t;
     unsafe {
         cmd.pre_exec(move || {
@@ -248,28 +319,22 @@ pub fn run(cfg: Config) -> i32 {
             Ok(())
         });
     }
-    let child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            control.send(&Event::SpawnFailed {
-                error: format!("cannot start {}: {e}", cfg.program),
-                errno: e.raw_os_error(),
-            });
-            return if control.fd.is_some() { 0 } else { 127 };
-        }
-    };
-    let pi = Pid::from_raw(child.id() as i32);
-    // std's Child is not used to wait: the supervisor reaps with waitpid(-1).
-    std::mem::forget(child);
-    control.send(&Event::Started { pid: pi.as_raw() });
-    if control.fd.is_some() {
-        // pi's stdio is pi's now: our copies go, so the provider reads the end of pi's
-        // output when pi (and whatever it left holding it) is gone, not when we are. From
-        // here everything we say goes over the control socket.
-        release_stdio();
-    }
-    let me = std::process::id() as i32;
+    cmd.spawn()
+}
 
+/// How pi ended, as [`wait_for_pi`] saw it.
+struct PiEnd {
+    /// pi's wait status (none when it could not be reaped within the kill wait).
+    status: Option<WaitStatus>,
+    /// A stop was requested.
+    cancelled: bool,
+    /// pi outlived the grace period and its group was SIGKILLed.
+    killed: bool,
+}
+
+/// Wait until pi is gone. A stop (the control socket's `cancel` or end, or a signal to the
+/// supervisor) sends SIGTERM to pi's group, and after the grace period SIGKILL.
+fn wait_for_pi(pi: Pid, sfd: &SignalFd, control: &mut Control, cfg: &Config) -> PiEnd {
     let mut pi_status: Option<WaitStatus> = None;
     let mut cancelled = false;
     let mut deadline: Option<Instant> = None;
@@ -285,7 +350,7 @@ pub fn run(cfg: Config) -> i32 {
                 let _ = kill(Pid::from_raw(-pi.as_raw()), Signal::SIGKILL);
                 killed = true;
                 // Wait for pi itself; descendants are swept below.
-                let _ = wait_until(&sfd, Instant::now() + cfg.kill_wait, || {
+                let _ = wait_until(sfd, Instant::now() + cfg.kill_wait, || {
                     reap(pi, &mut pi_status);
                     pi_status.is_some()
                 });
@@ -322,8 +387,17 @@ pub fn run(cfg: Config) -> i32 {
             deadline = Some(Instant::now() + cfg.grace);
         }
     }
+    PiEnd {
+        status: pi_status,
+        cancelled,
+        killed,
+    }
+}
 
-    // pi is gone. Whatever is left below us is an orphan of this run.
+/// pi is gone. Whatever is left below us is an orphan of this run: SIGTERM first when pi
+/// ended on its own, then SIGKILL until none is left or the kill wait expires. Returns the
+/// survivors found and the pids that would not go.
+fn sweep(me: i32, sfd: &SignalFd, cfg: &Config, cancelled: bool) -> (Vec<Survivor>, Vec<i32>) {
     let mut survivors: Vec<Survivor> = live_descendants(me)
         .into_iter()
         .map(|p| Survivor {
@@ -338,7 +412,7 @@ pub fn run(cfg: Config) -> i32 {
             let _ = kill(Pid::from_raw(s.pid), Signal::SIGTERM);
         }
         let grace_end = Instant::now() + cfg.grace.min(Duration::from_millis(500));
-        let _ = wait_until(&sfd, grace_end, || {
+        let _ = wait_until(sfd, grace_end, || {
             reap_all();
             live_descendants(me).is_empty()
         });
@@ -357,7 +431,7 @@ pub fn run(cfg: Config) -> i32 {
             break live.iter().map(|p| p.pid).collect();
         }
         let _ = wait_until(
-            &sfd,
+            sfd,
             (Instant::now() + Duration::from_millis(20)).min(kill_end),
             || {
                 reap_all();
@@ -366,21 +440,7 @@ pub fn run(cfg: Config) -> i32 {
         );
     };
     reap_all();
-
-    let (code, signal) = match pi_status {
-        Some(WaitStatus::Exited(_, code)) => (Some(code), None),
-        Some(WaitStatus::Signaled(_, sig, _)) => (None, Some(sig.as_str().to_string())),
-        _ => (None, None),
-    };
-    control.send(&Event::Exited {
-        code,
-        signal,
-        cancelled,
-        killed,
-        survivors,
-        leftover,
-    });
-    0
+    (survivors, leftover)
 }
 
 /// Point stdin, stdout and stderr at `/dev/null`.
@@ -525,7 +585,7 @@ mod tests {
         assert_eq!((c.program.as_str(), c.args), ("pi", s(&["--mode", "json"])));
         // A grace past the clock's reach is MAX_WAIT, not an overflow later.
         let c = parse_args(&s(&["--grace-ms", &u64::MAX.to_string(), "--", "pi"])).unwrap();
-        assert_eq!(c.grace, crate::MAX_WAIT);
+        assert_eq!(c.grace, crate::wait::MAX_WAIT);
         assert!(parse_args(&s(&["--bogus"]))
             .unwrap_err()
             .contains("unknown argument \"--bogus\""));

@@ -6,6 +6,9 @@
 //! set each variable in its own environment (`std::env::set_var` panics on a NUL): the
 //! supervisor died without a word and the run ended as a lost supervisor.
 
+// A test with its own `main` (no harness): it prints its one result line, as the harness would.
+#![allow(clippy::print_stdout)]
+
 use pi_provider::{collect, CancellationToken, Provider};
 use pi_testkit::provider_options as opts;
 use pi_testkit::records::conversation;

@@ -1,5 +1,8 @@
 //! `pi-supervisor`: owns pi's process tree for the reference provider (see `pi_provider::supervisor`).
 
+// A command-line program: it says why it cannot run on its stderr.
+#![allow(clippy::print_stderr)]
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match pi_provider::supervisor::parse_args(&args) {

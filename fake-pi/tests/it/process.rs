@@ -3,15 +3,13 @@
 //! grandchildren), pi's SIGTERM cleanup and SIGINT death, custom signal actions, timing
 //! and a reader that goes away.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ChildStdout};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::util::*;
 
 const LONG: Duration = Duration::from_secs(10);
 

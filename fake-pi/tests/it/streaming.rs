@@ -2,11 +2,9 @@
 //! broken record late in a long cassette stops the replay at that line (exit 98, file:line,
 //! children taken along), and batched stdout keeps its order with stderr.
 
-mod common;
-
 use std::process::Stdio;
 
-use common::*;
+use crate::util::*;
 
 /// Enough stdout records to fill several read buffers and several write batches.
 fn many_lines(n: usize) -> Vec<String> {

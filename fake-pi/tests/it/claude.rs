@@ -3,13 +3,11 @@
 //! checked (allow is not deny), the command line is read as the CLI reads it, and the
 //! tool process of an allowed Bash call runs until the CLI's SIGTERM ends it.
 
-mod common;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use common::*;
+use crate::util::*;
 use pi_cassette::two_way::{client_steps, ClientAction};
 use pi_cassette::{Action, Cassette};
 

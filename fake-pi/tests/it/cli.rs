@@ -2,14 +2,12 @@
 //! `=` forms, `--thinking`, `--version`/`--help` streams, the stdin join, and fake-pi's
 //! own error classes (97/98/99/96).
 
-mod common;
-
 use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::*;
+use crate::util::*;
 
 const OK: &[&str] = &[
     r#"{"dt_ms":0,"stdout":{"type":"session"}}"#,

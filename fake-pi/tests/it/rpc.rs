@@ -2,14 +2,12 @@
 //! told so at once, precisely (exit 99, cassette line, field, recorded and actual values);
 //! pi's tool processes come and go as recorded; requests reach `FAKE_PI_REQUEST_LOG`.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use common::*;
+use crate::util::*;
 
 fn rpc(name: &str) -> PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -1,5 +1,5 @@
-//! fake-pi's tests on top of `pi_testkit`: fake-pi under assert_cmd, and argv helpers.
-#![allow(dead_code, unused_imports)]
+//! fake-pi's tests on top of `pi_testkit`: fake-pi under assert_cmd, and the process
+//! helpers every module uses.
 
 use std::path::Path;
 
@@ -10,9 +10,4 @@ pub use pi_testkit::{World, MARKER_VAR};
 /// the world's dir as cwd.
 pub fn cmd(world: &World, cassette: &Path) -> assert_cmd::Command {
     assert_cmd::Command::from_std(world.fake_pi(cassette))
-}
-
-/// `"--a","b"` style argv from a slice.
-pub fn strings(items: &[&str]) -> Vec<String> {
-    items.iter().map(|s| s.to_string()).collect()
 }

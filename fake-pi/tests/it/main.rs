@@ -1,0 +1,14 @@
+//! fake-pi's integration tests, one binary: fake-pi as a real subprocess, module by module.
+//! `real_pi_parity` compares it with real pi when `PI_HARNESS_REAL_PI*` name real pi
+//! binaries (`cargo test -p fake-pi --test it real_pi_parity -- --nocapture`); without them
+//! it prints a skip line.
+
+mod claude;
+mod cli;
+mod contract;
+mod process;
+mod real_pi_parity;
+mod replay_corpus;
+mod rpc;
+mod streaming;
+mod util;
