@@ -2,9 +2,9 @@
 //!
 //! | status | constant | meaning |
 //! |---:|---|---|
-//! | 0 | [`EXIT_OK`] | the command did what it was asked: `run` completed (`terminal.completed`), `map` read its whole input, `cassette show` printed, `cassette import` wrote, `cassette lint` and `drift` found nothing, `conform` passed every case; also `--help` and `--version`, and a closed stdout (`\| head`) where nothing more can be said |
+//! | 0 | [`EXIT_OK`] | the command did what it was asked: `run` completed (`terminal.completed`), `map` read its whole input, `cassette show` printed, `cassette import` wrote, `cassette lint` and `drift` found nothing, `conform` passed every case; also `--help` and `--version`; and for `map`, `cassette show` and `serve-llm`, a stdout closed by its reader (`\| head`): nothing more can be said |
 //! | 1 | [`EXIT_FAILED`] | the command ran and the answer is no: `run` failed (`terminal.failed`, except `invalid_request`), `cassette lint` found a problem, `drift` a difference, `conform` a failing case, `record-corpus` a scenario it could not record, `leftovers` a process left over; or the output could not be written, or the async runtime or signal handlers could not start |
-//! | 2 | [`EXIT_USAGE`] | a usage or input error, printed as one line `error: ...`: a bad flag or value (with a pointer to `--help`), a missing or unreadable file, a malformed cassette (`FILE:LINE: what`), pi not found, a request this pi version would reject (`run`: `terminal.failed` with `invalid_request`); every error of `record`, `record-corpus`, `conform`, `corpus`, `provider-run`, `pi-versions` and `drift` |
+//! | 2 | [`EXIT_USAGE`] | a usage or input error, printed as one line `error: ...`: a bad flag or value (with a pointer to `--help`), a missing command (clap prints the help instead), a missing or unreadable file, a malformed cassette (`FILE:LINE: what`), pi not found, a request this pi version would reject (`run`: `terminal.failed` with `invalid_request`); every error of `record`, `record-corpus`, `conform`, `corpus`, `provider-run`, `pi-versions` and `drift` |
 //! | 130 | [`EXIT_CANCELLED`] | `run` was cancelled: SIGINT (Ctrl-C), SIGTERM, SIGHUP or `--cancel-after`; or nobody read its stdout any more, so the stream did not reach its reader |
 //!
 //! One command passes another program's status through: `leftovers -- CMD` exits with CMD's
