@@ -10,7 +10,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_main, Criterion, Throughput};
 
 fn contenders(c: &mut Criterion) {
     let inputs = benches::inputs().unwrap_or_else(|e| panic!("cannot load the inputs: {e}"));
@@ -34,5 +34,8 @@ fn contenders(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, contenders);
-criterion_main!(benches);
+// `criterion_group!` defines an undocumented `pub fn`: it lives in a private module.
+mod group {
+    criterion::criterion_group!(benches, super::contenders);
+}
+criterion_main!(group::benches);

@@ -9,7 +9,8 @@
 //!   and validate each with `serde_json::from_slice::<IgnoredAny>`;
 //! - [`naive_map`]: a straightforward mapper that parses each line into a
 //!   `serde_json::Value` and then extracts the same information the mapper emits (session,
-//!   text deltas, tool calls/updates/results, usage, terminal).
+//!   text deltas, tool calls/updates/results, usage, terminal); it lives in the `naive`
+//!   module.
 //!
 //! ```
 //! let inputs = benches::inputs().unwrap();
@@ -20,14 +21,16 @@
 //! assert!(benches::map_input(pi87) > 0 && benches::naive_input(pi87) > 0);
 //! ```
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use pi_cassette::Cassette;
 use pi_wire::mapper::{Mapper, MapperOptions, StreamEnd};
-use pi_wire::message::{ExitInfo, Failure, FailureReason, Json, Message, Usage};
+use pi_wire::message::{ExitInfo, Message};
 use serde::de::IgnoredAny;
-use serde_json::Value;
+
+mod naive;
+
+pub use naive::naive_map;
 
 /// One benchmark input: the stdout of a recorded pi run, mapped `repeat` times with fresh
 /// state each time (so a small conversation can be made big enough to time without the
@@ -142,7 +145,9 @@ pub fn split_lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
 /// What [`validate_lines`] found.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Validation {
+    /// Lines read.
     pub lines: u64,
+    /// Lines that are not JSON.
     pub invalid: u64,
 }
 
@@ -201,209 +206,11 @@ pub fn naive_input(input: &Input) -> usize {
     n
 }
 
-fn exit0() -> ExitInfo {
+pub(crate) fn exit0() -> ExitInfo {
     ExitInfo {
         code: Some(0),
         signal: None,
     }
-}
-
-/// A fair naive mapper: each line parsed into a `serde_json::Value` (so the 0.73.1
-/// snapshots are built and dropped), then the information the real mapper emits is picked
-/// out of the tree: the session id, every text delta (`message_update` /
-/// `assistantMessageEvent.text_delta`), tool calls (`toolcall_end`, the tool calls of
-/// `message_end` and `tool_execution_*`, once per id), tool updates and results, usage per
-/// assistant message and a terminal from the last `stopReason` / `agent_end`.
-///
-/// It does not do what the real mapper does on top (snapshot-only producers, divergence
-/// checks, thought buffering, retry bookkeeping, bounded diagnostics), so it is, if anything,
-/// a little flattered.
-pub fn naive_map(stdout: &[u8]) -> Vec<Message> {
-    let mut out = Vec::new();
-    let mut session = None::<String>;
-    let mut tools: HashMap<String, bool> = HashMap::new(); // id -> done
-    let mut usage_sum = Usage::default();
-    let mut last_stop: Option<String> = None;
-    let mut last_error: Option<String> = None;
-    let mut end_seen = false;
-    let mut invalid = 0u64;
-
-    fn announce(
-        tools: &mut HashMap<String, bool>,
-        out: &mut Vec<Message>,
-        id: &str,
-        name: Option<&Value>,
-        args: Option<&Value>,
-    ) {
-        if tools.contains_key(id) {
-            return;
-        }
-        tools.insert(id.to_string(), false);
-        out.push(Message::ToolCall {
-            id: id.to_string(),
-            name: name.and_then(Value::as_str).unwrap_or("").to_string(),
-            arguments: args.map_or_else(Json::null, Json::from),
-        });
-    }
-
-    for line in split_lines(stdout) {
-        let Ok(Value::Object(ev)) = serde_json::from_slice::<Value>(line) else {
-            invalid += 1;
-            continue;
-        };
-        let Some(kind) = ev.get("type").and_then(Value::as_str) else {
-            invalid += 1;
-            continue;
-        };
-        match kind {
-            "session" if session.is_none() => {
-                if let Some(id) = ev.get("id").and_then(Value::as_str) {
-                    session = Some(id.to_string());
-                    out.push(Message::SessionStarted {
-                        session_id: id.to_string(),
-                    });
-                }
-            }
-            "agent_start" => end_seen = false,
-            "agent_end" | "agent_settled" => {
-                end_seen = ev.get("willRetry").and_then(Value::as_bool) != Some(true)
-            }
-            "message_update" => {
-                let Some(ame) = ev.get("assistantMessageEvent") else {
-                    continue;
-                };
-                match ame.get("type").and_then(Value::as_str) {
-                    Some("text_delta") => {
-                        if let Some(d) = ame.get("delta").and_then(Value::as_str) {
-                            if !d.is_empty() {
-                                out.push(Message::Assistant {
-                                    text: d.to_string(),
-                                });
-                            }
-                        }
-                    }
-                    Some("toolcall_end") => {
-                        if let Some(tc) = ame.get("toolCall") {
-                            if let Some(id) = tc.get("id").and_then(Value::as_str) {
-                                announce(
-                                    &mut tools,
-                                    &mut out,
-                                    id,
-                                    tc.get("name"),
-                                    tc.get("arguments"),
-                                );
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            "message_end" => {
-                let Some(m) = ev.get("message") else { continue };
-                if m.get("role").and_then(Value::as_str) != Some("assistant") {
-                    continue;
-                }
-                if let Some(content) = m.get("content").and_then(Value::as_array) {
-                    for block in content {
-                        if block.get("type").and_then(Value::as_str) == Some("toolCall") {
-                            if let Some(id) = block.get("id").and_then(Value::as_str) {
-                                announce(
-                                    &mut tools,
-                                    &mut out,
-                                    id,
-                                    block.get("name"),
-                                    block.get("arguments"),
-                                );
-                            }
-                        }
-                    }
-                }
-                let u = m.get("usage");
-                let n = |k: &str| {
-                    u.and_then(|u| u.get(k))
-                        .and_then(Value::as_u64)
-                        .unwrap_or(0)
-                };
-                let usage = Usage {
-                    input_tokens: n("input"),
-                    output_tokens: n("output"),
-                    cache_read_tokens: n("cacheRead"),
-                    cache_write_tokens: n("cacheWrite"),
-                    total_tokens: n("totalTokens"),
-                    cost_usd: u
-                        .and_then(|u| u.get("cost"))
-                        .and_then(|c| c.get("total"))
-                        .and_then(Value::as_f64)
-                        .unwrap_or(0.0),
-                };
-                usage_sum.add(&usage);
-                out.push(Message::Usage(usage));
-                last_stop = m
-                    .get("stopReason")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-                last_error = m
-                    .get("errorMessage")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-            }
-            "tool_execution_start" | "tool_execution_update" | "tool_execution_end" => {
-                let Some(id) = ev.get("toolCallId").and_then(Value::as_str) else {
-                    invalid += 1;
-                    continue;
-                };
-                announce(&mut tools, &mut out, id, ev.get("toolName"), ev.get("args"));
-                let done = tools.get_mut(id).expect("announced above");
-                if *done {
-                    continue;
-                }
-                if kind == "tool_execution_update" {
-                    if let Some(p) = ev.get("partialResult") {
-                        out.push(Message::ToolUpdate {
-                            id: id.to_string(),
-                            partial: p.into(),
-                        });
-                    }
-                } else if kind == "tool_execution_end" {
-                    *done = true;
-                    let result = ev.get("result").map_or_else(Json::null, Json::from);
-                    out.push(
-                        if ev.get("isError").and_then(Value::as_bool) == Some(true) {
-                            Message::ToolFailed {
-                                id: id.to_string(),
-                                error: result,
-                            }
-                        } else {
-                            Message::ToolCompleted {
-                                id: id.to_string(),
-                                result,
-                            }
-                        },
-                    );
-                }
-            }
-            _ => {}
-        }
-    }
-    out.push(match (end_seen, last_stop.as_deref()) {
-        (true, Some("error" | "aborted")) | (false, _) => Message::TerminalFailed(Failure {
-            reason: if end_seen {
-                FailureReason::ModelError
-            } else {
-                FailureReason::MissingTerminalEvent
-            },
-            message: last_error.unwrap_or_else(|| format!("{invalid} invalid lines")),
-            exit: Some(exit0()),
-            stderr_tail: None,
-            invalid_lines: Vec::new(),
-            invalid_lines_dropped: 0,
-        }),
-        (true, stop) => Message::TerminalCompleted {
-            stop_reason: stop.unwrap_or("none").to_string(),
-            usage: usage_sum,
-        },
-    });
-    out
 }
 
 #[cfg(test)]

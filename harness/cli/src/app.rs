@@ -1,11 +1,14 @@
-//! The command tree (clap) and the dispatch from each command to the library crates.
+//! The command tree (clap) and the dispatch from each command to the library crates: one
+//! function per command group, each returning its exit status (the table is [`crate::exit`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use pi_recorder::{corpus, drift, recorder};
+
+use crate::exit::{exit_code, ok_or_failed, EXIT_OK, EXIT_USAGE};
 
 /// Record/replay test harness and conformance suite for programs that drive `pi --mode json`.
 #[derive(Parser)]
@@ -61,62 +64,7 @@ enum Command {
     #[command(
         after_help = "Examples:\n  pi-harness record --script cassettes/scripts/tool_bash.json --out /tmp/tool_bash.cassette.jsonl \\\n      --pi ~/.cache/pi-harness/pi-0.87.1/node_modules/.bin/pi -- --mode json --provider fake --model fake-model --no-session 'List the files.'\n  pi-harness record --script cassettes/scripts/sleep_in_tool.json --out /tmp/sigint.cassette.jsonl \\\n      --signal SIGINT --at tool_execution_start+300 -- --mode json --provider fake --model fake-model --no-session go"
     )]
-    Record {
-        #[arg(long)]
-        script: PathBuf,
-        /// The cassette to write (`.gz` is appended when it is large).
-        #[arg(long)]
-        out: PathBuf,
-        /// The pi executable.
-        #[arg(long, default_value = "pi")]
-        pi: PathBuf,
-        /// pi's version, when its package.json cannot be found from --pi.
-        #[arg(long)]
-        pi_version: Option<String>,
-        /// Text to write to pi's stdin (then closed); stdin is /dev/null otherwise.
-        #[arg(long)]
-        stdin: Option<String>,
-        /// Signal to send (SIGINT, SIGTERM, SIGHUP); needs --at.
-        #[arg(long, requires = "at")]
-        signal: Option<String>,
-        /// When: EVENT[+MS], counted from the first stdout line of that type.
-        #[arg(long, requires = "signal")]
-        at: Option<String>,
-        /// Write settings.json with retry.baseDelayMs = this (short retry delays).
-        #[arg(long)]
-        retry_delay_ms: Option<u64>,
-        /// Scenario name for the header (default: the file name's stem).
-        #[arg(long)]
-        scenario: Option<String>,
-        #[arg(long)]
-        description: Option<String>,
-        /// Also write the LLM server's request log here.
-        #[arg(long)]
-        request_log: Option<PathBuf>,
-        /// Give up after this many seconds.
-        #[arg(long, default_value_t = 180)]
-        timeout: u64,
-        /// Wire protocol pi speaks to the server: openai (chat-completions) or anthropic (messages).
-        #[arg(long, default_value = "openai")]
-        api: String,
-        /// Write the cassette even when pi asked the script for more answers than it has
-        /// (those requests got HTTP 500); by default that fails and writes nothing.
-        #[arg(long)]
-        allow_exhausted: bool,
-        /// Record an RPC session: pi's stdin is driven by this client script (steps: when,
-        /// then send a command, a raw line, close stdin or a signal; see cassettes/FORMAT.md).
-        /// pi's arguments must include `--mode rpc`. Writes a version 2 (two-way) cassette.
-        #[arg(long, value_name = "FILE", conflicts_with_all = ["stdin", "signal"])]
-        client_script: Option<PathBuf>,
-        /// The CLI --pi names: `pi`, or `claude` (Claude Code in stream-json mode, driven by
-        /// --client-script, against the script as an Anthropic API; writes a `stream-json`
-        /// cassette).
-        #[arg(long, value_enum, default_value_t = AgentArg::Pi)]
-        agent: AgentArg,
-        /// pi's arguments; `{TMP}`/`{CWD}` name the run's temp and working dirs.
-        #[arg(last = true, required = true)]
-        pi_args: Vec<String>,
-    },
+    Record(Box<RecordArgs>),
     /// Re-record the whole corpus (every scenario of the manifest, on each pi given).
     #[command(
         after_help = "Example:\n  pi-harness record-corpus --pi $(scripts/install-pi.sh --print-path 0.87.1) \\\n      --pi $(scripts/install-pi.sh --print-path 1.5.2) --out cassettes/recorded"
@@ -173,6 +121,65 @@ enum Command {
         #[arg(long)]
         fresh: PathBuf,
     },
+}
+
+/// `pi-harness record`'s options (the command's help is the variant's doc comment).
+#[derive(clap::Args)]
+struct RecordArgs {
+    #[arg(long)]
+    script: PathBuf,
+    /// The cassette to write (`.gz` is appended when it is large).
+    #[arg(long)]
+    out: PathBuf,
+    /// The pi executable.
+    #[arg(long, default_value = "pi")]
+    pi: PathBuf,
+    /// pi's version, when its package.json cannot be found from --pi.
+    #[arg(long)]
+    pi_version: Option<String>,
+    /// Text to write to pi's stdin (then closed); stdin is /dev/null otherwise.
+    #[arg(long)]
+    stdin: Option<String>,
+    /// Signal to send (SIGINT, SIGTERM, SIGHUP); needs --at.
+    #[arg(long, requires = "at")]
+    signal: Option<String>,
+    /// When: EVENT[+MS], counted from the first stdout line of that type.
+    #[arg(long, requires = "signal")]
+    at: Option<String>,
+    /// Write settings.json with retry.baseDelayMs = this (short retry delays).
+    #[arg(long)]
+    retry_delay_ms: Option<u64>,
+    /// Scenario name for the header (default: the file name's stem).
+    #[arg(long)]
+    scenario: Option<String>,
+    #[arg(long)]
+    description: Option<String>,
+    /// Also write the LLM server's request log here.
+    #[arg(long)]
+    request_log: Option<PathBuf>,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 180)]
+    timeout: u64,
+    /// Wire protocol pi speaks to the server: openai (chat-completions) or anthropic (messages).
+    #[arg(long, default_value = "openai")]
+    api: String,
+    /// Write the cassette even when pi asked the script for more answers than it has
+    /// (those requests got HTTP 500); by default that fails and writes nothing.
+    #[arg(long)]
+    allow_exhausted: bool,
+    /// Record an RPC session: pi's stdin is driven by this client script (steps: when,
+    /// then send a command, a raw line, close stdin or a signal; see cassettes/FORMAT.md).
+    /// pi's arguments must include `--mode rpc`. Writes a version 2 (two-way) cassette.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["stdin", "signal"])]
+    client_script: Option<PathBuf>,
+    /// The CLI --pi names: `pi`, or `claude` (Claude Code in stream-json mode, driven by
+    /// --client-script, against the script as an Anthropic API; writes a `stream-json`
+    /// cassette).
+    #[arg(long, value_enum, default_value_t = AgentArg::Pi)]
+    agent: AgentArg,
+    /// pi's arguments; `{TMP}`/`{CWD}` name the run's temp and working dirs.
+    #[arg(last = true, required = true)]
+    pi_args: Vec<String>,
 }
 
 #[derive(clap::Subcommand)]
@@ -241,10 +248,6 @@ enum CassetteCommand {
     Show(crate::show::ShowArgs),
 }
 
-fn exit_code(code: i32) -> ExitCode {
-    ExitCode::from(u8::try_from(code).unwrap_or(1))
-}
-
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -258,101 +261,30 @@ fn stderr_notices() -> pi_recorder::Notices {
     pi_recorder::Notices::new(|line| eprintln!("{line}"))
 }
 
-/// The whole `pi-harness` program: parse argv, run the command, return its exit status.
+/// The whole `pi-harness` program: parse argv, run the command, return its exit status
+/// (the table is [`crate::exit`]).
 pub fn main() -> ExitCode {
     let cli = Cli::try_parse().unwrap_or_else(|e| crate::exit_on_clap_error(e));
     match run(cli) {
-        Ok(code) => code,
+        Ok(status) => exit_code(status),
         Err(e) => {
             eprintln!("error: {}", crate::one_line(&format!("{e:#}")));
-            ExitCode::from(2)
+            exit_code(EXIT_USAGE)
         }
     }
 }
 
-fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+/// Run one command; its exit status, or an error that ends it with [`EXIT_USAGE`].
+fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
-        Command::Cassette(CassetteCommand::Import(args)) => {
-            Ok(exit_code(crate::cassette_cmd::run_import(*args)))
+        Command::Cassette(command) => Ok(cassette(command)),
+        Command::Run(args) => Ok(crate::run::run_command(*args)),
+        Command::Leftovers(args) => Ok(crate::leftovers::leftovers_command(args)),
+        Command::Map(args) => Ok(crate::map::map_command(args)),
+        Command::ServeLlm { script, port, log } => {
+            Ok(crate::serve_llm::serve_llm_command(&script, port, log))
         }
-        Command::Cassette(CassetteCommand::Lint { files }) => {
-            Ok(exit_code(crate::cassette_cmd::run_lint(&files)))
-        }
-        Command::Cassette(CassetteCommand::Show(args)) => {
-            Ok(exit_code(crate::show::show_command(&args)))
-        }
-        Command::Run(args) => Ok(exit_code(crate::run::run_command(*args))),
-        Command::Leftovers(args) => Ok(exit_code(crate::leftovers::leftovers_command(args))),
-        Command::Map(args) => Ok(exit_code(crate::map::map_command(args))),
-        Command::ServeLlm { script, port, log } => Ok(exit_code(
-            crate::serve_llm::serve_llm_command(&script, port, log),
-        )),
-        Command::Record {
-            script,
-            out,
-            pi,
-            pi_version,
-            stdin,
-            signal,
-            at,
-            retry_delay_ms,
-            scenario,
-            description,
-            request_log,
-            timeout,
-            api,
-            allow_exhausted,
-            client_script,
-            agent,
-            pi_args,
-        } => {
-            let claude = agent == AgentArg::Claude;
-            let rpc_args = pi_args
-                .windows(2)
-                .any(|w| w[0] == "--mode" && w[1] == "rpc")
-                || pi_args.iter().any(|a| a == "--mode=rpc");
-            let stream_json_args = pi_args
-                .windows(2)
-                .any(|w| w[0] == "--input-format" && w[1] == "stream-json")
-                || pi_args.iter().any(|a| a == "--input-format=stream-json");
-            if claude && (client_script.is_none() || !stream_json_args) {
-                anyhow::bail!(
-                    "--agent claude records a stream-json session: give --client-script and Claude Code's `--input-format stream-json`"
-                );
-            }
-            if !claude && client_script.is_some() != rpc_args {
-                anyhow::bail!(
-                    "--client-script and pi's `--mode rpc` go together: an RPC session needs a client, and a client script drives only RPC mode"
-                );
-            }
-            let mut opts = recorder::RecordOptions::new(script, out, pi, pi_args);
-            opts.client_script = client_script;
-            if claude {
-                opts.agent = recorder::Agent::Claude;
-            }
-            opts.allow_exhausted = allow_exhausted;
-            opts.pi_version = pi_version;
-            opts.stdin = stdin;
-            opts.retry_base_delay_ms = retry_delay_ms;
-            opts.scenario = scenario.unwrap_or_default();
-            opts.description = description.unwrap_or_default();
-            opts.request_log = request_log;
-            opts.timeout = Duration::from_secs(timeout);
-            opts.progress = true;
-            opts.api = recorder::parse_api(&api).map_err(anyhow::Error::msg)?;
-            if let (Some(sig), Some(at)) = (signal, at) {
-                let signal = recorder::parse_signal(&sig).map_err(anyhow::Error::msg)?;
-                let (event, after_ms) = recorder::parse_at(&at).map_err(anyhow::Error::msg)?;
-                opts.signal = Some(recorder::SignalPlan {
-                    signal,
-                    event,
-                    after_ms,
-                });
-            }
-            let outcome = runtime().block_on(recorder::record(&opts, &stderr_notices()))?;
-            eprintln!("{}", recorder::summary(&outcome));
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Record(args) => record(*args),
         Command::RecordCorpus {
             manifest,
             pis,
@@ -368,59 +300,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 },
                 &stderr_notices(),
             ))?;
-            Ok(if ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            })
+            Ok(ok_or_failed(ok))
         }
-        Command::Corpus(CorpusCommand::Export { dir }) => {
-            let n = conformance::bundle::export(&dir).map_err(anyhow::Error::msg)?;
-            eprintln!(
-                "wrote {n} files below {} (cassettes/, expected/)",
-                dir.display()
-            );
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Corpus(CorpusCommand::List) => {
-            for (path, _) in conformance::bundle::files() {
-                crate::say(path);
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Conform(a) => {
-            // The report goes to stdout, or to stderr when stdout carries the --json lines.
-            let mut report: Box<dyn std::io::Write> = if a.json {
-                Box::new(std::io::stderr())
-            } else {
-                Box::new(std::io::stdout())
-            };
-            let output = conformance::conform::Output {
-                report: &mut report,
-                json: &mut std::io::stdout(),
-                notes: &mut std::io::stderr(),
-            };
-            let ok = conformance::conform::conform(
-                &conformance::conform::ConformOptions {
-                    implementation: a.implementation,
-                    cases: a.cases,
-                    cassettes: a.cassettes,
-                    expected: a.expected,
-                    json: a.json,
-                    export: a.export,
-                    fake_pi: a.fake_pi,
-                    timeout: Duration::from_secs(a.timeout),
-                    max_output: a.max_output,
-                },
-                output,
-            )
-            .map_err(anyhow::Error::msg)?;
-            Ok(if ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            })
-        }
+        Command::Corpus(command) => bundled_corpus(command),
+        Command::Conform(args) => conform(args),
         Command::ProviderRun { file, capabilities } => {
             if capabilities {
                 crate::say(conformance::conform::reference_capabilities());
@@ -432,28 +315,156 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 )
                 .map_err(anyhow::Error::msg)?;
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(EXIT_OK)
         }
-        Command::PiVersions { recorded, out } => {
-            let text = pi_recorder::versions::report(&recorded)?;
-            match out {
-                Some(path) => {
-                    let inputs: Vec<&std::path::Path> = vec![recorded.as_path()];
-                    pi_cassette::output::write(&path, text.as_bytes(), &inputs)
-                        .map_err(anyhow::Error::msg)?
-                }
-                None => print!("{text}"),
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::PiVersions { recorded, out } => pi_versions(&recorded, out),
         Command::Drift { committed, fresh } => {
             let report = drift::compare_dirs(&committed, &fresh)?;
             print!("{}", report.text);
-            Ok(if report.clean {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            })
+            Ok(ok_or_failed(report.clean))
         }
     }
+}
+
+/// `pi-harness cassette import|lint|show`.
+fn cassette(command: CassetteCommand) -> i32 {
+    match command {
+        CassetteCommand::Import(args) => crate::cassette_cmd::run_import(*args),
+        CassetteCommand::Lint { files } => crate::cassette_cmd::run_lint(&files),
+        CassetteCommand::Show(args) => crate::show::show_command(&args),
+    }
+}
+
+/// `pi-harness record`: the agent's arguments checked against the recording asked for, then
+/// one recording.
+fn record(args: RecordArgs) -> anyhow::Result<i32> {
+    let RecordArgs {
+        script,
+        out,
+        pi,
+        pi_version,
+        stdin,
+        signal,
+        at,
+        retry_delay_ms,
+        scenario,
+        description,
+        request_log,
+        timeout,
+        api,
+        allow_exhausted,
+        client_script,
+        agent,
+        pi_args,
+    } = args;
+    let claude = agent == AgentArg::Claude;
+    let rpc_args = pi_args
+        .windows(2)
+        .any(|w| w[0] == "--mode" && w[1] == "rpc")
+        || pi_args.iter().any(|a| a == "--mode=rpc");
+    let stream_json_args = pi_args
+        .windows(2)
+        .any(|w| w[0] == "--input-format" && w[1] == "stream-json")
+        || pi_args.iter().any(|a| a == "--input-format=stream-json");
+    if claude && (client_script.is_none() || !stream_json_args) {
+        anyhow::bail!(
+            "--agent claude records a stream-json session: give --client-script and Claude Code's `--input-format stream-json`"
+        );
+    }
+    if !claude && client_script.is_some() != rpc_args {
+        anyhow::bail!(
+            "--client-script and pi's `--mode rpc` go together: an RPC session needs a client, and a client script drives only RPC mode"
+        );
+    }
+    let mut opts = recorder::RecordOptions::new(script, out, pi, pi_args);
+    opts.client_script = client_script;
+    if claude {
+        opts.agent = recorder::Agent::Claude;
+    }
+    opts.allow_exhausted = allow_exhausted;
+    opts.pi_version = pi_version;
+    opts.stdin = stdin;
+    opts.retry_base_delay_ms = retry_delay_ms;
+    opts.scenario = scenario.unwrap_or_default();
+    opts.description = description.unwrap_or_default();
+    opts.request_log = request_log;
+    opts.timeout = Duration::from_secs(timeout);
+    opts.progress = true;
+    opts.api = recorder::parse_api(&api).map_err(anyhow::Error::msg)?;
+    if let (Some(sig), Some(at)) = (signal, at) {
+        let signal = recorder::parse_signal(&sig).map_err(anyhow::Error::msg)?;
+        let (event, after_ms) = recorder::parse_at(&at).map_err(anyhow::Error::msg)?;
+        opts.signal = Some(recorder::SignalPlan {
+            signal,
+            event,
+            after_ms,
+        });
+    }
+    let outcome = runtime().block_on(recorder::record(&opts, &stderr_notices()))?;
+    eprintln!("{}", recorder::summary(&outcome));
+    Ok(EXIT_OK)
+}
+
+/// `pi-harness corpus export|list`: the suite bundled in this binary.
+fn bundled_corpus(command: CorpusCommand) -> anyhow::Result<i32> {
+    match command {
+        CorpusCommand::Export { dir } => {
+            let n = conformance::bundle::export(&dir).map_err(anyhow::Error::msg)?;
+            eprintln!(
+                "wrote {n} files below {} (cassettes/, expected/)",
+                dir.display()
+            );
+        }
+        CorpusCommand::List => {
+            for (path, _) in conformance::bundle::files() {
+                crate::say(path);
+            }
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+/// `pi-harness conform`: [`EXIT_FAILED`] when a case failed.
+fn conform(a: ConformArgs) -> anyhow::Result<i32> {
+    // The report goes to stdout, or to stderr when stdout carries the --json lines.
+    let mut report: Box<dyn std::io::Write> = if a.json {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    };
+    let output = conformance::conform::Output {
+        report: &mut report,
+        json: &mut std::io::stdout(),
+        notes: &mut std::io::stderr(),
+    };
+    let ok = conformance::conform::conform(
+        &conformance::conform::ConformOptions {
+            implementation: a.implementation,
+            cases: a.cases,
+            cassettes: a.cassettes,
+            expected: a.expected,
+            json: a.json,
+            export: a.export,
+            fake_pi: a.fake_pi,
+            timeout: Duration::from_secs(a.timeout),
+            max_output: a.max_output,
+        },
+        output,
+    )
+    .map_err(anyhow::Error::msg)?;
+    Ok(ok_or_failed(ok))
+}
+
+/// `pi-harness pi-versions`: the report written to `out`, or printed.
+fn pi_versions(recorded: &Path, out: Option<PathBuf>) -> anyhow::Result<i32> {
+    let text = pi_recorder::versions::report(recorded)?;
+    match out {
+        Some(path) => {
+            let inputs: Vec<&Path> = vec![recorded];
+            pi_cassette::output::write(&path, text.as_bytes(), &inputs)
+                .map_err(anyhow::Error::msg)?
+        }
+        None => print!("{text}"),
+    }
+    Ok(EXIT_OK)
 }

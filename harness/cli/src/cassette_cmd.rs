@@ -10,6 +10,8 @@ use pi_cassette::import_rpc;
 use pi_cassette::lint::lint_file;
 use pi_cassette::{Dialect, Grandchild, ProcessBehaviour, SignalAction};
 
+use crate::exit::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+
 /// Command-line arguments of `pi-harness cassette import` (parsed by clap in `main.rs`).
 #[derive(Debug, clap::Args)]
 #[command(after_help = IMPORT_EXAMPLE)]
@@ -260,12 +262,21 @@ pub fn run_import(args: ImportArgs) -> i32 {
                 c.stdout_bytes().len(),
                 c.ending().key()
             ));
-            0
+            EXIT_OK
         }
         Err(e) => {
             eprintln!("error: {e}");
-            e.exit_code()
+            import_status(&e)
         }
+    }
+}
+
+/// The exit status for an import that failed: [`EXIT_FAILED`] when the cassette could not be
+/// written, [`EXIT_USAGE`] for every other error (the arguments, the input).
+fn import_status(e: &ImportError) -> i32 {
+    match e {
+        ImportError::Output { .. } => EXIT_FAILED,
+        _ => EXIT_USAGE,
     }
 }
 
@@ -331,16 +342,16 @@ pub fn run_lint(given: &[PathBuf]) -> i32 {
     }
     if unreadable > 0 {
         // An input error: like every command, exit 2.
-        return 2;
+        return EXIT_USAGE;
     }
     if count == 0 {
         eprintln!("{} cassette(s) ok", files.len());
-        0
+        EXIT_OK
     } else {
         eprintln!(
             "{count} problem(s) in {bad_files} of {} cassette(s)",
             files.len()
         );
-        1
+        EXIT_FAILED
     }
 }

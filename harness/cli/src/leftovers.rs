@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use pi_procs::watch;
 
-use crate::{parse_duration, CliError, EXIT_FAILED, EXIT_OK};
+use crate::exit::{EXIT_FAILED, EXIT_OK};
+use crate::{parse_duration, CliError};
 
 /// The variable `--marker` looks in unless `--var` says otherwise (the one the test kit sets).
 pub const DEFAULT_VAR: &str = "PI_HARNESS_TEST_MARKER";

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::render::Renderer;
-use super::{use_color, CliError, EXIT_FAILED, EXIT_OK};
+use crate::exit::{EXIT_FAILED, EXIT_OK};
+use crate::{use_color, CliError};
 use pi_cassette::{is_header_line, Action, CassetteError, CassetteReader};
 use pi_provider::StderrTail;
 use pi_wire::mapper::{EndCause, Mapper, MapperOptions, StreamEnd};
@@ -51,9 +52,13 @@ file, malformed cassette with file:line).";
 /// What a map pass saw.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
+    /// Lines of pi's stdout the mapper read.
     pub lines: u64,
+    /// Bytes of pi's stdout the mapper read (a cassette's stdout records, not the file).
     pub bytes: u64,
+    /// Lines the mapper could not use (not JSON, not an event).
     pub invalid_lines: u64,
+    /// Wall-clock time of the pass.
     pub seconds: f64,
     /// The input was a cassette.
     pub cassette: bool,
@@ -96,6 +101,7 @@ pub struct Sink<W: Write> {
 }
 
 impl<W: Write> Sink<W> {
+    /// Messages to `out`: JSON lines with `json`, else human text (coloured with `color`).
     pub fn new(out: W, json: bool, color: bool) -> Self {
         Sink {
             out,

@@ -61,6 +61,7 @@ pub struct Renderer {
 }
 
 impl Renderer {
+    /// A renderer at the start of a stream; ANSI colours with `color`.
     pub fn new(color: bool) -> Self {
         Renderer {
             paint: Paint(color),

@@ -8,11 +8,12 @@ use pi_recorder::llm_script::Script;
 use pi_recorder::llm_server::{LlmServer, ServerOptions};
 use tokio::signal::unix::{signal, SignalKind};
 
-use crate::{CliError, EXIT_FAILED, EXIT_OK};
+use crate::exit::{EXIT_FAILED, EXIT_OK};
+use crate::CliError;
 
 /// Run the command; returns the exit status. User errors (a script that cannot be read or is
 /// invalid, a port that cannot be bound, a log that cannot be opened) are one line
-/// `error: ...` and exit [`crate::EXIT_USAGE`]. A stdout closed before the URL line is
+/// `error: ...` and exit [`crate::exit::EXIT_USAGE`]. A stdout closed before the URL line is
 /// written (`| head -0`) ends the command at once with [`EXIT_OK`]: nobody can learn the URL.
 pub fn serve_llm_command(script: &Path, port: u16, log: Option<PathBuf>) -> i32 {
     let script = match Script::load(script) {

@@ -12,20 +12,10 @@ use pi_testkit::records::{conversation, out};
 use pi_testkit::{fake_pi, World, MARKER_VAR};
 use pi_wire::message::{FailureReason, Message};
 
+use crate::util::{bin, messages, pih};
+
 const ENDS_OK: &str = r#"{"dt_ms":0,"exit":0}"#;
 const HANG: &str = r#"{"dt_ms":0,"hang":true}"#;
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_pi-harness")
-}
-
-/// pi-harness with no backtrace asked for (the test runner's environment may ask for one).
-fn pih() -> Command {
-    let mut c = Command::new(bin());
-    c.env_remove("RUST_BACKTRACE")
-        .env_remove("RUST_LIB_BACKTRACE");
-    c
-}
 
 /// `pi-harness run` on fake-pi replaying `cassette`, every process carrying the world's marker.
 fn run(w: &World, cassette: &Path, args: &[&str]) -> Command {
@@ -60,13 +50,6 @@ fn run_process(w: &World, cassette: &Path) -> std::process::Command {
         .env("FAKE_PI_CASSETTE", cassette)
         .env("FAKE_PI_SPEED", "0");
     c
-}
-
-fn messages(stdout: &[u8]) -> Vec<Message> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a message ({e}): {l}")))
-        .collect()
 }
 
 fn stderr_lines(err: &[u8]) -> Vec<String> {

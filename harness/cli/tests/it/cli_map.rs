@@ -3,36 +3,14 @@
 //! streams through in bounded memory.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 
-use assert_cmd::Command;
 use pi_cassette::{Action, Cassette};
 use pi_wire::mapper::{EndCause, Mapper, MapperOptions, StreamEnd};
 use pi_wire::message::{ExitInfo, Message};
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_pi-harness")
-}
-
-/// pi-harness with no backtrace asked for (the test runner's environment may ask for one).
-fn pih() -> Command {
-    let mut c = Command::new(bin());
-    c.env_remove("RUST_BACKTRACE")
-        .env_remove("RUST_LIB_BACKTRACE");
-    c
-}
-
-fn cassettes() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cassettes")
-}
-
-fn messages(stdout: &[u8]) -> Vec<Message> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a message ({e}): {l}")))
-        .collect()
-}
+use crate::util::{bin, cassettes, messages, pih};
 
 /// What the mapper makes of a cassette's stdout in one push, ending as the cassette ends.
 fn expected(c: &Cassette) -> Vec<Message> {
@@ -346,16 +324,41 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// A pseudo-terminal (master, slave), both ends close-on-exec from the start: the tests
+/// share one process, and a child another test starts meanwhile must not inherit an end (the
+/// master would see no end of the output while that child lives). `openpty` opens them
+/// inheritable.
+fn pty() -> (std::fs::File, std::os::fd::OwnedFd) {
+    use nix::fcntl::OFlag;
+    use std::os::fd::{FromRawFd as _, IntoRawFd as _};
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let master = nix::pty::posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC)
+        .expect("a pty master");
+    nix::pty::grantpt(&master).unwrap();
+    nix::pty::unlockpt(&master).unwrap();
+    let name = nix::pty::ptsname_r(&master).unwrap();
+    // std opens close-on-exec.
+    let slave = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(nix::libc::O_NOCTTY)
+        .open(name)
+        .expect("the pty slave");
+    // SAFETY: the descriptor is the master's own, handed over by into_raw_fd.
+    let master = unsafe { std::fs::File::from_raw_fd(master.into_raw_fd()) };
+    (master, slave.into())
+}
+
 /// stdout on a pseudo-terminal: colours, unless NO_COLOR is set.
 #[test]
 fn colour_only_on_a_terminal_without_no_color() {
     let path = cassettes().join("tool_bash.pi87.cassette.jsonl");
     for (no_color, want_colour) in [(None, true), (Some("1"), false)] {
-        let pty = nix::pty::openpty(None, None).unwrap();
+        let (master, slave) = pty();
         let mut cmd = std::process::Command::new(bin());
         cmd.arg("map")
             .arg(&path)
-            .stdout(Stdio::from(pty.slave))
+            .stdout(Stdio::from(slave))
             .stderr(Stdio::null());
         match no_color {
             Some(v) => cmd.env("NO_COLOR", v),
@@ -363,7 +366,7 @@ fn colour_only_on_a_terminal_without_no_color() {
         };
         let mut child = cmd.spawn().unwrap();
         drop(cmd); // our copy of the slave end, so the master sees the end
-        let mut master = std::fs::File::from(pty.master);
+        let mut master = master;
         let mut seen = Vec::new();
         // Reading the master ends with EIO once the child is gone.
         let _ = std::io::Read::read_to_end(&mut master, &mut seen);

@@ -8,9 +8,7 @@ use std::time::{Duration, Instant};
 
 use pi_testkit::World;
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_pi-harness")
-}
+use crate::util::bin;
 
 /// `pi-harness serve-llm ARGS` with the world's marker and no backtrace asked for.
 fn serve_llm(w: &World, args: &[&str]) -> Command {

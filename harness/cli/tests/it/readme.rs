@@ -10,10 +10,12 @@
 //! `RUST_BACKTRACE=1` set (as in many CIs). A block fenced as ```console,ignore is shown,
 //! not run (it needs real pi or the network).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use pi_testkit::{fake_pi, World, MARKER_VAR};
+
+use crate::util::repo;
 
 const SEPARATOR: &str = "@@pi-harness-readme-end@@";
 
@@ -28,12 +30,8 @@ struct Block {
     steps: Vec<Step>,
 }
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn blocks(file: &str) -> Vec<Block> {
-    let text = std::fs::read_to_string(root().join(file)).unwrap();
+    let text = std::fs::read_to_string(repo().join(file)).unwrap();
     let mut out = Vec::new();
     let mut lines = text.lines().enumerate();
     while let Some((i, line)) = lines.next() {
@@ -118,7 +116,7 @@ fn lines_match(expected: &[String], actual: &[&str]) -> bool {
 
 fn run_file(blocks: &[Block], bin: &Path) -> Result<(), String> {
     let w = World::new("readme");
-    std::os::unix::fs::symlink(root().join("cassettes"), w.path().join("cassettes")).unwrap();
+    std::os::unix::fs::symlink(repo().join("cassettes"), w.path().join("cassettes")).unwrap();
     let mut script = String::from("set +e\n");
     let steps: Vec<(&Block, &Step)> = blocks
         .iter()

@@ -8,6 +8,8 @@ use assert_cmd::Command;
 use pi_cassette::{Action, Cassette, OriginKind, TimingKind};
 use pi_testkit::{World, MARKER_VAR};
 
+use crate::util::repo;
+
 const FAKE_PI: &str = r#"#!/usr/bin/env bash
 set -euo pipefail
 prompt="$(cat)"
@@ -277,10 +279,6 @@ fn a_missing_pi_is_named_first() {
         assert_eq!(String::from_utf8_lossy(&a.get_output().stderr), want);
     }
     assert!(!out.exists());
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// `record --client-script` drives an RPC session and writes a two-way cassette. Here the

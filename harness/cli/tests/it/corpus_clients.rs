@@ -6,16 +6,14 @@
 //! accepts the call: it does not refuse it as a mismatch (96..99).
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use pi_cassette::{Cassette, SessionUse};
 use pi_testkit::{World, MARKER_VAR};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use crate::util::{refused, repo};
 
 /// Every committed cassette whose recorded call ran pi in json mode.
 fn json_cassettes() -> Vec<(PathBuf, Cassette)> {
@@ -69,10 +67,6 @@ fn outcome(mut child: Child, hangs: bool) -> (Option<i32>, String) {
     }
 }
 
-fn refused(code: Option<i32>) -> bool {
-    matches!(code, Some(96..=99))
-}
-
 /// The first prompt and the session id a client would use for this cassette; a session
 /// file to continue when the recording continued one (its header is the recorded line).
 fn prepare(w: &World, c: &Cassette) -> (String, Option<PathBuf>) {
@@ -96,6 +90,8 @@ fn prepare(w: &World, c: &Cassette) -> (String, Option<PathBuf>) {
 }
 
 #[test]
+// One loop over the corpus, three clients per cassette, side by side.
+#[allow(clippy::too_many_lines)]
 fn every_json_cassette_replays_through_three_kinds_of_client() {
     let fake_pi = pi_testkit::fake_pi();
     let harness = PathBuf::from(env!("CARGO_BIN_EXE_pi-harness"));

@@ -10,9 +10,7 @@ use std::time::{Duration, Instant};
 use pi_testkit::{fake_pi, World, MARKER_VAR};
 use serde_json::Value;
 
-fn cassettes() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cassettes")
-}
+use crate::util::{cassettes, refused};
 
 fn cassette(rel: &str) -> PathBuf {
     cassettes().join(rel)
@@ -111,10 +109,6 @@ fn replays(w: &World, line: &str) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
-}
-
-fn refused(code: Option<i32>) -> bool {
-    matches!(code, Some(96..=99))
 }
 
 fn contains_all(text: &str, parts: &[&str]) {

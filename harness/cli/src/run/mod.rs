@@ -8,29 +8,31 @@
 //! SIGHUP (and `--cancel-after`) cancel through the provider's orderly path; the process
 //! exits only after the stream's terminal message, that is after the provider has cleaned
 //! up.
+//!
+//! Here: the arguments, the plan and the loop between the stream, the signals and stdout;
+//! `rpc` makes the `--rpc` stream, `writer` writes stdout from a task of its own.
 
 use std::io::{IsTerminal, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_core::Stream;
-use tokio::io::AsyncWriteExt;
 use tokio::signal::unix::{signal, SignalKind};
-use tokio::sync::{mpsc, Notify};
 use tokio_stream::StreamExt;
 use tokio_util::sync::CancellationToken;
 
+mod rpc;
+mod writer;
+
+use self::rpc::rpc_run;
+use self::writer::Output;
 use super::render::Renderer;
-use super::{
-    parse_duration, parse_env_pair, use_color, CliError, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK,
-    EXIT_USAGE,
-};
+use crate::exit::{EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use crate::{parse_duration, parse_env_pair, use_color, CliError};
 use pi_provider::retry::{execute_with_retry, RetryPolicy};
-use pi_provider::rpc::RpcSession;
 use pi_provider::{
     supervisor_from_env, which, ApiKey, Provider, ProviderOptions, Request, SessionRef,
 };
@@ -126,11 +128,15 @@ error (also a request this pi version rejects), 130 cancelled.";
 /// Everything `run` needs, checked.
 #[derive(Debug)]
 pub struct Plan {
+    /// The run the provider is asked for.
     pub request: Request,
+    /// How the provider runs it (the supervisor, the grace period).
     pub options: ProviderOptions,
     /// `Some` when `--retry` is above 0.
     pub retry: Option<RetryPolicy>,
+    /// `--cancel-after`: cancel the run this long after it starts, as Ctrl-C would.
     pub cancel_after: Option<Duration>,
+    /// Print JSON lines instead of human text.
     pub json: bool,
     /// Through an RPC session instead of one json-mode run.
     pub rpc: bool,
@@ -433,78 +439,6 @@ async fn execute(plan: Plan, color: bool) -> i32 {
     }
 }
 
-/// One prompt through an RPC session, as a stream: the session started, the prompt sent,
-/// its run's messages, then the session shut down. A cancel shuts the session down at
-/// once; the run then ends `terminal.cancelled`.
-fn rpc_run(
-    options: ProviderOptions,
-    request: Request,
-    cancel: CancellationToken,
-) -> impl Stream<Item = Message> {
-    let (tx, rx) = mpsc::channel(256);
-    tokio::spawn(async move {
-        let prompt = request.prompt.clone();
-        let failed = |reason, message| {
-            Message::TerminalFailed(pi_provider::message::Failure {
-                reason,
-                message,
-                exit: None,
-                stderr_tail: None,
-                invalid_lines: Vec::new(),
-                invalid_lines_dropped: 0,
-            })
-        };
-        let session = tokio::select! {
-            s = RpcSession::start(options, request) => match s {
-                Ok(s) => s,
-                Err(f) => {
-                    let _ = tx.send(Message::TerminalFailed(f)).await;
-                    return;
-                }
-            },
-            _ = cancel.cancelled() => {
-                let _ = tx.send(Message::TerminalCancelled { exit: None }).await;
-                return;
-            }
-        };
-        let mut run = match session.prompt(&prompt).await {
-            Ok(r) => r,
-            Err(e) => {
-                let exit = session.shutdown().await;
-                let _ = tx
-                    .send(match failed(FailureReason::InvalidRequest, e.to_string()) {
-                        Message::TerminalFailed(mut f) => {
-                            f.exit = exit;
-                            Message::TerminalFailed(f)
-                        }
-                        m => m,
-                    })
-                    .await;
-                return;
-            }
-        };
-        loop {
-            tokio::select! {
-                m = run.next() => match m {
-                    Some(m) => {
-                        let _ = tx.send(m).await;
-                    }
-                    None => break,
-                },
-                _ = cancel.cancelled() => break,
-            }
-        }
-        // Settled, or cancelled: shut the session down while the rest of the run drains.
-        let rest = async {
-            while let Some(m) = run.next().await {
-                let _ = tx.send(m).await;
-            }
-        };
-        let _ = tokio::join!(session.shutdown(), rest);
-    });
-    tokio_stream::wrappers::ReceiverStream::new(rx)
-}
-
 /// Writes waiting for stdout above which the stream is no longer read (while not cancelled).
 const MAX_PENDING: usize = 256;
 /// Text gathered from messages that are ready at once before it is queued as one write.
@@ -529,120 +463,8 @@ fn noop_waker() -> std::task::Waker {
     }
     std::task::Waker::from(Arc::new(Noop))
 }
-/// Bytes gathered into one write of stdout, at most (unless one message is longer).
-const BATCH_BYTES: usize = 1 << 20;
 /// How long the output may take to drain after a run cancelled by a signal.
 const FLUSH_AFTER_SIGNAL: Duration = Duration::from_secs(2);
-
-/// stdout, written by its own task so that a reader that stalls never delays signal handling.
-struct Output {
-    tx: mpsc::UnboundedSender<Vec<u8>>,
-    pending: Arc<AtomicUsize>,
-    drained: Arc<Notify>,
-    /// Ends with whether a write failed (nobody reads stdout any more).
-    task: tokio::task::JoinHandle<bool>,
-}
-
-impl Output {
-    /// Start the writer; a write error (nobody reads any more) cancels the run.
-    fn spawn(cancel: CancellationToken) -> Output {
-        let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
-        let pending = Arc::new(AtomicUsize::new(0));
-        let drained = Arc::new(Notify::new());
-        let (p, d) = (pending.clone(), drained.clone());
-        let task = tokio::spawn(async move {
-            let mut out: Pin<Box<dyn tokio::io::AsyncWrite + Send>> = match stdout_pipe() {
-                Some(pipe) => Box::pin(pipe),
-                None => Box::pin(tokio::io::stdout()),
-            };
-            let mut broken = false;
-            let mut batch = Vec::new();
-            while let Some(text) = rx.recv().await {
-                // Everything queued by now goes out in one write and one flush (each write
-                // of tokio's stdout is a trip to a blocking thread); a message is still
-                // written as soon as nothing more is ready.
-                batch.clear();
-                batch.extend_from_slice(&text);
-                let mut taken = 1;
-                while batch.len() < BATCH_BYTES {
-                    match rx.try_recv() {
-                        Ok(more) => {
-                            batch.extend_from_slice(&more);
-                            taken += 1;
-                        }
-                        Err(_) => break,
-                    }
-                }
-                if !broken {
-                    let written = async {
-                        out.write_all(&batch).await?;
-                        out.flush().await
-                    }
-                    .await;
-                    if written.is_err() {
-                        broken = true;
-                        cancel.cancel();
-                    }
-                }
-                p.fetch_sub(taken, Ordering::AcqRel);
-                d.notify_one();
-            }
-            broken
-        });
-        Output {
-            tx,
-            pending,
-            drained,
-            task,
-        }
-    }
-
-    fn pending(&self) -> usize {
-        self.pending.load(Ordering::Acquire)
-    }
-
-    fn write(&self, text: Vec<u8>) {
-        if !text.is_empty() {
-            self.pending.fetch_add(1, Ordering::AcqRel);
-            if self.tx.send(text).is_err() {
-                self.pending.fetch_sub(1, Ordering::AcqRel);
-            }
-        }
-    }
-
-    /// Close the queue and wait until everything queued was written; true when a write
-    /// failed (stdout closed).
-    async fn finish(self) -> bool {
-        drop(self.tx);
-        self.task.await.unwrap_or(true)
-    }
-}
-
-/// stdout as a pipe of our own that never blocks, when stdout is a pipe: the pipe opened
-/// again through `/proc/self/fd/1`, which gives a new open file description, so setting it
-/// non-blocking changes nothing for anyone else who shares stdout (a shell, a sibling).
-/// Written from the runtime's own thread, where tokio's stdout takes every write to a
-/// blocking thread (a thread started for the first, a hand-off for each). `None` for
-/// anything else (a terminal, a file, a socket) or when that cannot be done.
-fn stdout_pipe() -> Option<tokio::net::unix::pipe::Sender> {
-    use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
-    let fd1 = std::path::Path::new("/proc/self/fd/1");
-    let before = std::fs::metadata(fd1).ok()?;
-    if !before.file_type().is_fifo() {
-        return None;
-    }
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(fd1)
-        .ok()?;
-    let after = file.metadata().ok()?;
-    // The same pipe, not something that replaced fd 1 in between.
-    if (after.dev(), after.ino()) != (before.dev(), before.ino()) {
-        return None;
-    }
-    tokio::net::unix::pipe::Sender::from_file(file).ok()
-}
 
 async fn sleep_until(at: Option<tokio::time::Instant>) {
     match at {
@@ -652,146 +474,4 @@ async fn sleep_until(at: Option<tokio::time::Instant>) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Wrap {
-        #[command(flatten)]
-        run: RunArgs,
-    }
-
-    fn args(extra: &[&str]) -> RunArgs {
-        let mut argv = vec!["x"];
-        argv.extend_from_slice(extra);
-        Wrap::try_parse_from(argv).map(|w| w.run).unwrap()
-    }
-
-    fn sh() -> String {
-        "/bin/sh".into()
-    }
-
-    #[test]
-    fn plan_builds_the_request() {
-        std::env::set_var("PI_HARNESS_SUPERVISOR", "/bin/true");
-        let a = args(&[
-            "--pi",
-            &sh(),
-            "--pi-version",
-            "0.87.1",
-            "--model",
-            "m",
-            "--provider",
-            "p",
-            "--session-id",
-            "s1",
-            "--exclude-tools",
-            "bash,edit",
-            "--thinking",
-            "high",
-            "--timeout",
-            "2s",
-            "--retry",
-            "2",
-            "--env",
-            "A=1",
-            "--api-key-env",
-            "MY_KEY",
-            "--json",
-            "hello",
-        ]);
-        let p = plan(
-            a,
-            |k| (k == "MY_KEY").then(|| "sk-1".to_string()),
-            || unreachable!(),
-        )
-        .unwrap();
-        let r = &p.request;
-        assert_eq!(r.prompt, "hello");
-        assert_eq!(r.exclude_tools, ["bash", "edit"]);
-        assert_eq!(r.session.as_ref().map(|s| s.id.as_str()), Some("s1"));
-        assert_eq!(
-            r.api_key
-                .as_ref()
-                .map(|k| (k.env_var.as_str(), k.value.as_str())),
-            Some(("MY_KEY", "sk-1"))
-        );
-        assert_eq!(r.env, [("A".to_string(), "1".to_string())]);
-        assert_eq!(r.timeout, Some(Duration::from_secs(2)));
-        assert_eq!(p.retry.map(|r| r.max_attempts), Some(3));
-        assert!(p.json);
-    }
-
-    #[test]
-    fn plan_names_what_is_wrong() {
-        std::env::set_var("PI_HARNESS_SUPERVISOR", "/bin/true");
-        let e = plan(
-            args(&["--pi", "/no/such/pi", "x"]),
-            |_| None,
-            || unreachable!(),
-        )
-        .unwrap_err();
-        assert_eq!(e.message, "--pi /no/such/pi: no such file");
-        assert_eq!(e.code, EXIT_USAGE);
-        let e = plan(
-            args(&["--pi", "no-such-pi-anywhere", "x"]),
-            |_| None,
-            || unreachable!(),
-        )
-        .unwrap_err();
-        assert_eq!(
-            e.message,
-            "--pi no-such-pi-anywhere: no such file (not on PATH either)"
-        );
-        // A bare name is found on PATH.
-        let p = plan(args(&["--pi", "sh", "x"]), |_| None, || unreachable!()).unwrap();
-        assert!(p.request.pi_path.unwrap().is_absolute());
-        let e = plan(args(&["--pi", "/", "x"]), |_| None, || unreachable!()).unwrap_err();
-        assert!(e.message.contains("is a directory"), "{}", e.message);
-        let e = plan(
-            args(&["--pi", &sh(), "--api-key-env", "NOPE", "x"]),
-            |_| None,
-            || unreachable!(),
-        )
-        .unwrap_err();
-        assert_eq!(
-            e.message,
-            "--api-key-env NOPE: the variable is not set in pi-harness's environment"
-        );
-        let e = plan(args(&["--pi", &sh(), "-"]), |_| None, || Ok("  \n".into())).unwrap_err();
-        assert_eq!(e.message, "the prompt is empty");
-        let p = plan(
-            args(&["--pi", &sh(), "-"]),
-            |_| None,
-            || Ok("-from stdin".into()),
-        )
-        .unwrap();
-        assert_eq!(p.request.prompt, "-from stdin");
-    }
-
-    #[test]
-    fn exit_codes() {
-        use pi_wire::message::Failure;
-        let failed = |reason| {
-            Message::TerminalFailed(Failure {
-                reason,
-                message: String::new(),
-                exit: None,
-                stderr_tail: None,
-                invalid_lines: vec![],
-                invalid_lines_dropped: 0,
-            })
-        };
-        assert_eq!(exit_code(&Message::TerminalCancelled { exit: None }), 130);
-        assert_eq!(exit_code(&failed(FailureReason::Timeout)), 1);
-        assert_eq!(exit_code(&failed(FailureReason::InvalidRequest)), 2);
-        assert_eq!(
-            exit_code(&Message::TerminalCompleted {
-                stop_reason: "stop".into(),
-                usage: Default::default()
-            }),
-            0
-        );
-    }
-}
+mod tests;

@@ -7,15 +7,14 @@
 //! bodies it repeats), and over synthesized message and tool lines whose fields come in any
 //! order, repeated, escaped, or of odd types and numbers.
 
-mod support;
-
 use std::sync::OnceLock;
 
 use pi_wire::mapper::{Mapper, MapperOptions, MapperStats, StreamEnd};
 use pi_wire::message::{ExitInfo, Message};
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
-use support::{apply, byte_or_field_edit};
+
+use crate::util::{apply, byte_or_field_edit};
 
 /// Recorded runs (stdout lines) small enough to map twice per case.
 fn runs() -> &'static [Vec<Vec<u8>>] {

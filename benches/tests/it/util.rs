@@ -1,9 +1,6 @@
 //! What the mapper property suites share: edits that damage a recorded line the way a
 //! broken writer, a truncated pipe or a hostile input would.
 
-// Each test binary uses part of it.
-#![allow(dead_code)]
-
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
 

@@ -16,9 +16,7 @@ use pi_recorder::llm_server::{LlmServer, ServerOptions};
 use pi_recorder::recorder::models_json;
 use pi_testkit::{World, MARKER_VAR};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use crate::util::repo;
 
 /// pi's dir of node 22, when the install put one beside it (pi 0.87.1).
 fn node_path(pi: &Path) -> String {

@@ -8,8 +8,6 @@
 //! on the same mutated lines and on synthesized `message_update` lines whose fields
 //! come in any order.
 
-mod support;
-
 use std::sync::OnceLock;
 
 use pi_wire::mapper::{Mapper, MapperOptions, StreamEnd};
@@ -17,7 +15,8 @@ use pi_wire::message::{ExitInfo, Message};
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use serde::de::IgnoredAny;
-use support::{apply, byte_edit};
+
+use crate::util::{apply, byte_edit};
 
 /// Lines of the benchmark inputs short enough to mutate quickly (every line of 0.87.1 and
 /// of the tool loop, the first lines of the 0.73.1 long answer).

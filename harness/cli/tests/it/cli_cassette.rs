@@ -1,47 +1,14 @@
 //! `pi-harness cassette import` and `pi-harness cassette lint` as a user runs them.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use assert_cmd::Command;
 use pi_cassette::{Action, Cassette, Dialect, FlagRule, OriginKind, Secret};
 
-fn cassettes_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../cassettes")
-}
-
-/// A marker unique to this test process and test, set on every command it starts.
-fn marker(test: &str) -> String {
-    format!("cli-cassette-{}-{test}", std::process::id())
-}
-
-fn pi_harness(test: &str) -> Command {
-    let mut c = Command::cargo_bin("pi-harness").unwrap();
-    c.env("PI_HARNESS_TEST_MARKER", marker(test));
-    c
-}
-
-/// Pids (other than ours) whose environment carries the test's marker.
-fn processes_with_marker(test: &str) -> Vec<u32> {
-    let needle = format!("PI_HARNESS_TEST_MARKER={}", marker(test));
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        if pid == std::process::id() {
-            continue;
-        }
-        if let Ok(env) = std::fs::read(entry.path().join("environ")) {
-            if env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()) {
-                found.push(pid);
-            }
-        }
-    }
-    found
-}
+use crate::util::{cassettes, pi_harness, processes_with_marker};
 
 fn stdout_of(committed: &str) -> Vec<u8> {
-    Cassette::load(&cassettes_dir().join(committed))
+    Cassette::load(&cassettes().join(committed))
         .unwrap()
         .stdout_bytes()
 }
@@ -74,7 +41,7 @@ fn import_reproduces_the_committed_cassettes() {
     let raw = dir.path().join("tool_bash.pi87.jsonl");
     std::fs::write(&raw, stdout_of("tool_bash.pi87.cassette.jsonl")).unwrap();
     let out = dir.path().join("tool_bash.pi87.cassette.jsonl");
-    let committed = Cassette::load(&cassettes_dir().join("tool_bash.pi87.cassette.jsonl")).unwrap();
+    let committed = Cassette::load(&cassettes().join("tool_bash.pi87.cassette.jsonl")).unwrap();
     let assert = cmd()
         .args(["cassette", "import"])
         .arg(&raw)
@@ -96,12 +63,12 @@ fn import_reproduces_the_committed_cassettes() {
     );
     assert_eq!(
         std::fs::read_to_string(&out).unwrap(),
-        std::fs::read_to_string(cassettes_dir().join("tool_bash.pi87.cassette.jsonl")).unwrap()
+        std::fs::read_to_string(cassettes().join("tool_bash.pi87.cassette.jsonl")).unwrap()
     );
 
     // sigint_mid_tool.pi73: spawn at the tool start with a same-group grandchild, then hang.
     let committed =
-        Cassette::load(&cassettes_dir().join("sigint_mid_tool.pi73.cassette.jsonl")).unwrap();
+        Cassette::load(&cassettes().join("sigint_mid_tool.pi73.cassette.jsonl")).unwrap();
     let raw = dir.path().join("sigint.jsonl");
     std::fs::write(&raw, committed.stdout_bytes()).unwrap();
     let out = dir.path().join("sigint_mid_tool.pi73.cassette.jsonl");
@@ -130,8 +97,7 @@ fn import_reproduces_the_committed_cassettes() {
     c.assert().success();
     assert_eq!(
         std::fs::read_to_string(&out).unwrap(),
-        std::fs::read_to_string(cassettes_dir().join("sigint_mid_tool.pi73.cassette.jsonl"))
-            .unwrap()
+        std::fs::read_to_string(cassettes().join("sigint_mid_tool.pi73.cassette.jsonl")).unwrap()
     );
     assert!(processes_with_marker("import_reproduces_the_committed_cassettes").is_empty());
 }
@@ -372,7 +338,7 @@ fn import_help_has_an_example() {
 fn lint_passes_every_committed_cassette() {
     let cmd = || pi_harness("lint_passes_every_committed_cassette");
     let mut files = Vec::new();
-    for dir in [cassettes_dir(), cassettes_dir().join("faults")] {
+    for dir in [cassettes(), cassettes().join("faults")] {
         for e in std::fs::read_dir(dir).unwrap().flatten() {
             if e.file_name().to_string_lossy().contains(".cassette.jsonl") {
                 files.push(e.path());
@@ -411,7 +377,7 @@ fn lint_reports_each_problem_as_file_line_what() {
     .unwrap();
     let raw_pi = dir.path().join("raw.jsonl");
     std::fs::write(&raw_pi, "{\"type\":\"session\"}\n").unwrap();
-    let good = cassettes_dir().join("auth_401.pi73.cassette.jsonl");
+    let good = cassettes().join("auth_401.pi73.cassette.jsonl");
     let out = cmd()
         .args(["cassette", "lint"])
         .arg(&bad)
@@ -478,7 +444,7 @@ fn import_refuses_what_is_not_a_capture_and_never_overwrites_its_input() {
         c
     };
     let out = dir.path().join("out.cassette.jsonl");
-    let cassette = cassettes_dir().join("tool_bash.pi87.cassette.jsonl");
+    let cassette = cassettes().join("tool_bash.pi87.cassette.jsonl");
     fails_with(&mut import(&cassette, &out), 2, &["is already a cassette"]);
     let empty = dir.path().join("empty.jsonl");
     std::fs::write(&empty, "").unwrap();
@@ -525,7 +491,7 @@ fn import_refuses_what_is_not_a_capture_and_never_overwrites_its_input() {
 /// A directory stands for every cassette below it; one with none is an input error.
 #[test]
 fn lint_takes_directories() {
-    let corpus = cassettes_dir();
+    let corpus = cassettes();
     let expected = walk(&corpus);
     assert!(expected > 60, "{expected}");
     let out = pi_harness("lint-dir")

@@ -1,0 +1,144 @@
+//! Unit tests of `run`: the plan built from the arguments (and what it refuses), the exit
+//! status of each terminal message.
+
+use super::*;
+use clap::Parser;
+
+#[derive(Parser)]
+struct Wrap {
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+fn args(extra: &[&str]) -> RunArgs {
+    let mut argv = vec!["x"];
+    argv.extend_from_slice(extra);
+    Wrap::try_parse_from(argv).map(|w| w.run).unwrap()
+}
+
+fn sh() -> String {
+    "/bin/sh".into()
+}
+
+#[test]
+fn plan_builds_the_request() {
+    std::env::set_var("PI_HARNESS_SUPERVISOR", "/bin/true");
+    let a = args(&[
+        "--pi",
+        &sh(),
+        "--pi-version",
+        "0.87.1",
+        "--model",
+        "m",
+        "--provider",
+        "p",
+        "--session-id",
+        "s1",
+        "--exclude-tools",
+        "bash,edit",
+        "--thinking",
+        "high",
+        "--timeout",
+        "2s",
+        "--retry",
+        "2",
+        "--env",
+        "A=1",
+        "--api-key-env",
+        "MY_KEY",
+        "--json",
+        "hello",
+    ]);
+    let p = plan(
+        a,
+        |k| (k == "MY_KEY").then(|| "sk-1".to_string()),
+        || unreachable!(),
+    )
+    .unwrap();
+    let r = &p.request;
+    assert_eq!(r.prompt, "hello");
+    assert_eq!(r.exclude_tools, ["bash", "edit"]);
+    assert_eq!(r.session.as_ref().map(|s| s.id.as_str()), Some("s1"));
+    assert_eq!(
+        r.api_key
+            .as_ref()
+            .map(|k| (k.env_var.as_str(), k.value.as_str())),
+        Some(("MY_KEY", "sk-1"))
+    );
+    assert_eq!(r.env, [("A".to_string(), "1".to_string())]);
+    assert_eq!(r.timeout, Some(Duration::from_secs(2)));
+    assert_eq!(p.retry.map(|r| r.max_attempts), Some(3));
+    assert!(p.json);
+}
+
+#[test]
+fn plan_names_what_is_wrong() {
+    std::env::set_var("PI_HARNESS_SUPERVISOR", "/bin/true");
+    let e = plan(
+        args(&["--pi", "/no/such/pi", "x"]),
+        |_| None,
+        || unreachable!(),
+    )
+    .unwrap_err();
+    assert_eq!(e.message, "--pi /no/such/pi: no such file");
+    assert_eq!(e.code, EXIT_USAGE);
+    let e = plan(
+        args(&["--pi", "no-such-pi-anywhere", "x"]),
+        |_| None,
+        || unreachable!(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.message,
+        "--pi no-such-pi-anywhere: no such file (not on PATH either)"
+    );
+    // A bare name is found on PATH.
+    let p = plan(args(&["--pi", "sh", "x"]), |_| None, || unreachable!()).unwrap();
+    assert!(p.request.pi_path.unwrap().is_absolute());
+    let e = plan(args(&["--pi", "/", "x"]), |_| None, || unreachable!()).unwrap_err();
+    assert!(e.message.contains("is a directory"), "{}", e.message);
+    let e = plan(
+        args(&["--pi", &sh(), "--api-key-env", "NOPE", "x"]),
+        |_| None,
+        || unreachable!(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.message,
+        "--api-key-env NOPE: the variable is not set in pi-harness's environment"
+    );
+    let e = plan(args(&["--pi", &sh(), "-"]), |_| None, || Ok("  \n".into())).unwrap_err();
+    assert_eq!(e.message, "the prompt is empty");
+    let p = plan(
+        args(&["--pi", &sh(), "-"]),
+        |_| None,
+        || Ok("-from stdin".into()),
+    )
+    .unwrap();
+    assert_eq!(p.request.prompt, "-from stdin");
+}
+
+#[test]
+fn exit_codes() {
+    use pi_wire::message::Failure;
+    let failed = |reason| {
+        Message::TerminalFailed(Failure {
+            reason,
+            message: String::new(),
+            exit: None,
+            stderr_tail: None,
+            invalid_lines: vec![],
+            invalid_lines_dropped: 0,
+        })
+    };
+    assert_eq!(exit_code(&Message::TerminalCancelled { exit: None }), 130);
+    assert_eq!(exit_code(&failed(FailureReason::Timeout)), 1);
+    assert_eq!(exit_code(&failed(FailureReason::InvalidRequest)), 2);
+    assert_eq!(
+        exit_code(&Message::TerminalCompleted {
+            stop_reason: "stop".into(),
+            usage: Default::default()
+        }),
+        0
+    );
+}

@@ -1,0 +1,192 @@
+//! Reading a cassette's meaning: [`facts`] turns a parsed cassette into the [`Facts`] model,
+//! with the effective values of `pi_cassette::matching::expected` (the same rule fake-pi
+//! applies) checked against the cassette's pi version first.
+
+use std::path::Path;
+
+use pi_cassette::matching;
+use pi_cassette::{Action, Cassette, EffectiveExpect, Expect, SignalAction};
+use pi_grammar::Grammar;
+
+use super::client_steps;
+use super::model::{
+    Ending, Expects, Facts, Grandchild, Output, Process, Program, Scenario, SignalAnswer, Signals,
+};
+use super::replay::{self, Replay};
+
+/// What the call is compared on: the effective values, the follow-ups and where the prompt was.
+struct Call {
+    want: EffectiveExpect,
+    follow_ups: Option<Vec<String>>,
+    delivery: Option<&'static str>,
+}
+
+/// Gather the facts; an error (the header's expectations cannot hold) as `header field ...`.
+pub fn facts(c: &Cassette, path: Option<&Path>) -> Result<Facts, String> {
+    if c.header.is_claude() {
+        // Nothing of pi's matching: the recorded options are the command line.
+        let grammar = Grammar::nearest(pi_grammar::KNOWN_VERSIONS[0]);
+        let call = Call {
+            want: EffectiveExpect::default(),
+            follow_ups: None,
+            delivery: None,
+        };
+        let replay = replay::claude_replay(c, path);
+        return Ok(assemble(c, path, &grammar, true, call, replay));
+    }
+    let version = &c.header.pi.version;
+    let known = Grammar::for_version(version);
+    let grammar = known.unwrap_or_else(|| Grammar::nearest(version));
+    if known.is_some() {
+        matching::validate(&c.header.expect, &grammar)?;
+    }
+    let e = &c.header.expect;
+    let want = matching::expected(e, &grammar);
+    let follow_ups = match (&e.follow_ups, &e.argv_messages) {
+        (Some(f), _) => Some(f.clone()),
+        (None, Some(m)) if !e.syntax => Some(m.iter().skip(1).cloned().collect()),
+        _ => None,
+    };
+    let prompts = replay::prompts(e, follow_ups.as_deref());
+    let mut replay = replay::replay(c, &grammar, &want, &prompts, path);
+    if known.is_none() {
+        replay.notes.insert(
+            0,
+            format!(
+                "fake-pi cannot replay pi {version}: it knows pi {} (exit 98)",
+                pi_grammar::KNOWN_VERSIONS.join(", ")
+            ),
+        );
+    }
+    let call = Call {
+        want,
+        follow_ups,
+        delivery: prompts.delivery,
+    };
+    Ok(assemble(c, path, &grammar, known.is_some(), call, replay))
+}
+
+/// The whole model, from the cassette and what its call means.
+fn assemble(
+    c: &Cassette,
+    path: Option<&Path>,
+    grammar: &Grammar,
+    replayable: bool,
+    call: Call,
+    replay: Replay,
+) -> Facts {
+    let h = &c.header;
+    let times = times(c);
+    let total = times.last().copied().unwrap_or(0.0);
+    Facts {
+        file: path.map(Path::to_path_buf),
+        scenario: Scenario {
+            name: h.scenario.name.clone(),
+            description: h.scenario.description.clone(),
+            tags: h.scenario.tags.clone(),
+        },
+        pi: Program {
+            version: h.pi.version.clone(),
+            dialect: h.pi.dialect,
+            replayable,
+            claude: h.is_claude(),
+        },
+        origin: h.origin.clone(),
+        expects: expects(&h.expect, grammar, call),
+        ending: match c.ending() {
+            Action::Exit(code) => Ending::Exit {
+                code: *code,
+                after_ms: total,
+            },
+            Action::Signal(sig) => Ending::Signal {
+                signal: sig.clone(),
+                after_ms: total,
+            },
+            _ => Ending::Hang { after_ms: total },
+        },
+        signals: signals(c),
+        processes: processes(c, &times),
+        placeholders: h.redactions.clone(),
+        output: Output {
+            stdout_lines: c
+                .records
+                .iter()
+                .filter(|r| matches!(r.action, Action::Stdout(_)))
+                .count(),
+            stdout_bytes: c.stdout_bytes().len(),
+            stderr_bytes: c.stderr_bytes().len(),
+            duration_ms: total,
+        },
+        client: h.mode.is_some().then(|| client_steps(c)),
+        replay,
+    }
+}
+
+fn expects(e: &Expect, grammar: &Grammar, call: Call) -> Expects {
+    Expects {
+        any: e.is_empty(),
+        effective: call.want,
+        irrelevant: e.irrelevant.clone(),
+        prompt: e.prompt.clone(),
+        prompt_delivery: call.delivery,
+        follow_ups: call.follow_ups,
+        session: e.session,
+        env: e.env.clone(),
+        never_in_argv: e.never_in_argv.clone(),
+        syntax: e.syntax,
+        flags: e.flags.clone(),
+        argv_messages: e.argv_messages.clone(),
+        recorded: replay::recorded_words(e, grammar),
+    }
+}
+
+/// Sum of the delays up to and including each record, in milliseconds to a tenth (no
+/// float noise such as 835.5999999999999).
+fn times(c: &Cassette) -> Vec<f64> {
+    let mut t = 0.0;
+    c.records
+        .iter()
+        .map(|r| {
+            t += r.dt_ms;
+            (t * 10.0).round() / 10.0
+        })
+        .collect()
+}
+
+fn processes(c: &Cassette, times: &[f64]) -> Vec<Process> {
+    c.records
+        .iter()
+        .zip(times)
+        .filter_map(|(r, &at_ms)| match &r.action {
+            Action::Spawn(s) => Some(Process {
+                id: s.id.clone(),
+                at_ms,
+                argv: s.argv.clone(),
+                own_session: s.own_session,
+                ignore_sigterm: s.ignore_sigterm,
+                hold_stdout: s.hold_stdout,
+                lifetime_ms: s.lifetime_ms,
+                grandchild: s.grandchild.as_ref().map(|g| Grandchild {
+                    argv: g.argv.clone(),
+                    own_session: g.own_session,
+                    ignore_sigterm: g.ignore_sigterm,
+                    hold_stdout: g.hold_stdout,
+                }),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+fn signals(c: &Cassette) -> Signals {
+    let p = &c.header.process;
+    let answer = |action: &SignalAction, pi: SignalAction| SignalAnswer {
+        action: action.clone(),
+        pi_default: *action == pi,
+    };
+    Signals {
+        sigterm: answer(&p.on_sigterm, SignalAction::pi_sigterm()),
+        sigint: answer(&p.on_sigint, SignalAction::pi_sigint()),
+        sighup: answer(&p.on_sighup, SignalAction::pi_sighup()),
+    }
+}

@@ -1,0 +1,157 @@
+//! `pi-harness cassette show FILE`: what a cassette expects, in words, and how to replay it.
+//!
+//! Nobody should have to read a JSON header to learn what a recorded run needs from its
+//! caller. What the cassette means and how it is printed are apart:
+//!
+//! - `model`: [`Facts`], the data model: the scenario, pi's version and wire dialect, what
+//!   the caller must send *by meaning* (the effective values of
+//!   `pi_cassette::matching::expected`, the same rule fake-pi applies), the prompts, the
+//!   session, the environment rules, how the run ends and how each signal is answered, the
+//!   processes it starts, the placeholders, and the replay. `--json` prints it serialized
+//!   ([`render_json`]);
+//! - `gather`: [`facts`], reading that model off a parsed cassette;
+//! - `replay`: [`Replay`], a command line that replays the cassette with fake-pi, checked
+//!   against the matching contract before it is printed;
+//! - `text`: [`render_text`], the model as text for a person.
+//!
+//! This module is the command itself: its arguments, reading the cassette, printing.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use pi_cassette::two_way::ClientStep;
+use pi_cassette::Cassette;
+use serde_json::Value;
+
+use crate::exit::{EXIT_FAILED, EXIT_OK};
+use crate::{use_color, CliError};
+
+mod gather;
+mod model;
+mod replay;
+#[cfg(test)]
+mod tests;
+mod text;
+
+pub use gather::facts;
+pub use model::{
+    Ending, Expects, Facts, Grandchild, Output, Process, Program, Scenario, SignalAnswer, Signals,
+    Word,
+};
+pub use replay::{meaning_flags, prompts, sh_quote, Prompts, Replay, SESSION_FILE};
+pub use text::{action_text, render_text};
+
+/// Command-line arguments of `pi-harness cassette show`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = SHOW_HELP)]
+pub struct ShowArgs {
+    /// The cassette (`.cassette.jsonl`, or gzipped `.gz`); `-` reads it from stdin.
+    #[arg(value_name = "FILE|-")]
+    pub file: PathBuf,
+    /// Print the same facts as one JSON object (its fields are listed below).
+    #[arg(long)]
+    pub json: bool,
+}
+
+const SHOW_HELP: &str = "Examples:
+  pi-harness cassette show cassettes/recorded/text_only.pi87.cassette.jsonl
+  pi-harness cassette show --json cassettes/recorded/session_resume.pi152.cassette.jsonl | jq .replay.command
+  zcat x.cassette.jsonl.gz | pi-harness cassette show -
+
+What the caller must send is compared by meaning (cassettes/FORMAT.md, the matching
+contract): flag order, aliases and whether the prompt comes on stdin or in argv do not matter,
+unless the cassette says `syntax: true`. The replay command runs fake-pi (on PATH as
+`fake-pi`) with an empty agent dir, so that no settings.json changes what the call means.
+
+--json prints one object:
+  file          the cassette's absolute path (null for stdin)
+  scenario      {name, description, tags}
+  pi            {version, dialect, replayable: whether fake-pi knows this pi version}
+  origin        {kind, timing, source, notes}
+  expects       what the caller must send: {any: true when nothing is checked,
+                effective: {mode, provider, model, thinking, tools, system_prompt,
+                append_system_prompt, extensions, no_extensions, skills, no_skills,
+                prompt_templates, no_prompt_templates, no_context_files, no_mcp}, each the
+                recorded value or null (not compared), irrelevant: [fields not compared],
+                prompt, prompt_delivery (argv, stdin, stdin+argv, or null), follow_ups,
+                session (new, resumed, or null), env: [variables that must be set],
+                never_in_argv: [{env: NAME} or {literal_chars: N}], syntax, flags (the
+                recorded flags), argv_messages}
+  ending        {kind: exit|signal|hang, code (exit), signal (signal), after_ms}
+  signals       {SIGTERM, SIGINT, SIGHUP}: {action: die|ignore|cleanup_exit|exit, code,
+                pi_default}
+  processes     [{id, at_ms, argv, own_session, ignore_sigterm, hold_stdout, lifetime_ms,
+                grandchild: {argv, own_session, ignore_sigterm, hold_stdout} or null}]
+  placeholders  {PLACEHOLDER: what it replaced}
+  output        {stdout_lines, stdout_bytes, stderr_bytes, duration_ms}
+  replay        {command: the shell command line, env: {NAME: value} (besides
+                PI_CODING_AGENT_DIR, an empty directory), argv (after the program name;
+                SESSION_FILE stands for the session file), stdin (piped, or null),
+                session_file (its first line, when the call must continue a session;
+                CWD stands for the directory the replay runs in),
+                hangs, notes: [...]}
+
+Exit status: 0 printed; 2 missing or unreadable file, invalid cassette (FILE:LINE: what).";
+
+/// Run `pi-harness cassette show`; returns the exit status.
+pub fn show_command(args: &ShowArgs) -> i32 {
+    let (cassette, path) = match load(&args.file) {
+        Ok(x) => x,
+        Err(e) => return e.report(),
+    };
+    let facts = match facts(&cassette, path.as_deref()) {
+        Ok(f) => f,
+        Err(what) => {
+            let name = path
+                .as_deref()
+                .map_or("<stdin>".to_string(), |_| args.file.display().to_string());
+            return CliError::usage(format!("{name}:1: {what}")).report();
+        }
+    };
+    let text = if args.json {
+        let mut t = serde_json::to_string_pretty(&render_json(&facts)).expect("JSON prints");
+        t.push('\n');
+        t
+    } else {
+        render_text(&facts, use_color(std::io::stdout().is_terminal()))
+    };
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => EXIT_OK,
+        // A closed pipe (`| head`) is not an error worth a message.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
+        Err(e) => {
+            eprintln!("error: cannot write to stdout: {e}");
+            EXIT_FAILED
+        }
+    }
+}
+
+/// Read the cassette (`-`: stdin, gzip recognised by its magic bytes); its absolute path.
+pub fn load(file: &Path) -> Result<(Cassette, Option<PathBuf>), CliError> {
+    if file == Path::new("-") {
+        let c = Cassette::read_from(Path::new("<stdin>"), std::io::stdin())
+            .map_err(|e| CliError::usage(e.to_string()))?;
+        return Ok((c, None));
+    }
+    let c = Cassette::load(file).map_err(|e| CliError::usage(e.to_string()))?;
+    let abs = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
+    Ok((c, Some(abs)))
+}
+
+/// The client's actions of a two-way cassette, in order (none for a json-mode cassette).
+pub fn client_steps(c: &Cassette) -> Vec<ClientStep> {
+    pi_cassette::two_way::client_steps(&c.records)
+}
+
+/// The facts as one JSON object (see the command's help for the fields): the model
+/// serialized through a `serde_json::Value`, whose keys come sorted.
+pub fn render_json(f: &Facts) -> Value {
+    serde_json::to_value(f).expect("the facts serialize")
+}
+
+/// A string as a JSON string literal, quotes and escapes included.
+fn quoted(s: &str) -> String {
+    serde_json::to_string(s).expect("a string serializes")
+}

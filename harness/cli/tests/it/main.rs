@@ -1,0 +1,24 @@
+//! The integration tests of `pi-harness`, one binary: each module runs the command as a
+//! user does (a real process, against fake-pi or real pi), `util` holds what they share.
+//!
+//! The modules share one process: nothing here changes process-wide state (environment,
+//! signal dispositions, rlimits, cwd); every child process carries its world's marker, and a
+//! descriptor a child must not inherit (a pty) is opened close-on-exec.
+
+// Tests say what they skipped (real pi not installed) and what they measured.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod util;
+
+mod cli_cassette;
+mod cli_leftovers;
+mod cli_map;
+mod cli_record;
+mod cli_run;
+mod cli_serve_llm;
+mod cli_show;
+mod closed_stdout;
+mod corpus_clients;
+mod one_reader;
+mod readme;
+mod real_pi_faults;
