@@ -47,3 +47,12 @@ impl CassetteError {
         }
     }
 }
+
+/// A value quoted for an error message, cut to its first 64 characters.
+pub(crate) fn shown(s: &str) -> String {
+    const MAX: usize = 64;
+    match s.char_indices().nth(MAX) {
+        None => format!("{s:?}"),
+        Some((at, _)) => format!("{:?}... ({} bytes)", &s[..at], s.len()),
+    }
+}

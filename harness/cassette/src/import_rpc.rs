@@ -23,73 +23,27 @@
 //! own SIGKILL ends it.
 
 mod claude_tools;
+mod inputs;
 mod replies;
 #[cfg(test)]
 mod tests;
 mod transcript;
 
+pub use inputs::{FileInputs, TwoWayInputs, ANNOTATIONS};
+
 use std::path::Path;
 
 use serde_json::Value;
 
-use crate::import::{split_lines, Ending, ImportError, ImportOptions};
+use crate::import::{split_lines, ImportError, ImportOptions};
 use crate::two_way::Protocol;
 use crate::{
     Cassette, Dialect, Expect, FlagRule, Header, Origin, OriginKind, PiSource, Scenario,
     SignalAction, TimingKind, FORMAT_NAME, FORMAT_VERSION_TWO_WAY, KNOWN_CLAUDE_VERSIONS,
     MODE_STREAM_JSON,
 };
+use inputs::input_err;
 use transcript::Walk;
-
-/// Entries a client may log that say nothing about the protocol.
-pub const ANNOTATIONS: &[&str] = &["note", "ps", "final", "stdout_eof"];
-
-/// What a two-way import reads besides the transcript.
-#[derive(Debug, Clone, Default)]
-pub struct TwoWayInputs<'a> {
-    /// pi's stdout byte for byte (`--raw-stdout`): each `stdout` entry must be the same
-    /// JSON value as the next line, and the cassette keeps the line's exact bytes.
-    pub raw_stdout: Option<(&'a Path, &'a [u8])>,
-    /// The scripted server's request log (`--requests`), one JSON object per request.
-    pub requests: Option<(&'a Path, &'a [u8])>,
-    /// How pi ended, when the transcript does not say (`--exit`, `--signal`, `--hang`).
-    pub ending: Option<Ending>,
-    /// Model pi's bash tool processes (`--spawn-tools`): a `spawn` after each bash
-    /// `tool_execution_start` (`/bin/bash -c COMMAND`, its own session), a `reap` when its
-    /// `tool_execution_end` comes, and at an exit whose cause kills tools in this pi version
-    /// (a signal pi handles; stdin closing on pi 0.87.1 and later). For Claude Code: a
-    /// `spawn` where a Bash `tool_use` starts running (after the host's `allow` of its
-    /// permission prompt; commands the CLI runs without asking are not modelled), a `reap`
-    /// at its tool result and at an exit by a signal (the CLI kills its tools' trees).
-    pub spawn_tools: bool,
-    /// pi's RPC mode or Claude Code's stream-json (`--mode stream-json`).
-    pub protocol: Protocol,
-}
-
-/// The files and choices of `cassette import --mode rpc|stream-json` besides the
-/// transcript (see [`TwoWayInputs`] for what each means).
-#[derive(Debug, Clone, Default)]
-pub struct FileInputs<'a> {
-    /// The file holding pi's stdout byte for byte (`--raw-stdout`).
-    pub raw_stdout: Option<&'a Path>,
-    /// The scripted server's request log (`--requests`).
-    pub requests: Option<&'a Path>,
-    /// How pi ended, when the transcript does not say.
-    pub ending: Option<Ending>,
-    /// Model the bash tool's processes (`--spawn-tools`).
-    pub spawn_tools: bool,
-    /// pi's RPC mode or Claude Code's stream-json.
-    pub protocol: Protocol,
-}
-
-/// An input error at `file:line` (`line` 0: the whole file).
-fn input_err(file: &Path, line: usize, message: String) -> ImportError {
-    ImportError::Input {
-        file: file.to_path_buf(),
-        line,
-        message,
-    }
-}
 
 /// Convert a transcript into a two-way cassette. `input` only names the source in errors.
 pub fn import_transcript(

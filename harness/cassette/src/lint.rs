@@ -8,10 +8,10 @@
 //! that look like secrets or machine-specific data (the `secrets` module). [`lint_bytes`] is pure;
 //! [`lint_file`] reads a file (gzip by `.gz`).
 
-use std::fmt;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+mod report;
 mod secrets;
 
 use crate::parse::{parse_header, parse_record, Replies};
@@ -19,56 +19,14 @@ use crate::{
     Action, Cassette, CassetteError, Dialect, Header, OriginKind, Record, TimingKind,
     FORMAT_VERSION,
 };
+pub use report::Problem;
+use report::Report;
 use secrets::check_redaction;
 
 /// A single `dt_ms` above this is almost surely a timestamp, not a delay (10 minutes).
 pub const MAX_DELAY_MS: f64 = 600_000.0;
 /// A cassette longer than this in total is suspicious (1 hour).
 pub const MAX_TOTAL_MS: f64 = 3_600_000.0;
-
-/// One problem found in a file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    /// The file linted.
-    pub file: PathBuf,
-    /// 1-based line; 0 when the whole file is concerned.
-    pub line: usize,
-    /// What is wrong (`stdout: an API key (sk-...) ...`).
-    pub message: String,
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line == 0 {
-            write!(f, "{}: {}", self.file.display(), self.message)
-        } else {
-            write!(f, "{}:{}: {}", self.file.display(), self.line, self.message)
-        }
-    }
-}
-
-/// The problems found in one file so far.
-struct Report<'a> {
-    file: &'a Path,
-    problems: Vec<Problem>,
-}
-
-impl Report<'_> {
-    fn add(&mut self, line: usize, message: impl Into<String>) {
-        self.problems.push(Problem {
-            file: self.file.to_path_buf(),
-            line,
-            message: message.into(),
-        });
-    }
-
-    fn add_error(&mut self, e: CassetteError) {
-        match e {
-            CassetteError::Invalid { at, message } => self.add(at.line, message),
-            CassetteError::Io { source, .. } => self.add(0, format!("cannot read: {source}")),
-        }
-    }
-}
 
 /// Read and lint one file (gzip recognised by its magic bytes, `-` for stdin, within the
 /// input limits). `Err` when the file cannot be read at all: that is the caller's input

@@ -32,24 +32,16 @@ use pi_wire::message::{ExitInfo, Failure, FailureReason, Message};
 use pi_wire::secret::SecretFilter;
 
 /// Why a command got no answer it could use.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RpcError {
     /// pi answered `success: false` with this error.
+    #[error("pi refused the command: {0}")]
     Rejected(String),
     /// The session is over (pi exited, or it was shut down) before pi answered.
+    #[error("the session is over: {0}")]
     Closed(String),
 }
-
-impl std::fmt::Display for RpcError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RpcError::Rejected(e) => write!(f, "pi refused the command: {e}"),
-            RpcError::Closed(e) => write!(f, "the session is over: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for RpcError {}
 
 enum Op {
     /// A line written as it is (no id, nothing waits for an answer).

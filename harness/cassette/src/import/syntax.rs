@@ -3,7 +3,7 @@
 //! names and numbers, `--on-sigterm cleanup-exit:143`, `--dialect`, and the `expect`
 //! section built from them. Every failure is an [`ImportError::Usage`].
 
-use crate::import::ImportError;
+use super::error::ImportError;
 use crate::{Dialect, Expect, FlagRule, Secret, SignalAction, SIGNAL_NAMES};
 
 /// Strip leading dashes from a flag name (`--mode` and `mode` name the same flag).

@@ -9,8 +9,8 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::claude_tools::ClaudeTools;
+use super::inputs::{input_err, TwoWayInputs, ANNOTATIONS};
 use super::replies::ClientLines;
-use super::{input_err, TwoWayInputs, ANNOTATIONS};
 use crate::import::{parse_signal_name, split_lines, tool_start, Ending, ImportError};
 use crate::import::{ImportOptions, SpawnAtTool};
 use crate::two_way::Protocol;

@@ -3,7 +3,7 @@
 //! redactions), in the header, each record, and runs of streamed text read as one; and
 //! placeholders listed but used nowhere.
 
-use super::Report;
+use super::report::Report;
 use crate::{Action, Cassette, Form};
 
 /// What a secret-looking token is, if it is one.

@@ -7,7 +7,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::MODE_STREAM_JSON;
+/// The mode of a Claude Code stream-json cassette. Its header names the CLI under
+/// `claude` instead of `pi` (same fields: `version`, `dialect` `"stream-json"`).
+pub const MODE_STREAM_JSON: &str = "stream-json";
 
 /// First line of a cassette.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

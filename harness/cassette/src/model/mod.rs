@@ -8,7 +8,7 @@ mod record;
 
 pub use header::{
     Dialect, EffectiveExpect, Expect, FlagRule, Header, Origin, OriginKind, PiSource,
-    ProcessBehaviour, Scenario, Secret, SessionUse, SignalAction, TimingKind,
+    ProcessBehaviour, Scenario, Secret, SessionUse, SignalAction, TimingKind, MODE_STREAM_JSON,
 };
 pub use record::{
     is_verbatim_json, Action, ActionRef, Bytes, ClientLine, Form, Grandchild, Record, RecordRef,
@@ -28,10 +28,6 @@ pub const FORMAT_VERSION_TWO_WAY: u32 = 2;
 /// `--mode rpc`) and `stream-json` (Claude Code's `--input-format stream-json
 /// --output-format stream-json`).
 pub const TWO_WAY_MODES: &[&str] = &["rpc", MODE_STREAM_JSON];
-
-/// The mode of a Claude Code stream-json cassette. Its header names the CLI under
-/// `claude` instead of `pi` (same fields: `version`, `dialect` `"stream-json"`).
-pub const MODE_STREAM_JSON: &str = "stream-json";
 
 /// The Claude Code versions pi-harness imitates (recorded, with a known command line).
 pub const KNOWN_CLAUDE_VERSIONS: &[&str] = &["2.1.330"];

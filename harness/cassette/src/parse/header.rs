@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::shown;
+use crate::error::shown;
 use crate::{
     CassetteError, Dialect, FlagRule, Header, ProcessBehaviour, SignalAction, FORMAT_NAME,
     FORMAT_VERSION, FORMAT_VERSION_TWO_WAY, KNOWN_CLAUDE_VERSIONS, TWO_WAY_MODES,

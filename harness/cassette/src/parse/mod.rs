@@ -17,15 +17,6 @@ use crate::{CassetteError, Record, FORMAT_NAME};
 pub(crate) use header::parse_header;
 pub(crate) use record::{parse_record, parse_record_ref};
 
-/// A value quoted for an error message, cut to its first 64 characters.
-pub(crate) fn shown(s: &str) -> String {
-    const MAX: usize = 64;
-    match s.char_indices().nth(MAX) {
-        None => format!("{s:?}"),
-        Some((at, _)) => format!("{:?}... ({} bytes)", &s[..at], s.len()),
-    }
-}
-
 /// The text of line `lineno`, refused when it has a byte order mark (line 1), ends in
 /// `\r`, is empty or is not UTF-8.
 pub(crate) fn line_text<'a>(

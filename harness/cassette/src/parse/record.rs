@@ -8,7 +8,7 @@ use std::path::Path;
 use base64::Engine as _;
 use serde::Deserialize;
 
-use super::shown;
+use crate::error::shown;
 use crate::raw::RawRecord;
 use crate::{
     ActionRef, CassetteError, ClientLine, Form, Record, RecordRef, CLIENT_SIGNALS,
