@@ -13,7 +13,7 @@
 //! as recorded, as they do for a line sent early. Any other signal fake-pi answers as pi
 //! does (the cassette's `process` section).
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Mutex, OnceLock};
@@ -28,6 +28,8 @@ enum Event {
     Line(Vec<u8>, Instant),
     Eof(Instant),
     Signal(Instant),
+    /// A line longer than this many bytes (the reader's line limit): not read further.
+    TooLong(usize),
 }
 
 /// The signal the replay waits for at a `client_signal` record (0: none).
@@ -153,6 +155,13 @@ impl Client {
                 }
             };
             let outcome = match (action, event) {
+                (_, Event::TooLong(max)) => {
+                    AWAITED.store(0, Ordering::SeqCst);
+                    return Err(vec![format!(
+                        "the client sent a line longer than {max} bytes (the limit; raise it with {}=BYTES); expected {wanted}",
+                        pi_cassette::input::MAX_LINE_ENV
+                    )]);
+                }
                 (ActionRef::Stdin(line), Event::Line(got, at)) => {
                     two_way::match_line(self.protocol, line, &got).map(|m| (m.id, at))
                 }
@@ -260,9 +269,14 @@ fn read_stdin(tx: Sender<Event>) {
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let mut line = Vec::new();
+    // A client line is held whole only up to the reader's line limit.
+    let max = pi_cassette::Limits::from_env().max_line_bytes;
     loop {
         line.clear();
-        match input.read_until(b'\n', &mut line) {
+        match (&mut input)
+            .take(max as u64 + 1)
+            .read_until(b'\n', &mut line)
+        {
             Ok(0) | Err(_) => {
                 let _ = tx.send(Event::Eof(Instant::now()));
                 return;
@@ -270,6 +284,9 @@ fn read_stdin(tx: Sender<Event>) {
             Ok(_) => {
                 if line.last() == Some(&b'\n') {
                     line.pop();
+                } else if line.len() > max {
+                    let _ = tx.send(Event::TooLong(max));
+                    return;
                 }
                 if tx
                     .send(Event::Line(std::mem::take(&mut line), Instant::now()))

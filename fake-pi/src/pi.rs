@@ -54,9 +54,21 @@ fn replay_as_pi<R: BufRead>(
     let (agent, cwd, plan) = plan_session(&grammar, &parsed)?;
     // pi reads piped stdin to EOF (not in RPC mode, where stdin carries commands).
     let stdin = if mode != AppMode::Rpc && !tty.stdin {
+        // Held whole only up to the reader's line limit: a prompt is one value of the
+        // cassette's, which the reader bounds the same way.
+        let max = pi_cassette::Limits::from_env().max_line_bytes;
         let mut raw = Vec::new();
-        if let Err(e) = std::io::stdin().read_to_end(&mut raw) {
+        if let Err(e) = std::io::stdin().take(max as u64 + 1).read_to_end(&mut raw) {
             return Err(fail(exit::MISUSE, format!("cannot read stdin: {e}")));
+        }
+        if raw.len() > max {
+            return Err(fail(
+                exit::MISUSE,
+                format!(
+                    "stdin: more than {max} bytes piped (the limit; raise it with {}=BYTES)",
+                    pi_cassette::input::MAX_LINE_ENV
+                ),
+            ));
         }
         pi_cli::stdin_content(&raw)
     } else {

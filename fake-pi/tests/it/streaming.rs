@@ -209,3 +209,54 @@ fn a_bad_record_after_a_spawn_leaves_no_child() {
     assert!(String::from_utf8_lossy(&out.stderr).contains(":4: record: unknown field `bogus`"));
     sb.assert_none_left();
 }
+
+/// Run `cmd` with `/dev/zero` as its stdin to its end: its exit code, stderr and peak RSS
+/// (KiB). Its address space is capped at 1 GiB: without a bound it read gigabytes in seconds.
+fn on_endless_stdin(cmd: std::process::Command) -> (i32, String, u64) {
+    let m = pi_testkit::process::run_measured(
+        &cmd,
+        Stdio::from(std::fs::File::open("/dev/zero").unwrap()),
+        1 << 30,
+    );
+    (
+        m.code.unwrap_or(-1),
+        String::from_utf8_lossy(&m.stderr).into_owned(),
+        m.peak_rss_kib,
+    )
+}
+
+/// Piped stdin (json mode) and a client line (RPC mode) are read up to the line limit, which
+/// the error names with the variable that raises it (fake-pi read `/dev/zero` without end
+/// before: 7-8 GB in seconds).
+#[test]
+fn endless_stdin_stops_at_the_line_limit() {
+    let w = World::new("streaming-endless-stdin");
+    let json = repo_cassette("recorded/text_only.pi87.cassette.jsonl");
+    let mut cmd = w.fake_pi(&json);
+    cmd.args(["--mode", "json", "--no-session"])
+        .env("PI_HARNESS_MAX_LINE_BYTES", "1000000");
+    let (code, err, rss) = on_endless_stdin(cmd);
+    assert_eq!(code, 96, "{err}");
+    assert_eq!(
+        err,
+        "fake-pi: stdin: more than 1000000 bytes piped (the limit; raise it with PI_HARNESS_MAX_LINE_BYTES=BYTES)\n"
+    );
+    assert!(rss < 64 * 1024, "peak RSS {rss} KiB");
+    // The recording's agent dir: the scripted model is the default in settings.json.
+    w.write(
+        "agent/settings.json",
+        r#"{"defaultProvider":"fake","defaultModel":"fake-model"}"#,
+    );
+    let rpc = repo_cassette("rpc/rpc_state.pi87.cassette.jsonl");
+    let mut cmd = w.fake_pi(&rpc);
+    cmd.args(["--mode", "rpc", "--no-session"])
+        .env("PI_HARNESS_MAX_LINE_BYTES", "1000000");
+    let (code, err, rss) = on_endless_stdin(cmd);
+    assert_eq!(code, 99, "{err}");
+    assert!(
+        err.contains("the client sent a line longer than 1000000 bytes (the limit; raise it with PI_HARNESS_MAX_LINE_BYTES=BYTES)"),
+        "{err}"
+    );
+    assert!(rss < 64 * 1024, "peak RSS {rss} KiB");
+    w.assert_none_left();
+}

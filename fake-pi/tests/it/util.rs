@@ -11,3 +11,10 @@ pub use pi_testkit::{World, MARKER_VAR};
 pub fn cmd(world: &World, cassette: &Path) -> assert_cmd::Command {
     assert_cmd::Command::from_std(world.fake_pi(cassette))
 }
+
+/// A committed cassette, by its path under `cassettes/`.
+pub fn repo_cassette(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../cassettes")
+        .join(name)
+}

@@ -80,14 +80,46 @@ pub struct Mismatch {
     pub actual: String,
 }
 
+/// The most of a value a mismatch shows; a longer one is shown around where the two differ.
+const SHOWN_BYTES: usize = 200;
+
 impl fmt::Display for Mismatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (e, a) = (&self.expected, &self.actual);
+        if e.len() <= SHOWN_BYTES && a.len() <= SHOWN_BYTES {
+            return write!(f, "{}: expected {e}, got {a}", self.field);
+        }
+        // A long value (a prompt of megabytes): the window where the two part, and the sizes.
+        let same = e.bytes().zip(a.bytes()).take_while(|(x, y)| x == y).count();
         write!(
             f,
-            "{}: expected {}, got {}",
-            self.field, self.expected, self.actual
+            "{}: expected {}, got {} (they differ from byte {same})",
+            self.field,
+            window(e, same),
+            window(a, same)
         )
     }
+}
+
+/// At most [`SHOWN_BYTES`] of `s` from a little before byte `at`, marked where cut, with the
+/// whole length.
+fn window(s: &str, at: usize) -> String {
+    let floor = |mut i: usize| {
+        i = i.min(s.len());
+        while !s.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    };
+    let start = floor(at.saturating_sub(40));
+    let end = floor(start + SHOWN_BYTES);
+    format!(
+        "{}{}{} ({} bytes)",
+        if start > 0 { "..." } else { "" },
+        &s[start..end],
+        if end < s.len() { "..." } else { "" },
+        s.len()
+    )
 }
 
 fn quote(s: &str) -> String {
@@ -433,6 +465,30 @@ fn check_syntax(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_long_value_is_shown_where_it_differs_not_whole() {
+        let long = "x".repeat(50_000_000);
+        let m = super::Mismatch {
+            field: "expect.prompt".into(),
+            expected: format!("{long}a"),
+            actual: format!("{long}b"),
+        };
+        let text = m.to_string();
+        assert!(text.len() < 600, "{} bytes", text.len());
+        assert!(
+            text.contains("(they differ from byte 50000000)"),
+            "{}",
+            &text[..200]
+        );
+        assert!(text.contains("xa (50000001 bytes)") && text.contains("xb (50000001 bytes)"));
+        let short = super::Mismatch {
+            field: "f".into(),
+            expected: "\"a\"".into(),
+            actual: "\"b\"".into(),
+        };
+        assert_eq!(short.to_string(), "f: expected \"a\", got \"b\"");
+    }
+
     use super::*;
     use std::collections::BTreeMap;
 
