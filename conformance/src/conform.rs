@@ -63,6 +63,12 @@ pub struct ConformOptions {
     pub timeout: Duration,
     /// Stdout bytes a case may produce ([`crate::collect::DEFAULT_MAX_OUTPUT_BYTES`]).
     pub max_output: u64,
+    /// This process is conform's own (the CLI): it becomes a child subreaper, so a process
+    /// an implementation left that escaped its group and cleared its environment (no marker)
+    /// comes back to it, and after each case every live descendant of this process is a
+    /// leftover, killed and reported. A library caller with children of its own leaves this
+    /// off: then leftovers are found by the marker alone.
+    pub subreaper: bool,
 }
 
 /// Where [`conform`] writes, chosen by its caller (`pi-harness conform`: the report on
@@ -97,6 +103,10 @@ fn quote(s: &str) -> String {
 /// `pi-harness conform`: returns true when nothing failed.
 pub fn conform(opts: &ConformOptions, out: Output<'_>) -> Result<bool, String> {
     let fake_pi = find_fake_pi(opts.fake_pi.as_deref())?;
+    if opts.subreaper {
+        crate::implementation::adopt_orphans()
+            .map_err(|e| format!("cannot become a child subreaper: {e}"))?;
+    }
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let reference = format!("{} provider-run", quote(&exe.to_string_lossy()));
     let cmd = opts
@@ -123,7 +133,7 @@ pub fn conform(opts: &ConformOptions, out: Output<'_>) -> Result<bool, String> {
             REFERENCE_NAME.to_string(),
             CAPABILITIES.iter().map(|s| s.to_string()).collect(),
         ),
-        Some(c) => handshake(c)?,
+        Some(c) => handshake(c, opts.timeout)?,
     };
     if expected_dir.is_none() {
         let _ = writeln!(

@@ -6,5 +6,5 @@ pub mod collect;
 mod handshake;
 mod run;
 
-pub use handshake::{handshake, PROTOCOL_VERSION};
-pub use run::{run_impl, ImplOutput, MARKER_VAR};
+pub use handshake::{handshake, MAX_ANSWER_BYTES, PROTOCOL_VERSION};
+pub use run::{adopt_orphans, run_impl, ImplOutput, MARKER_VAR};

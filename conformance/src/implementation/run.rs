@@ -21,6 +21,19 @@ pub const MARKER_VAR: &str = "PI_HARNESS_CONFORM_MARKER";
 /// and its pipes to close.
 const SETTLE: Duration = Duration::from_secs(2);
 
+/// Set once this process is a child subreaper whose descendants are all conform's own
+/// ([`adopt_orphans`]).
+static ORPHANS_COME_HERE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Make this process a child subreaper and count every live descendant after a case as
+/// a leftover of it (see `ConformOptions::subreaper`: only for a process that is conform's
+/// own).
+pub fn adopt_orphans() -> nix::Result<()> {
+    procs::become_subreaper()?;
+    ORPHANS_COME_HERE.store(true, std::sync::atomic::Ordering::SeqCst);
+    Ok(())
+}
+
 /// What a reader thread of [`run_impl`] hands back.
 enum Collected {
     Stdout(collect::Stdout),
@@ -175,7 +188,10 @@ fn kill_survivors(marker: &str) -> Option<String> {
     while !procs::pids_with_env(MARKER_VAR, marker).is_empty() && Instant::now() < settle {
         std::thread::sleep(Duration::from_millis(10));
     }
-    let survivors = procs::kill_marked(MARKER_VAR, marker);
+    let mut survivors = procs::kill_marked(MARKER_VAR, marker);
+    if ORPHANS_COME_HERE.load(std::sync::atomic::Ordering::SeqCst) {
+        survivors.extend(kill_descendants());
+    }
     if survivors.is_empty() {
         return None;
     }
@@ -184,6 +200,36 @@ fn kill_survivors(marker: &str) -> Option<String> {
         .map(|p| format!("{} {}", p.pid, p.command()))
         .collect();
     Some(format!("processes left behind: {}", names.join("; ")))
+}
+
+/// Every live descendant of this process (a subreaper whose only children are the case's),
+/// killed and reaped: what escaped the marker, for example a child started with `setsid env
+/// -i`. Killing one may orphan its own children to us: repeated until none is left.
+fn kill_descendants() -> Vec<procs::ProcInfo> {
+    let me = std::process::id() as i32;
+    let mut found = Vec::new();
+    for _ in 0..50 {
+        let all = procs::all_procs();
+        let live: Vec<procs::ProcInfo> = procs::descendants(&all, me)
+            .into_iter()
+            .filter(|p| !p.is_zombie())
+            .collect();
+        // Zombies that are ours are collected too.
+        let zombies: Vec<i32> = all
+            .iter()
+            .filter(|p| p.ppid == me && p.is_zombie())
+            .map(|p| p.pid)
+            .collect();
+        procs::kill_and_reap(&zombies);
+        if live.is_empty() {
+            break;
+        }
+        let pids: Vec<i32> = live.iter().map(|p| p.pid).collect();
+        procs::kill_and_reap(&pids);
+        found.extend(live);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    found
 }
 
 /// What the reader threads kept. The pipes end when every process holding them has: a

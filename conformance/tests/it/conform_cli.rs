@@ -322,38 +322,6 @@ fn a_cassette_whose_session_id_names_a_path_is_refused_and_writes_nothing() {
     assert_eq!(std::fs::read(&victim).unwrap(), b"precious\n");
 }
 
-/// The peak RSS (KiB) of `cmd` run to its end, from `wait4`.
-fn run_measured(cmd: &mut Command) -> (i32, String, String, i64) {
-    use std::os::unix::process::ExitStatusExt as _;
-    // Reaped by `wait4` below, which also gives its peak RSS.
-    #[allow(clippy::zombie_processes)]
-    let child = cmd
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id() as i32;
-    let mut out = child.stdout.unwrap();
-    let mut err = child.stderr.unwrap();
-    let t = std::thread::spawn(move || {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut err, &mut s).unwrap();
-        s
-    });
-    let mut stdout = String::new();
-    std::io::Read::read_to_string(&mut out, &mut stdout).unwrap();
-    let stderr = t.join().unwrap();
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is a valid out-parameter; `pid` is our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(r, pid);
-    let code = std::process::ExitStatus::from_raw(status)
-        .code()
-        .unwrap_or(-1);
-    (code, stdout, stderr, usage.ru_maxrss)
-}
-
 /// An implementation that answers with 40 MB of messages (the earlier runner kept all of
 /// them, and their differences, in memory: 4.4 GB for 100 MB): conform kills it at the
 /// budget, says which limit was hit, and stays small.
@@ -371,13 +339,18 @@ yes "$line" | head -c 40000000
     )
     .unwrap();
     let implementation = format!("sh {}", script.display());
-    let (code, out, err, rss_kib) = run_measured(
-        Command::new(pi_harness_bin())
-            .args(["conform", "--impl", &implementation])
-            .args(["--case", "recorded/text_only.pi87"])
-            .args(["--max-output", "4000000"])
-            .env("PI_HARNESS_CACHE", cache())
-            .env("PI_HARNESS_FAKE_PI", fake_pi()),
+    let mut cmd = Command::new(pi_harness_bin());
+    cmd.args(["conform", "--impl", &implementation])
+        .args(["--case", "recorded/text_only.pi87"])
+        .args(["--max-output", "4000000"])
+        .env("PI_HARNESS_CACHE", cache())
+        .env("PI_HARNESS_FAKE_PI", fake_pi());
+    let m = pi_testkit::process::run_measured(&cmd, std::process::Stdio::null(), 4 << 30);
+    let (code, out, err, rss_kib) = (
+        m.code.unwrap_or(-1),
+        String::from_utf8_lossy(&m.stdout).into_owned(),
+        String::from_utf8_lossy(&m.stderr).into_owned(),
+        m.peak_rss_kib,
     );
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("FAIL  recorded/text_only.pi87"), "{out}");
@@ -391,4 +364,160 @@ yes "$line" | head -c 40000000
     );
     assert!(out.len() < 20_000, "a bounded report: {} bytes", out.len());
     assert!(rss_kib < 64 * 1024, "peak RSS {rss_kib} KiB");
+}
+
+/// `pi-harness conform ARGS` with the world's marker, ended (and failed) when it runs past
+/// `limit`: the old handshake waited forever.
+fn conform_bounded(world: &World, args: &[&str], limit: std::time::Duration) -> (i32, String) {
+    let (k, v) = world.marker_env();
+    let mut child = Command::new(pi_harness_bin())
+        .arg("conform")
+        .args(args)
+        .current_dir(world.path())
+        .env(k, v)
+        .env("PI_HARNESS_CACHE", cache())
+        .env("PI_HARNESS_FAKE_PI", fake_pi())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let end = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            world.kill_all();
+            panic!("conform {args:?} still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    (status.code().unwrap_or(-1), err)
+}
+
+/// An implementation whose `--capabilities` never answers: conform gives up at `--timeout`,
+/// kills it with everything it started, and says so in one line.
+#[test]
+fn a_handshake_that_never_answers_ends_at_the_timeout() {
+    let world = World::new("conform-handshake-hang");
+    let script = world.write(
+        "impl.sh",
+        "if [ \"$1\" = --capabilities ]; then sleep 600 & exec sleep 601; fi\n",
+    );
+    let implementation = format!("sh {}", script.display());
+    let (code, err) = conform_bounded(
+        &world,
+        &["--impl", &implementation, "--timeout", "2"],
+        std::time::Duration::from_secs(60),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--capabilities` gave no answer within 2 s (--timeout): it was killed"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    world.assert_none_left_within(std::time::Duration::from_secs(5));
+}
+
+/// A 5 MB capabilities answer: read up to a bound, and the error quotes its start only
+/// (it echoed the whole answer before).
+#[test]
+fn a_huge_handshake_answer_is_bounded_and_quoted_short() {
+    let world = World::new("conform-handshake-huge");
+    let script = world.write(
+        "impl.sh",
+        "if [ \"$1\" = --capabilities ]; then yes '{\"protocol\":1,' | head -c 5000000; exit 0; fi\n",
+    );
+    let implementation = format!("sh {}", script.display());
+    let (code, err) = conform_bounded(
+        &world,
+        &["--impl", &implementation],
+        std::time::Duration::from_secs(60),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("printed more than 1048576 bytes"), "{err}");
+    assert!(err.len() < 1000, "{} bytes of error", err.len());
+    world.assert_none_left_within(std::time::Duration::from_secs(5));
+}
+
+/// `conform --json` into a full disk: the lines were not written, so conform fails, naming
+/// stdout (it exited 0 before).
+#[test]
+fn conform_json_into_a_full_disk_fails() {
+    let out = Command::new(pi_harness_bin())
+        .args(["conform", "--json", "--case", "recorded/text_only.pi87"])
+        .current_dir(root())
+        .env("PI_HARNESS_CACHE", cache())
+        .env("PI_HARNESS_FAKE_PI", fake_pi())
+        .stdout(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error: stdout: No space left on device"),
+        "{err}"
+    );
+}
+
+/// Live processes whose command line is exactly `argv`.
+fn processes_running(argv: &[&str]) -> Vec<i32> {
+    let want: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == want))
+        .collect()
+}
+
+/// A process an implementation leaves in a session of its own with its environment cleared
+/// (`setsid env -i`) carries no marker: conform, a child subreaper, still finds it, kills it
+/// and reports it (it escaped unreported before).
+#[test]
+fn a_leftover_without_the_marker_is_found_by_the_subreaper() {
+    let world = World::new("conform-escapee");
+    let seconds = format!("600.{}", std::process::id());
+    let script = world.write(
+        "impl.sh",
+        format!(
+            "if [ \"$1\" = --capabilities ]; then echo '{{\"protocol\":1,\"capabilities\":[\"text\",\"pi-0.87\"]}}'; exit 0; fi\ncat >/dev/null\nsetsid env -i /bin/sleep {seconds} </dev/null >/dev/null 2>&1 &\nexit 0\n"
+        ),
+    );
+    let implementation = format!("sh {}", script.display());
+    let out = Command::new(pi_harness_bin())
+        .args(["conform", "--impl", &implementation])
+        .args(["--case", "recorded/text_only.pi87"])
+        .current_dir(world.path())
+        .env("PI_HARNESS_CACHE", cache())
+        .env("PI_HARNESS_FAKE_PI", fake_pi())
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    let left = processes_running(&["/bin/sleep", &seconds]);
+    for pid in &left {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert_eq!(out.status.code(), Some(1), "{report}");
+    assert!(
+        report.contains("processes left behind: ")
+            && report.contains(&format!("/bin/sleep {seconds}")),
+        "{report}"
+    );
+    assert!(left.is_empty(), "left running: {left:?}");
 }

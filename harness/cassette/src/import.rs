@@ -99,6 +99,9 @@ pub struct ImportOptions {
     pub source: Option<String>,
     /// Stored as `origin.notes`.
     pub notes: Option<String>,
+    /// Secrets by name and value (`--secret-env NAME` with the variable's value where it is
+    /// set): an import whose cassette would hold one is refused, naming the secret and line.
+    pub secret_values: Vec<(String, String)>,
 }
 
 impl ImportOptions {
@@ -120,6 +123,7 @@ impl ImportOptions {
             spawn_at_tool: None,
             source: None,
             notes: None,
+            secret_values: Vec::new(),
         }
     }
 }
@@ -274,12 +278,23 @@ pub(crate) fn write_verified(
     cassette: &Cassette,
     out: &Path,
     inputs: &[&Path],
+    secrets: &[(String, String)],
     check: impl FnOnce(&Cassette) -> Result<(), String>,
 ) -> Result<(), ImportError> {
     let out_err = |message: String| ImportError::Output {
         file: out.to_path_buf(),
         message,
     };
+    if let Some((line, name)) = crate::redact::lines_holding(cassette, secrets).first() {
+        return Err(ImportError::Input {
+            file: inputs.first().map_or_else(|| out.to_path_buf(), |p| p.to_path_buf()),
+            line: 0,
+            message: format!(
+                "holds the value of ${name} (--secret-env), which would be line {line} of {}; put a placeholder in its place (with --redaction) and import again",
+                out.display()
+            ),
+        });
+    }
     let gz = out.to_string_lossy().ends_with(".gz");
     let bytes = cassette
         .encoded(gz)
@@ -388,7 +403,7 @@ pub fn import_file(
     if let Some(p) = opts.stderr_path.as_deref() {
         inputs.push(p);
     }
-    write_verified(&cassette, out, &inputs, |back| {
+    write_verified(&cassette, out, &inputs, &opts.secret_values, |back| {
         verify_round_trip(back, &raw, opts.stderr.as_deref())
     })?;
     Ok(cassette)

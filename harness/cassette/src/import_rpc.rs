@@ -249,9 +249,17 @@ pub fn import_transcript_file(
     let mut inputs: Vec<&Path> = vec![transcript_path];
     inputs.extend(raw_stdout);
     inputs.extend(requests);
-    crate::import::write_verified(&cassette, out, &inputs, |back| match &raw {
-        Some(raw) => crate::import::verify_round_trip(back, raw, Some(&cassette.stderr_bytes())),
-        None => Ok(()),
-    })?;
+    crate::import::write_verified(
+        &cassette,
+        out,
+        &inputs,
+        &opts.secret_values,
+        |back| match &raw {
+            Some(raw) => {
+                crate::import::verify_round_trip(back, raw, Some(&cassette.stderr_bytes()))
+            }
+            None => Ok(()),
+        },
+    )?;
     Ok(cassette)
 }

@@ -72,6 +72,40 @@ pub fn open(path: &Path, limits: &Limits) -> Result<Box<dyn BufRead + Send>, Cas
     decompress(path, raw, limits)
 }
 
+/// Refuse `path` unless it is a regular file (`-`, stdin, is whatever the caller gave):
+/// a FIFO would block until some writer came, a device such as `/dev/zero` never ends. The
+/// error says what it is instead. The check reads only the file's metadata.
+pub fn require_regular_file(path: &Path) -> Result<(), CassetteError> {
+    use std::os::unix::fs::FileTypeExt as _;
+    if path.as_os_str() == "-" {
+        return Ok(());
+    }
+    let Ok(m) = std::fs::metadata(path) else {
+        // Opening it names the error.
+        return Ok(());
+    };
+    let t = m.file_type();
+    let kind = if t.is_file() {
+        return Ok(());
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    };
+    Err(CassetteError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(format!(
+            "{kind}, not a cassette file (give a file, or `-` to read stdin)"
+        )),
+    })
+}
+
 /// `raw` as lines: decompressed when it starts with gzip's magic bytes, and cut off with an
 /// error past `limits.max_bytes`.
 pub fn decompress<'a>(

@@ -32,10 +32,60 @@ pub const MAX_TOTAL_MS: f64 = 3_600_000.0;
 /// input limits). `Err` when the file cannot be read at all: that is the caller's input
 /// error, not a problem of the cassette.
 pub fn lint_file(path: &Path) -> Result<Vec<Problem>, CassetteError> {
+    lint_file_with(path, &NamedSecrets::none())
+}
+
+/// Secrets lint looks for by their values, beyond the shapes it knows (API keys, tokens):
+/// the variables named here and those the cassette's own header names as secret
+/// (`expect.never_in_argv`: `{"env": NAME}`, and its literals), each variable's value looked
+/// up by `value` (the caller's environment, typically). Values shorter than
+/// [`crate::redact::MIN_SECRET_BYTES`] are not looked for.
+pub struct NamedSecrets<'a> {
+    /// Variables whose values must not appear (`cassette lint --secret-env NAME`).
+    pub names: &'a [String],
+    /// A variable's value, if it has one.
+    pub value: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl NamedSecrets<'_> {
+    /// No variable's value is known: only the header's literals are looked for.
+    pub fn none() -> NamedSecrets<'static> {
+        NamedSecrets {
+            names: &[],
+            value: &|_| None,
+        }
+    }
+
+    /// (what to call it, value) for every secret of `c` with a value known here.
+    fn values(&self, c: &Cassette) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        let mut names: Vec<&str> = self.names.iter().map(String::as_str).collect();
+        for s in &c.header.expect.never_in_argv {
+            match s {
+                crate::Secret::Env(n) => names.push(n),
+                crate::Secret::Literal(v) => {
+                    out.push(("a literal the header names as secret".into(), v.clone()))
+                }
+            }
+        }
+        names.sort_unstable();
+        names.dedup();
+        for n in names {
+            if let Some(v) = (self.value)(n) {
+                out.push((format!("${n}"), v));
+            }
+        }
+        out
+    }
+}
+
+/// [`lint_file`], also looking for the values of `secrets`.
+pub fn lint_file_with(path: &Path, secrets: &NamedSecrets) -> Result<Vec<Problem>, CassetteError> {
+    crate::input::require_regular_file(path)?;
     let mut input = crate::input::open(path, &crate::Limits::from_env())?;
     let mut data = Vec::new();
     match input.read_to_end(&mut data) {
-        Ok(_) => Ok(lint_bytes(path, &data)),
+        Ok(_) => Ok(lint_bytes_with(path, &data, secrets)),
         // Past a size limit, or a broken gzip stream: a problem of this file.
         Err(e)
             if e.kind() == std::io::ErrorKind::Other
@@ -57,6 +107,11 @@ pub fn lint_file(path: &Path) -> Result<Vec<Problem>, CassetteError> {
 
 /// Lint cassette bytes; `path` only names the file in problems.
 pub fn lint_bytes(path: &Path, data: &[u8]) -> Vec<Problem> {
+    lint_bytes_with(path, data, &NamedSecrets::none())
+}
+
+/// [`lint_bytes`], also looking for the values of `secrets`.
+pub fn lint_bytes_with(path: &Path, data: &[u8], secrets: &NamedSecrets) -> Vec<Problem> {
     let mut report = Report {
         file: path,
         problems: Vec::new(),
@@ -65,15 +120,30 @@ pub fn lint_bytes(path: &Path, data: &[u8]) -> Vec<Problem> {
     if report.problems.is_empty() {
         // The parser is the authority: lint never passes what it rejects.
         match Cassette::parse(path, data) {
-            Ok(c) => check_content(&mut report, &c),
+            Ok(c) => {
+                check_content(&mut report, &c);
+                check_named_secrets(&mut report, &c, secrets);
+            }
             Err(e) => report.add_error(e),
         }
     } else if let Some(header) = header {
         // Format errors found; still scan what did parse for secrets.
         let c = Cassette { header, records };
         check_redaction(&mut report, &c);
+        check_named_secrets(&mut report, &c, secrets);
     }
     report.problems
+}
+
+/// A line that holds a secret's value: one problem per line and secret (the value is never
+/// shown).
+fn check_named_secrets(report: &mut Report, c: &Cassette, secrets: &NamedSecrets) {
+    for (line, name) in crate::redact::lines_holding(c, &secrets.values(c)) {
+        report.add(
+            line,
+            format!("holds the value of {name} (a secret): put a placeholder in its place"),
+        );
+    }
 }
 
 /// Every line on its own, then the rules across lines. Returns what parsed.

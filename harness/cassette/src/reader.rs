@@ -97,9 +97,17 @@ impl<R: BufRead> CassetteReader<R> {
         self.input.consume(std::mem::take(&mut self.in_place));
         // A whole line in the input's buffer is read in place; one that is cut by the end of
         // the buffer (or too long) is gathered in `buf` by `read_line`.
+        // An error is the reader's verdict, never swallowed: a gzip stream reports a bad
+        // checksum once, and the read after it looks like a clean end.
         let whole = match self.input.fill_buf() {
             Ok(chunk) => memchr::memchr(b'\n', chunk).filter(|&i| i <= self.max_line),
-            Err(_) => None,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => None,
+            Err(source) => {
+                return Err(CassetteError::Io {
+                    path: self.path.clone(),
+                    source,
+                })
+            }
         };
         let line: &[u8] = match whole {
             Some(i) => {

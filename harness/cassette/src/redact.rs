@@ -220,6 +220,42 @@ pub fn contains_secret(data: &[u8], secret: &str) -> bool {
         || memchr::memmem::find(data, escaped.as_bytes()).is_some()
 }
 
+/// A secret value shorter than this is not looked for: it would match innocent text.
+pub const MIN_SECRET_BYTES: usize = 6;
+
+/// The lines of `c` as it is written (1: the header, then one per record) that hold one of
+/// the `secrets` (a name, and its value), with that secret's name: in the line's JSON text
+/// (raw or JSON-escaped) or in a payload's bytes however the line stores them (text, JSON,
+/// base64). Values shorter than [`MIN_SECRET_BYTES`] are skipped.
+pub fn lines_holding(c: &crate::Cassette, secrets: &[(String, String)]) -> Vec<(usize, String)> {
+    let secrets: Vec<&(String, String)> = secrets
+        .iter()
+        .filter(|(_, v)| v.len() >= MIN_SECRET_BYTES)
+        .collect();
+    if secrets.is_empty() {
+        return Vec::new();
+    }
+    let text = c.to_jsonl();
+    let mut found = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let payload = i
+            .checked_sub(1)
+            .and_then(|r| c.records.get(r))
+            .and_then(|r| match &r.action {
+                crate::Action::Stdout(b) | crate::Action::Stderr(b) => Some(&b.data[..]),
+                _ => None,
+            });
+        for (name, value) in &secrets {
+            if contains_secret(line.as_bytes(), value)
+                || payload.is_some_and(|p| contains_secret(p, value))
+            {
+                found.push((i + 1, name.clone()));
+            }
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

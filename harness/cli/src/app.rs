@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use pi_recorder::{corpus, drift, recorder};
 
-use crate::exit::{exit_code, ok_or_failed, EXIT_OK, EXIT_USAGE};
+use crate::exit::{exit_code, ok_or_failed, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
 /// Record/replay test harness and conformance suite for programs that drive `pi --mode json`.
 #[derive(Parser)]
@@ -242,6 +242,10 @@ enum CassetteCommand {
         /// `*.cassette.jsonl[.gz]` below it; `-` reads one from stdin.
         #[arg(required = true, value_name = "FILE|DIR")]
         files: Vec<std::path::PathBuf>,
+        /// A variable whose value (in this environment) must appear nowhere in the cassettes
+        /// (repeatable); the variables a cassette's header names as secret are looked for too.
+        #[arg(long = "secret-env", value_name = "NAME")]
+        secret_env: Vec<String>,
     },
     /// Print what a cassette expects from its caller, how the run ends, the processes it
     /// starts, and a command line that replays it with fake-pi.
@@ -265,12 +269,20 @@ fn stderr_notices() -> pi_recorder::Notices {
 /// (the table is [`crate::exit`]).
 pub fn main() -> ExitCode {
     let cli = Cli::try_parse().unwrap_or_else(|e| crate::exit_on_clap_error(e));
-    match run(cli) {
-        Ok(status) => exit_code(status),
+    let status = match run(cli) {
+        Ok(status) => status,
         Err(e) => {
             eprintln!("error: {}", crate::one_line(&format!("{e:#}")));
-            exit_code(EXIT_USAGE)
+            EXIT_USAGE
         }
+    };
+    // Output that was asked for and not written (a full disk) is not a success.
+    match crate::stdout::failure() {
+        Some(e) if status == EXIT_OK => {
+            eprintln!("error: stdout: {}", crate::one_line(&e));
+            exit_code(EXIT_FAILED)
+        }
+        _ => exit_code(status),
     }
 }
 
@@ -330,7 +342,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
 fn cassette(command: CassetteCommand) -> i32 {
     match command {
         CassetteCommand::Import(args) => crate::cassette_cmd::run_import(*args),
-        CassetteCommand::Lint { files } => crate::cassette_cmd::run_lint(&files),
+        CassetteCommand::Lint { files, secret_env } => {
+            crate::cassette_cmd::run_lint(&files, &secret_env)
+        }
         CassetteCommand::Show(args) => crate::show::show_command(&args),
     }
 }
@@ -430,11 +444,11 @@ fn conform(a: ConformArgs) -> anyhow::Result<i32> {
     let mut report: Box<dyn std::io::Write> = if a.json {
         Box::new(std::io::stderr())
     } else {
-        Box::new(std::io::stdout())
+        Box::new(crate::stdout::Stdout)
     };
     let output = conformance::conform::Output {
         report: &mut report,
-        json: &mut std::io::stdout(),
+        json: &mut crate::stdout::Stdout,
         notes: &mut std::io::stderr(),
     };
     let ok = conformance::conform::conform(
@@ -448,6 +462,8 @@ fn conform(a: ConformArgs) -> anyhow::Result<i32> {
             fake_pi: a.fake_pi,
             timeout: Duration::from_secs(a.timeout),
             max_output: a.max_output,
+            // `pi-harness conform` is a process of its own: orphans of a case come to it.
+            subreaper: true,
         },
         output,
     )

@@ -7,7 +7,6 @@ use pi_cassette::import::{
     ImportError, ImportOptions, SpawnAtTool, DEFAULT_SPACING_MS,
 };
 use pi_cassette::import_rpc;
-use pi_cassette::lint::lint_file;
 use pi_cassette::{Dialect, Grandchild, ProcessBehaviour, SignalAction};
 
 use crate::exit::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
@@ -157,6 +156,12 @@ impl ImportArgs {
             }
         };
         let mut o = ImportOptions::new(&self.pi_version, &self.scenario, &self.description, ending);
+        // The values the capture must not carry: each --secret-env variable that is set here.
+        o.secret_values = self
+            .secret_env
+            .iter()
+            .filter_map(|n| Some((n.clone(), std::env::var(n).ok()?)))
+            .collect();
         o.dialect = self.dialect;
         o.tags = self.tags;
         o.expect = build_expect(
@@ -301,7 +306,12 @@ fn cassettes_below(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 
 /// Lint every file; print problems (stdout) and a summary (stderr); return the exit status:
 /// 0 clean, 1 problems found.
-pub fn run_lint(given: &[PathBuf]) -> i32 {
+pub fn run_lint(given: &[PathBuf], secret_env: &[String]) -> i32 {
+    let env = |name: &str| std::env::var(name).ok();
+    let secrets = pi_cassette::lint::NamedSecrets {
+        names: secret_env,
+        value: &env,
+    };
     let mut count = 0;
     let mut bad_files = 0;
     let mut unreadable = 0;
@@ -324,7 +334,7 @@ pub fn run_lint(given: &[PathBuf]) -> i32 {
         }
     }
     for f in &files {
-        let problems = match lint_file(f) {
+        let problems = match pi_cassette::lint::lint_file_with(f, &secrets) {
             Ok(p) => p,
             Err(e) => {
                 eprintln!("error: {e}");

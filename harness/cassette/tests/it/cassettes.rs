@@ -606,3 +606,33 @@ fn ids_and_names_that_would_name_a_path_are_refused_by_the_parser_and_lint() {
         Cassette::parse(Path::new("ok"), text.as_bytes()).unwrap();
     }
 }
+
+/// A gzip cassette whose checksum does not match: every reader refuses it (the streaming
+/// reader swallowed the one error the decoder gives, took the read after it for a clean end,
+/// and map and fake-pi replayed the file to exit 0 while lint refused it).
+#[test]
+fn a_gzip_cassette_with_a_bad_checksum_is_refused_by_the_streaming_reader() {
+    let plain =
+        std::fs::read(cassettes_dir().join("recorded/text_only.pi87.cassette.jsonl")).unwrap();
+    let mut gz = pi_cassette::output::gzip(&plain).unwrap();
+    // The trailer: CRC-32, then the length. Spoil the CRC.
+    let at = gz.len() - 8;
+    gz[at] ^= 0xff;
+    let path = Path::new("bad-crc.cassette.jsonl.gz");
+    let reader = pi_cassette::CassetteReader::from_read(path, &gz[..]).unwrap();
+    let mut records = 0;
+    let mut error = None;
+    for r in reader {
+        match r {
+            Ok(_) => records += 1,
+            Err(e) => error = Some(e.to_string()),
+        }
+    }
+    let e = error.expect("the bad checksum is an error");
+    assert!(
+        e.starts_with("bad-crc.cassette.jsonl.gz: cannot read cassette:"),
+        "{e}"
+    );
+    assert!(records > 0, "the records before the trailer were read");
+    assert!(Cassette::parse(path, &gz).is_err());
+}

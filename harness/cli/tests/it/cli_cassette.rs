@@ -651,3 +651,143 @@ fn import_rpc_takes_a_clients_transcript() {
         &["belong to --mode rpc"],
     );
 }
+
+/// What is not a file is refused at once, naming what it is: a FIFO with no writer blocked
+/// lint forever before, and `/dev/zero` never ends.
+#[test]
+fn lint_refuses_a_fifo_and_a_device_at_once() {
+    let test = "lint_refuses_a_fifo_and_a_device_at_once";
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("x.cassette.jsonl");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    for (path, kind) in [
+        (fifo.as_path(), "a FIFO"),
+        (Path::new("/dev/zero"), "a device"),
+    ] {
+        let mut child = std::process::Command::new(crate::util::bin())
+            .env("PI_HARNESS_TEST_MARKER", crate::util::marker(test))
+            .args(["cassette", "lint"])
+            .arg(path)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if std::time::Instant::now() > end {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("lint {} still running after 60 s", path.display());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(2), "{err}");
+        assert_eq!(
+            err,
+            format!(
+                "error: {}: cannot read cassette: {kind}, not a cassette file (give a file, or `-` to read stdin)\n",
+                path.display()
+            )
+        );
+    }
+    assert!(processes_with_marker(test).is_empty());
+}
+
+/// A secret named by its variable (`--secret-env`) is looked for by value, whatever its
+/// shape: import refuses a capture that holds it (it wrote the passphrase into the cassette
+/// and exited 0 before), and lint finds it, in a file it names by line, without showing it;
+/// the variables a cassette's header names as secret are looked for without the flag.
+#[test]
+fn a_secret_named_by_its_variable_is_refused_by_import_and_found_by_lint() {
+    let test = "a_secret_named_by_its_variable_is_refused_by_import_and_found_by_lint";
+    let passphrase = "correct horse battery staple";
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("raw.jsonl");
+    std::fs::write(
+        &raw,
+        format!(
+            "{{\"type\":\"session\",\"version\":3,\"id\":\"s-1\",\"timestamp\":\"<TS>\",\"cwd\":\"/w\"}}\n{{\"type\":\"agent_end\",\"note\":\"key {passphrase}\"}}\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out.cassette.jsonl");
+    let import = |with_secret: bool| {
+        let mut c = pi_harness(test);
+        c.env("MY_PASSPHRASE", passphrase)
+            .args(["cassette", "import"])
+            .arg(&raw)
+            .arg("--out")
+            .arg(&out)
+            .args([
+                "--pi-version",
+                "0.87.1",
+                "--scenario",
+                "s",
+                "--description",
+                "d",
+            ])
+            .args(["--exit", "0"]);
+        if with_secret {
+            c.args(["--secret-env", "MY_PASSPHRASE"]);
+        }
+        c.output().unwrap()
+    };
+    let o = import(true);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "error: {}: holds the value of $MY_PASSPHRASE (--secret-env), which would be line 3 of {}; put a placeholder in its place (with --redaction) and import again\n",
+            raw.display(),
+            out.display()
+        )
+    );
+    assert!(!out.exists(), "nothing written");
+    // Imported without the flag, the cassette holds it; lint finds it when told its name.
+    assert_eq!(import(false).status.code(), Some(0));
+    let lint = |secret: Option<&str>| {
+        let mut c = pi_harness(test);
+        c.env("MY_PASSPHRASE", passphrase)
+            .args(["cassette", "lint"])
+            .arg(&out);
+        if let Some(s) = secret {
+            c.args(["--secret-env", s]);
+        }
+        c.output().unwrap()
+    };
+    let o = lint(Some("MY_PASSPHRASE"));
+    let text =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "{}:3: holds the value of $MY_PASSPHRASE (a secret): put a placeholder in its place",
+            out.display()
+        )),
+        "{text}"
+    );
+    assert!(
+        !text.contains(passphrase),
+        "the value is never shown: {text}"
+    );
+    // Not named: a passphrase has no token shape, so lint passes it...
+    assert_eq!(lint(None).status.code(), Some(0));
+    // ...unless the cassette's own header names the variable as secret.
+    let mut c = Cassette::load(&out).unwrap();
+    c.header.expect.env.push("MY_PASSPHRASE".into());
+    c.header
+        .expect
+        .never_in_argv
+        .push(Secret::Env("MY_PASSPHRASE".into()));
+    c.save(&out).unwrap();
+    let o = lint(None);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains(":3: holds the value of $MY_PASSPHRASE"));
+    assert!(processes_with_marker(test).is_empty());
+}

@@ -145,3 +145,32 @@ fn every_printing_command_survives_a_closed_stdout() {
     w.assert_none_left();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A full stdout is not a closed one: `corpus list` into `/dev/full` could not write what was
+/// asked, so it fails naming stdout (it exited 0 before), while a closed pipe stays quiet.
+#[test]
+fn a_full_stdout_fails_where_a_closed_one_does_not() {
+    let w = World::new("full-stdout");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = pih(&w, &["corpus", "list"])
+        .stdout(Stdio::from(full))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(
+        err,
+        "error: stdout: No space left on device (os error 28)\n"
+    );
+    let out = with_closed_stdout(pih(&w, &["corpus", "list"]));
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    w.assert_none_left();
+}
