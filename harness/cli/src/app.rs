@@ -252,12 +252,13 @@ enum CassetteCommand {
     Show(crate::show::ShowArgs),
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
+/// The runtime of `record` and `record-corpus`, once enough descriptors are free for it.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    crate::fds::ensure_spare(crate::fds::SPARE_NEEDED).map_err(anyhow::Error::msg)?;
+    Ok(tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
-        .build()
-        .expect("a tokio runtime starts")
+        .build()?)
 }
 
 /// The recorder's progress lines and warnings, printed on stderr.
@@ -303,7 +304,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             out,
             only,
         } => {
-            let ok = runtime().block_on(corpus::record_corpus(
+            let ok = runtime()?.block_on(corpus::record_corpus(
                 &corpus::CorpusOptions {
                     manifest,
                     pis,
@@ -414,7 +415,7 @@ fn record(args: RecordArgs) -> anyhow::Result<i32> {
             after_ms,
         });
     }
-    let outcome = runtime().block_on(recorder::record(&opts, &stderr_notices()))?;
+    let outcome = runtime()?.block_on(recorder::record(&opts, &stderr_notices()))?;
     eprintln!("{}", recorder::summary(&outcome));
     Ok(EXIT_OK)
 }

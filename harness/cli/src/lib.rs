@@ -28,6 +28,7 @@ mod app;
 pub mod cassette_cmd;
 pub mod error;
 pub mod exit;
+pub mod fds;
 pub mod leftovers;
 pub mod map;
 pub mod render;

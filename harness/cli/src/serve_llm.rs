@@ -20,6 +20,10 @@ pub fn serve_llm_command(script: &Path, port: u16, log: Option<PathBuf>) -> i32 
         Ok(s) => s,
         Err(e) => return CliError::usage(e.to_string()).report(),
     };
+    if let Err(e) = crate::fds::ensure_spare(crate::fds::SPARE_NEEDED) {
+        eprintln!("error: {e}");
+        return EXIT_FAILED;
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -309,6 +309,10 @@ pub fn run_command(args: RunArgs) -> i32 {
     // execute this binary again on the run's path. Should that fail, the run starts its
     // supervisor the usual way. Unused (the run ended before pi started), it ends with this
     // function.
+    if let Err(e) = crate::fds::ensure_spare(crate::fds::SPARE_NEEDED) {
+        eprintln!("error: {e}");
+        return EXIT_FAILED;
+    }
     let _preforked = plan
         .options
         .supervisor

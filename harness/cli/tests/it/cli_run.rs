@@ -1207,3 +1207,77 @@ fn a_pipe_on_stdout_stays_as_given_and_a_slow_reader_gets_everything() {
     );
     w.assert_none_left();
 }
+
+/// `pi-harness ARGS` under `ulimit LIMIT` (`-n N`: soft and hard; `-S -n N`: soft only), with
+/// the world's marker and a replayable fake-pi cassette in its environment.
+fn under_ulimit(w: &World, limit: &str, args: &[&str]) -> std::process::Output {
+    let c = w
+        .cassette("fds")
+        .records(conversation("Hello"))
+        .record(r#"{"dt_ms":0,"exit":0}"#)
+        .write();
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit {limit} && exec \"$0\" \"$@\""))
+        .arg(bin())
+        .args(args)
+        .env(MARKER_VAR, w.marker())
+        .env("FAKE_PI_CASSETTE", &c)
+        .env("FAKE_PI_SPEED", "0")
+        .env("PI_CODING_AGENT_DIR", w.agent_dir())
+        .env_remove("RUST_BACKTRACE")
+        .current_dir(w.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// With almost no descriptors left, `run` and `serve-llm` stop with one line saying how many
+/// they have and need (they panicked inside tokio's signal set-up before); a soft limit below
+/// what they need is raised toward the hard one, and the run goes on.
+#[test]
+fn too_few_descriptors_is_one_line_not_a_panic() {
+    let w = World::new("run-fds");
+    let pi = fake_pi().display().to_string();
+    for (limit, args) in [
+        (
+            "-n 8",
+            vec!["run", "--pi", pi.as_str(), "--no-session", "hi"],
+        ),
+        ("-n 6", vec!["serve-llm", "--script", "/nonexistent.json"]),
+    ] {
+        let out = under_ulimit(&w, limit, &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{err}");
+        if args[0] == "run" {
+            assert_eq!(out.status.code(), Some(1), "{err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(
+                err.starts_with("error: too few file descriptors: ")
+                    && err.contains("this command needs 32 more"),
+                "{err}"
+            );
+        } else {
+            // The script is read first: its error comes before any runtime.
+            assert_eq!(out.status.code(), Some(2), "{err}");
+        }
+    }
+    let script = w.write("s.json", r#"{"turns":[{"text":["hi"]}]}"#);
+    let out = under_ulimit(
+        &w,
+        "-n 6",
+        &["serve-llm", "--script", &script.display().to_string()],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("error: too few file descriptors: "),
+        "{err}"
+    );
+    // Only the soft limit low: raised, and the run replays to its end.
+    let out = under_ulimit(&w, "-S -n 8", &["run", "--pi", &pi, "--no-session", "hi"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("too few file descriptors"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    w.assert_none_left();
+}
