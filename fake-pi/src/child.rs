@@ -9,7 +9,8 @@
 //! recorded command line is started the same way; one without is a plain fork. The child inherits fake-pi's environment (so a
 //! test's marker variable follows it), starts in its own session when `own_session`,
 //! ignores SIGTERM when `ignore_sigterm`, keeps fake-pi's stdout when `hold_stdout`
-//! (else /dev/null), may fork a grandchild, and lives `lifetime_ms` or until killed.
+//! (else /dev/null), may fork a grandchild, and lives `lifetime_ms` or until killed, never
+//! longer than `FAKE_PI_CHILD_MAX_MS` (10 minutes by default): a child nobody kills still ends.
 
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
@@ -137,14 +138,24 @@ fn set_process_name(command: &str) {
     }
 }
 
+/// How long a child without a `lifetime_ms` lives at most, unless `FAKE_PI_CHILD_MAX_MS`
+/// says otherwise (10 minutes: longer than any recorded tool command is waited for; a child
+/// nobody kills still goes away by itself).
+const DEFAULT_MAX_LIFETIME_MS: u64 = 600_000;
+
+/// The longest a child lives: `FAKE_PI_CHILD_MAX_MS` (milliseconds above 0), else
+/// [`DEFAULT_MAX_LIFETIME_MS`].
+fn max_lifetime_ms() -> u64 {
+    std::env::var("FAKE_PI_CHILD_MAX_MS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&ms| ms > 0)
+        .unwrap_or(DEFAULT_MAX_LIFETIME_MS)
+}
+
+/// Live `lifetime_ms` (or until killed), never longer than [`max_lifetime_ms`], then exit 0.
 fn live(lifetime_ms: Option<u64>) -> ! {
-    match lifetime_ms {
-        Some(ms) => {
-            std::thread::sleep(Duration::from_millis(ms));
-            std::process::exit(exit::SUCCESS)
-        }
-        None => loop {
-            std::thread::sleep(Duration::from_secs(3600));
-        },
-    }
+    let ms = lifetime_ms.unwrap_or(u64::MAX).min(max_lifetime_ms());
+    std::thread::sleep(Duration::from_millis(ms));
+    std::process::exit(exit::SUCCESS)
 }

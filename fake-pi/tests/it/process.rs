@@ -453,3 +453,25 @@ fn a_grandchild_holds_stdout_only_when_told_to() {
     }
     sb.assert_none_left();
 }
+
+/// A child nobody kills (its own session, SIGTERM ignored, left by a plain fake-pi that exits
+/// 0) still ends by itself, after `FAKE_PI_CHILD_MAX_MS`, grandchild too (they lived forever
+/// before: 300 spawn records left 600 processes).
+#[test]
+fn a_child_nobody_kills_ends_after_its_maximum_lifetime() {
+    let sb = World::new(module_path!());
+    let c = sb.cassette("t").version("0.87.1").members("").records([
+            r#"{"dt_ms":0,"spawn":{"id":"a","own_session":true,"ignore_sigterm":true,"grandchild":{"own_session":true,"ignore_sigterm":true}}}"#,
+            r#"{"dt_ms":0,"exit":0}"#,
+        ]).write();
+    let out = sb
+        .fake_pi(&c)
+        .env("FAKE_PI_CHILD_MAX_MS", "1500")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    // Left behind at first, as with real pi...
+    assert_eq!(sb.wait_alive(2, LONG).len(), 2);
+    // ...then gone by themselves.
+    wait_until(Duration::from_secs(30), || sb.alive().is_empty());
+}

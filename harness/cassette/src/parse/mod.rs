@@ -75,7 +75,17 @@ pub fn parse_record_line(
 pub(crate) struct Replies {
     client_lines: u32,
     spawned: std::collections::HashSet<String>,
+    /// Spawned and not reaped yet.
+    alive: std::collections::HashSet<String>,
+    /// `spawn` records so far.
+    spawns: usize,
 }
+
+/// The most `spawn` records one cassette may hold: what a replay starts is bounded.
+pub const MAX_SPAWNS: usize = 1024;
+/// The most children alive at once (spawned, not yet reaped) in one replay; each may have a
+/// grandchild.
+pub const MAX_LIVE_SPAWNS: usize = 32;
 
 impl Replies {
     /// Check one record: `client_line` (a `stdin` or `stdin_text`), the id it spawns or
@@ -92,6 +102,21 @@ impl Replies {
         }
         if let Some(id) = spawn {
             self.spawned.insert(id.to_string());
+            self.alive.insert(id.to_string());
+            self.spawns += 1;
+            if self.spawns > MAX_SPAWNS {
+                return Err(format!(
+                    "record field `spawn`: more than {MAX_SPAWNS} spawn records; a replay starts at most that many processes"
+                ));
+            }
+            if self.alive.len() > MAX_LIVE_SPAWNS {
+                return Err(format!(
+                    "record field `spawn`: more than {MAX_LIVE_SPAWNS} children alive at once (spawned and not reaped); a replay keeps at most that many"
+                ));
+            }
+        }
+        if let Some(id) = reap {
+            self.alive.remove(id);
         }
         if let Some(id) = reap.filter(|id| !self.spawned.contains(*id)) {
             return Err(format!(

@@ -636,3 +636,43 @@ fn a_gzip_cassette_with_a_bad_checksum_is_refused_by_the_streaming_reader() {
     assert!(records > 0, "the records before the trailer were read");
     assert!(Cassette::parse(path, &gz).is_err());
 }
+
+/// What one replay starts is bounded: at most 32 children alive at once and 1024 spawns in
+/// all; the parser (and so lint and fake-pi) names the record past the cap.
+#[test]
+fn spawns_past_the_caps_are_refused_at_their_line() {
+    let header = r#"{"format":"pi-cassette","version":1,"pi":{"version":"0.87.1","dialect":"delta-only"},"scenario":{"name":"t","description":"d"},"origin":{"kind":"hand-made","timing":"synthetic"}}"#;
+    let spawn = |i: usize| format!(r#"{{"dt_ms":0,"spawn":{{"id":"c{i}"}}}}"#);
+    let reap = |i: usize| format!(r#"{{"dt_ms":0,"reap":"c{i}"}}"#);
+    let exit = r#"{"dt_ms":0,"exit":0}"#;
+    let alive: Vec<String> = (0..33).map(spawn).collect();
+    let text = format!("{header}\n{}\n{exit}\n", alive.join("\n"));
+    let e = Cassette::parse(Path::new("c"), text.as_bytes())
+        .unwrap_err()
+        .to_string();
+    assert_eq!(e, "c:34: record field `spawn`: more than 32 children alive at once (spawned and not reaped); a replay keeps at most that many");
+    // 32 alive is fine; reaped ones make room (`reap` is a version 2 record).
+    let header = r#"{"format":"pi-cassette","version":2,"mode":"rpc","pi":{"version":"1.5.2","dialect":"delta-only"},"scenario":{"name":"t","description":"d"},"expect":{"flags":{"mode":"rpc","no-session":true}},"origin":{"kind":"hand-made","timing":"synthetic"}}"#;
+    let ok: Vec<String> = (0..32)
+        .map(spawn)
+        .chain((0..32).map(reap))
+        .chain((32..64).map(spawn))
+        .collect();
+    Cassette::parse(
+        Path::new("c"),
+        format!("{header}\n{}\n{exit}\n", ok.join("\n")).as_bytes(),
+    )
+    .unwrap();
+    let many: Vec<String> = (0..1025).flat_map(|i| [spawn(i), reap(i)]).collect();
+    let e = Cassette::parse(
+        Path::new("c"),
+        format!("{header}\n{}\n{exit}\n", many.join("\n")).as_bytes(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.starts_with("c:2050: record field `spawn`: more than 1024 spawn records"),
+        "{e}"
+    );
+    assert!(!pi_cassette::lint::lint_bytes(Path::new("c"), text.as_bytes()).is_empty());
+}
