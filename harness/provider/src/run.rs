@@ -383,9 +383,20 @@ impl RunState {
             || self.drain_deadline.is_some_and(|d| now >= d)
     }
 
-    /// Last resort when the supervisor did not report: kill it and pi's group ourselves.
+    /// Last resort when the supervisor did not report (stopped, or hung): kill everything
+    /// below it, pi's group and the supervisor ourselves. Its descendants include the tools
+    /// that left pi's group for a session of their own: the supervisor, their subreaper,
+    /// would have killed them, and a stopped one cannot.
     fn kill_if_unreported(&self, child: &mut SupervisorChild) {
         if self.exited.is_none() && self.spawn_failed.is_none() {
+            if let Some(sup) = child.pid() {
+                let below: Vec<i32> = pi_procs::descendants(&pi_procs::all_procs(), sup)
+                    .into_iter()
+                    .filter(|p| !p.is_zombie())
+                    .map(|p| p.pid)
+                    .collect();
+                pi_procs::kill_and_reap(&below);
+            }
             if let Some(pid) = self.pi_pid {
                 let _ = nix::sys::signal::kill(
                     nix::unistd::Pid::from_raw(-pid),

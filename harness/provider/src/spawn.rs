@@ -67,6 +67,15 @@ impl SupervisorProcess {
 }
 
 impl SupervisorChild {
+    /// The supervisor's pid, while it has not been waited for.
+    pub fn pid(&self) -> Option<i32> {
+        match &self.process {
+            SupervisorProcess::Spawned(c) => c.id().and_then(|id| i32::try_from(id).ok()),
+            SupervisorProcess::Forked { status: None, pid } => Some(pid.as_raw()),
+            SupervisorProcess::Forked { .. } => None,
+        }
+    }
+
     /// SIGKILL to the supervisor (nothing when it was already waited for).
     pub fn start_kill(&mut self) -> std::io::Result<()> {
         match &mut self.process {

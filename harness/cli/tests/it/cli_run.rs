@@ -1281,3 +1281,46 @@ fn too_few_descriptors_is_one_line_not_a_panic() {
     assert!(!err.contains("panicked"), "{err}");
     w.assert_none_left();
 }
+
+/// A supervisor that stops answering (SIGSTOP) while a run's timeout passes: the run still
+/// ends, and the tool child that left pi's group for its own session (with its grandchild)
+/// is killed too, not left running (before, only pi's group and the supervisor were).
+#[test]
+fn a_stopped_supervisor_past_the_timeout_leaves_nothing() {
+    let w = World::new("cli-stopped-supervisor");
+    let mut recs = conversation("working on it");
+    recs.truncate(6);
+    recs.push(
+        r#"{"dt_ms":0,"spawn":{"id":"bash","own_session":true,"grandchild":{"own_session":false}}}"#
+            .into(),
+    );
+    recs.push(HANG.into());
+    let c = w
+        .cassette("hang")
+        .version("0.87.1")
+        .expect("{}")
+        .process("{}")
+        .records(&recs)
+        .write();
+    let proc = run_process(&w, &c)
+        .args(["--timeout", "2s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // pi-harness, supervisor, fake-pi, the tool child and its grandchild.
+    assert_eq!(w.wait_alive(5, Duration::from_secs(10)).len(), 5);
+    let supervisor = preforked_supervisor(&w).expect("run forks its supervisor");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(supervisor.pid),
+        nix::sys::signal::Signal::SIGSTOP,
+    )
+    .unwrap();
+    let out = wait_output(proc, Duration::from_secs(60));
+    let msgs = messages(&out.stdout);
+    assert!(
+        matches!(terminal(&msgs), Message::TerminalFailed(_)),
+        "{msgs:#?}"
+    );
+    w.assert_none_left_within(Duration::from_secs(8));
+}
