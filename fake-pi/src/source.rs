@@ -17,7 +17,6 @@
 use std::fs::File;
 use std::io::{BufRead, Read, Seek, SeekFrom, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 use pi_cassette::{CassetteError, CassetteReader};
@@ -257,25 +256,12 @@ pub(crate) fn choose(settings: &Settings) -> Result<PathBuf, (i32, String)> {
 /// device) is refused with this message; a path that cannot be looked at is left to the
 /// reader, which names the error.
 pub(crate) fn not_a_file(path: &Path) -> Option<String> {
-    match std::fs::metadata(path) {
-        Ok(m) if m.is_file() => None,
-        Ok(m) => {
-            let kind = if m.is_dir() {
-                "a directory"
-            } else if m.file_type().is_fifo() {
-                "a FIFO"
-            } else if m.file_type().is_char_device() || m.file_type().is_block_device() {
-                "a device"
-            } else {
-                "not a regular file"
-            };
-            Some(format!(
-                "{}: cannot read cassette: {kind}, not a cassette file",
-                path.display()
-            ))
-        }
-        Err(_) => None, // the loader names the error
-    }
+    pi_cassette::input::not_a_regular_file(path).map(|kind| {
+        format!(
+            "{}: cannot read cassette: {kind}, not a cassette file",
+            path.display()
+        )
+    })
 }
 
 /// The cassette `file` (at `path`) read again from its start, through the one reader.

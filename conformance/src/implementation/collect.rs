@@ -62,8 +62,8 @@ pub struct Stdout {
     pub over_budget: Option<String>,
 }
 
-/// A line quoted in a problem: its first [`QUOTED`] bytes.
-fn quote(line: &[u8]) -> String {
+/// A line quoted in a problem: its first [`QUOTED`] bytes, its length said when cut.
+pub(crate) fn quote(line: &[u8]) -> String {
     let cut = &line[..line.len().min(QUOTED)];
     let mut s = String::from_utf8_lossy(cut).into_owned();
     if line.len() > QUOTED {

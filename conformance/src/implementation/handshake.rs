@@ -17,20 +17,6 @@ pub const PROTOCOL_VERSION: u32 = 1;
 /// The most of an answer read: a capability list is a few hundred bytes.
 pub const MAX_ANSWER_BYTES: u64 = 1 << 20;
 
-/// Bytes of an answer quoted in an error.
-const QUOTED: usize = 200;
-
-/// The start of `bytes` for an error message, its length said when it is cut.
-fn quoted(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(QUOTED)]);
-    let text = text.trim();
-    if bytes.len() > QUOTED {
-        format!("{text}... ({} bytes)", bytes.len())
-    } else {
-        text.to_string()
-    }
-}
-
 /// The capabilities an implementation claims: `CMD --capabilities` prints
 /// `{"protocol":1,"name":"...","capabilities":[...]}` and exits 0 within `timeout`.
 pub fn handshake(cmd: &str, timeout: Duration) -> Result<(String, Vec<String>), String> {
@@ -82,13 +68,13 @@ pub fn handshake(cmd: &str, timeout: Duration) -> Result<(String, Vec<String>), 
     if answer.len() as u64 > MAX_ANSWER_BYTES {
         return Err(format!(
             "`{cmd} --capabilities` printed more than {MAX_ANSWER_BYTES} bytes: {}",
-            quoted(&answer)
+            collect::quote(answer.trim_ascii())
         ));
     }
     if !status.success() {
         return Err(format!(
             "`{cmd} --capabilities` exited with {status}: {}",
-            quoted(&err)
+            collect::quote(err.trim_ascii())
         ));
     }
     #[derive(Deserialize)]
@@ -101,7 +87,7 @@ pub fn handshake(cmd: &str, timeout: Duration) -> Result<(String, Vec<String>), 
     let hello: Hello = serde_json::from_slice(&answer).map_err(|e| {
         format!(
             "`{cmd} --capabilities` did not print {{\"protocol\":1,\"capabilities\":[...]}}: {e}: {}",
-            quoted(&answer)
+            collect::quote(answer.trim_ascii())
         )
     })?;
     if hello.protocol != PROTOCOL_VERSION {

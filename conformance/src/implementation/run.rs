@@ -190,7 +190,9 @@ fn kill_survivors(marker: &str) -> Option<String> {
     }
     let mut survivors = procs::kill_marked(MARKER_VAR, marker);
     if ORPHANS_COME_HERE.load(std::sync::atomic::Ordering::SeqCst) {
-        survivors.extend(kill_descendants());
+        // A subreaper whose only children are the case's: every live descendant is a
+        // leftover, for example a child started with `setsid env -i` (no marker).
+        survivors.extend(procs::kill_descendants(std::process::id() as i32));
     }
     if survivors.is_empty() {
         return None;
@@ -200,36 +202,6 @@ fn kill_survivors(marker: &str) -> Option<String> {
         .map(|p| format!("{} {}", p.pid, p.command()))
         .collect();
     Some(format!("processes left behind: {}", names.join("; ")))
-}
-
-/// Every live descendant of this process (a subreaper whose only children are the case's),
-/// killed and reaped: what escaped the marker, for example a child started with `setsid env
-/// -i`. Killing one may orphan its own children to us: repeated until none is left.
-fn kill_descendants() -> Vec<procs::ProcInfo> {
-    let me = std::process::id() as i32;
-    let mut found = Vec::new();
-    for _ in 0..50 {
-        let all = procs::all_procs();
-        let live: Vec<procs::ProcInfo> = procs::descendants(&all, me)
-            .into_iter()
-            .filter(|p| !p.is_zombie())
-            .collect();
-        // Zombies that are ours are collected too.
-        let zombies: Vec<i32> = all
-            .iter()
-            .filter(|p| p.ppid == me && p.is_zombie())
-            .map(|p| p.pid)
-            .collect();
-        procs::kill_and_reap(&zombies);
-        if live.is_empty() {
-            break;
-        }
-        let pids: Vec<i32> = live.iter().map(|p| p.pid).collect();
-        procs::kill_and_reap(&pids);
-        found.extend(live);
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    found
 }
 
 /// What the reader threads kept. The pipes end when every process holding them has: a

@@ -72,31 +72,34 @@ pub fn open(path: &Path, limits: &Limits) -> Result<Box<dyn BufRead + Send>, Cas
     decompress(path, raw, limits)
 }
 
-/// Refuse `path` unless it is a regular file (`-`, stdin, is whatever the caller gave):
-/// a FIFO would block until some writer came, a device such as `/dev/zero` never ends. The
-/// error says what it is instead. The check reads only the file's metadata.
-pub fn require_regular_file(path: &Path) -> Result<(), CassetteError> {
+/// What `path` is when it is not a regular file (`a directory`, `a FIFO`, `a device`, `not a
+/// regular file`); `None` for a regular file, or a path that cannot be looked at (opening it
+/// names that error). Reads only the metadata: a FIFO is not opened.
+pub fn not_a_regular_file(path: &Path) -> Option<&'static str> {
     use std::os::unix::fs::FileTypeExt as _;
-    if path.as_os_str() == "-" {
-        return Ok(());
-    }
-    let Ok(m) = std::fs::metadata(path) else {
-        // Opening it names the error.
-        return Ok(());
-    };
-    let t = m.file_type();
-    let kind = if t.is_file() {
-        return Ok(());
+    let t = std::fs::metadata(path).ok()?.file_type();
+    Some(if t.is_file() {
+        return None;
     } else if t.is_dir() {
         "a directory"
     } else if t.is_fifo() {
         "a FIFO"
     } else if t.is_char_device() || t.is_block_device() {
         "a device"
-    } else if t.is_socket() {
-        "a socket"
     } else {
         "not a regular file"
+    })
+}
+
+/// Refuse `path` unless it is a regular file (`-`, stdin, is whatever the caller gave):
+/// a FIFO would block until some writer came, a device such as `/dev/zero` never ends. The
+/// error says what it is instead.
+pub fn require_regular_file(path: &Path) -> Result<(), CassetteError> {
+    if path.as_os_str() == "-" {
+        return Ok(());
+    }
+    let Some(kind) = not_a_regular_file(path) else {
+        return Ok(());
     };
     Err(CassetteError::Io {
         path: path.to_path_buf(),

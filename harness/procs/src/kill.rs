@@ -41,6 +41,32 @@ pub fn kill_and_reap(pids: &[i32]) -> Vec<i32> {
     killed
 }
 
+/// SIGKILL every live descendant of `root` (with the process group each leads) and reap the
+/// ones that are our children, in waves until none is left: a killed process's children
+/// reparent (to `root`, when it is a subreaper) and the next wave finds them. Returns the
+/// processes found alive, in the order found.
+pub fn kill_descendants(root: i32) -> Vec<ProcInfo> {
+    let mut found = Vec::new();
+    for _ in 0..50 {
+        let below = crate::descendants(&all_procs(), root);
+        let zombies: Vec<i32> = below
+            .iter()
+            .filter(|p| p.is_zombie())
+            .map(|p| p.pid)
+            .collect();
+        reap_children_of_self(&zombies);
+        let live: Vec<ProcInfo> = below.into_iter().filter(|p| !p.is_zombie()).collect();
+        if live.is_empty() {
+            break;
+        }
+        let pids: Vec<i32> = live.iter().map(|p| p.pid).collect();
+        kill_and_reap(&pids);
+        found.extend(live);
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    found
+}
+
 /// Wait for each listed pid that is our child (a zombie is collected; a live one is
 /// waited for, so only call this after killing it). Other children are left alone: their
 /// owners (tokio, a test) reap them.

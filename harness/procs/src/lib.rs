@@ -38,7 +38,7 @@ mod snapshot;
 mod tree;
 pub mod watch;
 
-pub use kill::{become_subreaper, kill_and_reap, kill_marked, own_children};
+pub use kill::{become_subreaper, kill_and_reap, kill_descendants, kill_marked, own_children};
 pub use snapshot::{
     all_procs, fd_target, marked, parse_stat, pids_with_env, read_proc, self_and_ancestors,
     sigkill_pending, ProcInfo,

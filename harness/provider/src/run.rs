@@ -390,12 +390,7 @@ impl RunState {
     fn kill_if_unreported(&self, child: &mut SupervisorChild) {
         if self.exited.is_none() && self.spawn_failed.is_none() {
             if let Some(sup) = child.pid() {
-                let below: Vec<i32> = pi_procs::descendants(&pi_procs::all_procs(), sup)
-                    .into_iter()
-                    .filter(|p| !p.is_zombie())
-                    .map(|p| p.pid)
-                    .collect();
-                pi_procs::kill_and_reap(&below);
+                pi_procs::kill_descendants(sup);
             }
             if let Some(pid) = self.pi_pid {
                 let _ = nix::sys::signal::kill(
