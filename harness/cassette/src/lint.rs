@@ -1,27 +1,27 @@
 //! `pi-harness cassette lint`: checks cassette files and reports every problem as
 //! `file:line: what`.
 //!
-//! This module owns the checks beyond "does it parse": it reports all format errors
-//! of a file rather than the first (each line checked on its own, then the rules
-//! across lines), the two points where `cassette-v1.schema.json` is stricter than the
-//! parser, timing sanity, stream sanity for real runs, and a redaction scan for values
-//! that look like secrets or machine-specific data (the `secrets` module). [`lint_bytes`] is pure;
-//! [`lint_file`] reads a file (gzip by `.gz`).
+//! This module owns the checks beyond "does it parse": it reports all format errors of a file
+//! rather than the first (each line checked on its own, and the rules across lines kept as it
+//! goes: `walk`), the two points where `cassette-v1.schema.json` is stricter than the parser
+//! (`schema`), timing and stream sanity (`content`), and a redaction scan for values that look
+//! like secrets or machine-specific data, or that the caller names (`secrets`). It reads one
+//! line at a time: its memory is bounded by the line limit, whatever the file's size, and so is
+//! what it reports ([`MAX_PROBLEMS`] problems, each message at most [`MAX_MESSAGE_BYTES`]).
+//! [`lint_bytes`] lints bytes; [`lint_file`] reads a file (gzip by its magic bytes).
 
-use std::io::Read;
+use std::io::BufRead;
 use std::path::Path;
 
+mod content;
 mod report;
+mod schema;
 mod secrets;
+mod walk;
 
-use crate::parse::{parse_header, parse_record, Replies};
-use crate::{
-    Action, Cassette, CassetteError, Dialect, Header, OriginKind, Record, TimingKind,
-    FORMAT_VERSION,
-};
-pub use report::Problem;
+use crate::{CassetteError, Header};
 use report::Report;
-use secrets::check_redaction;
+pub use report::{Problem, MAX_MESSAGE_BYTES, MAX_PROBLEMS};
 
 /// A single `dt_ms` above this is almost surely a timestamp, not a delay (10 minutes).
 pub const MAX_DELAY_MS: f64 = 600_000.0;
@@ -56,11 +56,12 @@ impl NamedSecrets<'_> {
         }
     }
 
-    /// (what to call it, value) for every secret of `c` with a value known here.
-    fn values(&self, c: &Cassette) -> Vec<(String, String)> {
+    /// (what to call it, value) for every secret a cassette with `header` has a value for
+    /// here, long enough to be looked for.
+    fn values(&self, header: &Header) -> Vec<(String, String)> {
         let mut out: Vec<(String, String)> = Vec::new();
         let mut names: Vec<&str> = self.names.iter().map(String::as_str).collect();
-        for s in &c.header.expect.never_in_argv {
+        for s in &header.expect.never_in_argv {
             match s {
                 crate::Secret::Env(n) => names.push(n),
                 crate::Secret::Literal(v) => {
@@ -75,6 +76,7 @@ impl NamedSecrets<'_> {
                 out.push((format!("${n}"), v));
             }
         }
+        out.retain(|(_, v)| v.len() >= crate::redact::MIN_SECRET_BYTES);
         out
     }
 }
@@ -82,290 +84,44 @@ impl NamedSecrets<'_> {
 /// [`lint_file`], also looking for the values of `secrets`.
 pub fn lint_file_with(path: &Path, secrets: &NamedSecrets) -> Result<Vec<Problem>, CassetteError> {
     crate::input::require_regular_file(path)?;
-    let mut input = crate::input::open(path, &crate::Limits::from_env())?;
-    let mut data = Vec::new();
-    match input.read_to_end(&mut data) {
-        Ok(_) => Ok(lint_bytes_with(path, &data, secrets)),
-        // Past a size limit, or a broken gzip stream: a problem of this file.
-        Err(e)
-            if e.kind() == std::io::ErrorKind::Other
-                || e.kind() == std::io::ErrorKind::InvalidInput
-                || e.kind() == std::io::ErrorKind::InvalidData =>
-        {
-            Ok(vec![Problem {
-                file: path.to_path_buf(),
-                line: 0,
-                message: format!("cannot be read as a cassette: {e}"),
-            }])
-        }
-        Err(source) => Err(CassetteError::Io {
-            path: path.to_path_buf(),
-            source,
-        }),
-    }
+    let limits = crate::Limits::from_env();
+    let mut input = crate::input::open(path, &limits)?;
+    lint_input(path, &mut input, limits.max_line_bytes, secrets)
 }
 
-/// Lint cassette bytes; `path` only names the file in problems.
+/// Lint cassette bytes (plain or gzip); `path` only names the file in problems.
 pub fn lint_bytes(path: &Path, data: &[u8]) -> Vec<Problem> {
     lint_bytes_with(path, data, &NamedSecrets::none())
 }
 
 /// [`lint_bytes`], also looking for the values of `secrets`.
 pub fn lint_bytes_with(path: &Path, data: &[u8], secrets: &NamedSecrets) -> Vec<Problem> {
-    let mut report = Report {
-        file: path,
-        problems: Vec::new(),
-    };
-    let (header, records) = check_lines(&mut report, data);
-    if report.problems.is_empty() {
-        // The parser is the authority: lint never passes what it rejects.
-        match Cassette::parse(path, data) {
-            Ok(c) => {
-                check_content(&mut report, &c);
-                check_named_secrets(&mut report, &c, secrets);
-            }
-            Err(e) => report.add_error(e),
-        }
-    } else if let Some(header) = header {
-        // Format errors found; still scan what did parse for secrets.
-        let c = Cassette { header, records };
-        check_redaction(&mut report, &c);
-        check_named_secrets(&mut report, &c, secrets);
-    }
-    report.problems
-}
-
-/// A line that holds a secret's value: one problem per line and secret (the value is never
-/// shown).
-fn check_named_secrets(report: &mut Report, c: &Cassette, secrets: &NamedSecrets) {
-    for (line, name) in crate::redact::lines_holding(c, &secrets.values(c)) {
-        report.add(
-            line,
-            format!("holds the value of {name} (a secret): put a placeholder in its place"),
-        );
-    }
-}
-
-/// Every line on its own, then the rules across lines. Returns what parsed.
-fn check_lines(report: &mut Report, data: &[u8]) -> (Option<Header>, Vec<Record>) {
-    if data.is_empty() {
-        report.add(1, "empty file: a cassette starts with a header line");
-        return (None, Vec::new());
-    }
-    if !data.ends_with(b"\n") {
-        let lines = data.split(|&b| b == b'\n').count();
-        report.add(
-            lines,
-            "the last line has no newline (every cassette line ends with \\n)",
-        );
-    }
-    let body = data.strip_suffix(b"\n").unwrap_or(data);
-    let mut header = None;
-    let mut records: Vec<Record> = Vec::new();
-    let mut ending: Option<(usize, &'static str)> = None;
-    let mut replies = Replies::default();
-    // The last line is a record that could not be read: its error says enough.
-    let mut unreadable_last = false;
-    let total_lines = body.split(|&b| b == b'\n').count();
-    for (idx, raw) in body.split(|&b| b == b'\n').enumerate() {
-        let lineno = idx + 1;
-        if raw.is_empty() {
-            report.add(lineno, "empty line (every line is one JSON object)");
-            continue;
-        }
-        let text = match std::str::from_utf8(raw) {
-            Ok(t) => t,
-            Err(e) => {
-                report.add(
-                    lineno,
-                    format!(
-                        "not UTF-8 at byte {} (binary data belongs in a *_b64 field)",
-                        e.valid_up_to()
-                    ),
-                );
-                continue;
-            }
-        };
-        if idx == 0 {
-            match parse_header(report.file, lineno, text) {
-                Ok(h) => {
-                    check_schema_extras(report, lineno, text);
-                    header = Some(h);
-                }
-                Err(e) => {
-                    // Without a header the rest cannot be read as records (raw pi output?).
-                    report.add_error(e);
-                    return (None, Vec::new());
-                }
-            }
-            continue;
-        }
-        let version = header.as_ref().map_or(FORMAT_VERSION, |h| h.version);
-        match parse_record(report.file, lineno, text, version) {
-            Ok(r) => {
-                let (spawn, reap) = match &r.action {
-                    Action::Spawn(s) => (Some(s.id.as_str()), None),
-                    Action::Reap(id) => (None, Some(id.as_str())),
-                    _ => (None, None),
-                };
-                let client_line = matches!(r.action, Action::Stdin(_) | Action::StdinText(_));
-                if let Err(what) = replies.check(client_line, spawn, reap, r.reply) {
-                    report.add(lineno, what);
-                }
-                if let Some((at, key)) = ending {
-                    report.add(
-                        lineno,
-                        format!("record after the final `{key}` record on line {at} (exit, signal and hang end a cassette)"),
-                    );
-                }
-                if r.action.is_final() && ending.is_none() {
-                    ending = Some((lineno, r.action.key()));
-                }
-                records.push(r);
-            }
-            Err(e) => {
-                unreadable_last = idx + 1 == total_lines;
-                report.add_error(e);
-            }
-        }
-    }
-    let lines = total_lines;
-    if header.is_some() && lines == 1 {
-        report.add(
-            1,
-            "no records after the header: a cassette must at least say how the process ends",
-        );
-    } else if ending.is_none() && lines > 1 && !unreadable_last {
-        report.add(
-            lines,
-            "the last record must be `exit`, `signal` or `hang` (how the process ends)",
-        );
-    }
-    (header, records)
-}
-
-/// What the schema rejects and the parser lets through: `null` for an optional
-/// field, and flag names that are not plain long names.
-fn check_schema_extras(report: &mut Report, lineno: usize, text: &str) {
-    let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else {
-        return;
-    };
-    fn nulls(v: &serde_json::Value, at: &str, out: &mut Vec<String>) {
-        if let Some(obj) = v.as_object() {
-            for (k, v) in obj {
-                let here = if at.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{at}.{k}")
-                };
-                if v.is_null() {
-                    out.push(here);
-                } else {
-                    nulls(v, &here, out);
-                }
-            }
-        }
-    }
-    let mut found = Vec::new();
-    nulls(&value, "", &mut found);
-    for field in found {
-        report.add(
-            lineno,
-            format!("header field `{field}` is null: leave an optional field out instead"),
-        );
-    }
-    if let Some(flags) = value.pointer("/expect/flags").and_then(|f| f.as_object()) {
-        for name in flags.keys() {
-            let ok = name
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_alphanumeric())
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
-            if !ok {
-                report.add(
-                    lineno,
-                    format!("header field `expect.flags`: {name:?} is not a long flag name without dashes (write \"mode\", not \"--mode\")"),
-                );
-            }
+    let limits = crate::Limits::from_env();
+    let input = crate::input::decompress(path, Box::new(data), &limits);
+    let result =
+        input.and_then(|mut input| lint_input(path, &mut input, limits.max_line_bytes, secrets));
+    match result {
+        Ok(problems) => problems,
+        Err(e) => {
+            let mut report = Report::new(path);
+            report.add_error(e);
+            report.finish()
         }
     }
 }
 
-/// Checks on a parsed cassette: timing, stream sanity, redaction.
-fn check_content(report: &mut Report, c: &Cassette) {
-    check_timing(report, c);
-    check_stream(report, c);
-    check_redaction(report, c);
-}
-
-/// Delays that look like timestamps, a total over an hour, `measured` timing on a hand-made cassette.
-fn check_timing(report: &mut Report, c: &Cassette) {
-    let mut total = 0.0;
-    for r in &c.records {
-        if r.dt_ms > MAX_DELAY_MS {
-            report.add(
-                r.line,
-                format!(
-                    "`dt_ms` {} is over {} minutes: a delay since the previous record, not a timestamp?",
-                    r.dt_ms,
-                    MAX_DELAY_MS / 60_000.0
-                ),
-            );
-        }
-        total += r.dt_ms;
-    }
-    if total > MAX_TOTAL_MS {
-        report.add(
-            0,
-            format!(
-                "the delays add up to {:.0} s (over an hour): timing looks wrong",
-                total / 1000.0
-            ),
-        );
-    }
-    if c.header.origin.timing == TimingKind::Measured
-        && c.header.origin.kind == OriginKind::HandMade
-    {
-        report.add(
-            1,
-            "header: origin.timing is `measured` but the cassette is hand-made",
-        );
-    }
-}
-
-/// For a real run: the dialect its pi version speaks, and the `session` line first (not in RPC mode).
-fn check_stream(report: &mut Report, c: &Cassette) {
-    let h = &c.header;
-    if h.origin.kind == OriginKind::HandMade {
-        return; // faults break these rules on purpose
-    }
-    if let Some(d) = Dialect::for_pi_version(&h.pi.version) {
-        if d != h.pi.dialect {
-            report.add(
-                1,
-                format!(
-                    "header: pi {} speaks {d}, but pi.dialect says {}",
-                    h.pi.version, h.pi.dialect
-                ),
-            );
-        }
-    }
-    let first = c.records.iter().find_map(|r| match &r.action {
-        Action::Stdout(b) => Some((r.line, &b.data)),
-        _ => None,
-    });
-    if let Some((line, data)) = first {
-        let is_session = serde_json::from_slice::<serde_json::Value>(data)
-            .ok()
-            .is_some_and(|v| v.get("type").and_then(|t| t.as_str()) == Some("session"));
-        // In RPC mode pi writes no `session` line (its first line answers a command).
-        if !is_session && h.mode.is_none() {
-            report.add(
-                line,
-                "the first stdout line of a real pi run is the `session` header event",
-            );
-        }
-    }
+/// Lint what `input` holds, a line at a time (lines up to `max_line` bytes). `Err` only
+/// when reading fails for a reason that is not the input's content (a problem of the file,
+/// such as a broken gzip stream or a limit passed, is reported as a problem).
+fn lint_input(
+    path: &Path,
+    input: &mut dyn BufRead,
+    max_line: usize,
+    secrets: &NamedSecrets,
+) -> Result<Vec<Problem>, CassetteError> {
+    let mut report = Report::new(path);
+    walk::walk(&mut report, input, max_line, secrets)?;
+    Ok(report.finish())
 }
 
 #[cfg(test)]
@@ -594,9 +350,49 @@ mod tests {
         assert_eq!(
             p,
             [
-                "c.jsonl:2: stdout: uuid 01a20059-666e-721c-9056-72c2e5075cbf left in a cassette that claims redactions: replace it with a placeholder",
                 "c.jsonl:1: header: redaction placeholder \"<UNUSED>\" is listed but used nowhere",
+                "c.jsonl:2: stdout: uuid 01a20059-666e-721c-9056-72c2e5075cbf left in a cassette that claims redactions: replace it with a placeholder",
             ]
+        );
+    }
+
+    /// The boundary between two long records of one stream is scanned as one text: a key cut
+    /// there is found, a long run of bulk data cut there is not a key.
+    #[test]
+    fn a_key_cut_between_two_long_records_is_found_and_bulk_data_is_not() {
+        let pad = "words and more words ".repeat(200);
+        let stderr = |text: &str| format!("{{\"dt_ms\":5,\"stderr\":{}}}", serde_json::json!(text));
+        let key = format!(
+            "{HEADER}\n{SESSION}\n{}\n{}\n{{\"dt_ms\":5,\"exit\":0}}\n",
+            stderr(&format!("{pad}key sk-proj-abcdefg")),
+            stderr(&format!("hijklmnop1234 {pad}")),
+        );
+        assert_eq!(
+            lint(&key),
+            ["c.jsonl:3: stderr: an API key (sk-...) sk-proj-...: secrets must be replaced by placeholders (across records from here)"]
+        );
+        let bulk = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0NTY3ODkw".repeat(60);
+        let (a, b) = bulk.split_at(1500);
+        let text = format!(
+            "{HEADER}\n{SESSION}\n{}\n{}\n{{\"dt_ms\":5,\"exit\":0}}\n",
+            stderr(&format!("{pad}{a}")),
+            stderr(&format!("{b}{pad}")),
+        );
+        assert_eq!(lint(&text), Vec::<String>::new());
+    }
+
+    /// What lint keeps is bounded: past [`MAX_PROBLEMS`], problems are counted and said in
+    /// one last line.
+    #[test]
+    fn problems_past_the_cap_are_counted() {
+        let bad = "{\"dt_ms\":-1,\"stdout\":{}}\n".repeat(MAX_PROBLEMS + 10);
+        let p = lint(&format!(
+            "{HEADER}\n{SESSION}\n{bad}{{\"dt_ms\":5,\"exit\":0}}\n"
+        ));
+        assert_eq!(p.len(), MAX_PROBLEMS + 1);
+        assert_eq!(
+            p[MAX_PROBLEMS],
+            "c.jsonl: 10 more problems not shown (lint shows the first 1000)"
         );
     }
 }

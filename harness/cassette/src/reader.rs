@@ -53,7 +53,7 @@ impl<R: BufRead> CassetteReader<R> {
     pub fn new(path: &Path, mut input: R) -> Result<Self, CassetteError> {
         let mut buf = Vec::new();
         let max_line = Limits::from_env().max_line_bytes;
-        if !read_line(&mut input, &mut buf, path, 1, max_line)? {
+        if read_line(&mut input, &mut buf, path, 1, max_line)?.is_none() {
             return Err(CassetteError::invalid(
                 path,
                 1,
@@ -120,13 +120,15 @@ impl<R: BufRead> CassetteReader<R> {
                 &chunk[..i]
             }
             None => {
-                if !read_line(
+                if read_line(
                     &mut self.input,
                     &mut self.buf,
                     &self.path,
                     self.lineno + 1,
                     self.max_line,
-                )? {
+                )?
+                .is_none()
+                {
                     return match self.last {
                         Some((_, _, true)) => Ok(None),
                         Some((_, line, false)) => Err(CassetteError::invalid(
@@ -183,15 +185,16 @@ impl<R: BufRead> Iterator for CassetteReader<R> {
     }
 }
 
-/// Read one line into `buf` without its `\n`; false at the end of the input. A line longer
-/// than `max` bytes is an error naming the line (nothing past the cap is kept).
-fn read_line(
-    input: &mut impl BufRead,
+/// Read one line into `buf` without its `\n`: `Some(true)` when a `\n` ended it, `Some(false)`
+/// when the end of the input did, `None` at the end of the input. A line longer than `max`
+/// bytes is an error naming the line (nothing past the cap is kept).
+pub(crate) fn read_line(
+    input: &mut (impl BufRead + ?Sized),
     buf: &mut Vec<u8>,
     path: &Path,
     lineno: usize,
     max: usize,
-) -> Result<bool, CassetteError> {
+) -> Result<Option<bool>, CassetteError> {
     buf.clear();
     let io = |source| CassetteError::Io {
         path: path.to_path_buf(),
@@ -205,7 +208,7 @@ fn read_line(
             Err(e) => return Err(io(e)),
         };
         if chunk.is_empty() {
-            return Ok(any);
+            return Ok(any.then_some(false));
         }
         any = true;
         let (take, done) = match memchr::memchr(b'\n', chunk) {
@@ -225,7 +228,7 @@ fn read_line(
         buf.extend_from_slice(&chunk[..take]);
         input.consume(take + usize::from(done));
         if done {
-            return Ok(true);
+            return Ok(Some(true));
         }
     }
 }

@@ -1,10 +1,10 @@
 //! The redaction scan of `cassette lint`: values that look like secrets (API keys, tokens,
 //! AWS keys, long base64 runs) or machine-specific data (uuids in a cassette that claims
-//! redactions), in the header, each record, and runs of streamed text read as one; and
-//! placeholders listed but used nowhere.
+//! redactions), in the header, each record, and across the boundaries of runs of streamed
+//! text; and placeholders listed but used nowhere. Record by record, with bounded state.
 
 use super::report::Report;
-use crate::{Action, Cassette, Form};
+use crate::{ActionRef, Form, Header, RecordRef};
 
 /// What a secret-looking token is, if it is one.
 pub(super) fn secret_kind(token: &str) -> Option<&'static str> {
@@ -176,51 +176,92 @@ fn shorten(s: &str) -> String {
     }
 }
 
-/// Scan the header, every record and each run of streamed text (stderr, raw stdout)
-/// for secrets; report placeholders the header lists but nothing uses.
-pub(super) fn check_redaction(report: &mut Report, c: &Cassette) {
-    let claims = !c.header.redactions.is_empty();
-    let header = serde_json::to_value(&c.header).unwrap_or_default();
-    let mut strings = Vec::new();
-    collect_strings(&header, &mut strings, true);
-    let mut text_seen = String::new();
-    for s in &strings {
-        for m in scan_text(s, claims) {
-            report.add(1, format!("header: {m}"));
-        }
-        text_seen.push_str(s);
-        text_seen.push('\n');
-    }
-    // The redactions map: its placeholders and meanings must not be secrets themselves.
-    for (placeholder, meaning) in &c.header.redactions {
-        for text in [placeholder, meaning] {
-            for m in scan_text(text, false) {
-                report.add(1, format!("header: redactions: {m}"));
+/// How much of each side of a boundary between two records of one stream is scanned as one
+/// text (bytes): more than the longest token a secret can be (256).
+const WINDOW: usize = 1024;
+
+/// The most messages remembered for one run of streamed text (to report a secret found across
+/// records once); past it, a secret may be reported again.
+const RUN_MEMORY: usize = 256;
+
+/// The redaction scan, kept up record by record: each header string and payload on its own,
+/// each boundary between consecutive records of one stream (a key cut across two records is
+/// still a key), and which listed placeholders were used. Holds bounded state.
+pub(super) struct Scan {
+    /// The header lists redactions: uuids left over are problems.
+    claims: bool,
+    /// Listed placeholders not seen yet: (as listed, what is looked for).
+    unseen: Vec<(String, String)>,
+    /// The run of streamed text going on.
+    run: Option<Run>,
+}
+
+/// Consecutive records of one stream (stderr, or raw stdout text).
+struct Run {
+    what: &'static str,
+    /// Where the run started: a secret found across records is reported there.
+    line: usize,
+    /// The end of the text so far, from a token boundary.
+    tail: String,
+    /// Messages already reported for this run's records and boundaries.
+    said: std::collections::HashSet<String>,
+}
+
+impl Scan {
+    /// Scan the header (line 1): its strings and its redactions map.
+    pub(super) fn new(report: &mut Report, header: &Header) -> Self {
+        let claims = !header.redactions.is_empty();
+        let mut scan = Scan {
+            claims,
+            unseen: header
+                .redactions
+                .keys()
+                .map(|placeholder| {
+                    // The numbered-UUID family is used when one of its members is.
+                    let probe = match placeholder.strip_suffix("<N>") {
+                        Some(prefix) if prefix == crate::FIXED_UUID_PREFIX => prefix,
+                        _ => placeholder.as_str(),
+                    };
+                    (placeholder.clone(), probe.to_string())
+                })
+                .collect(),
+            run: None,
+        };
+        let value = serde_json::to_value(header).unwrap_or_default();
+        let mut strings = Vec::new();
+        collect_strings(&value, &mut strings, true);
+        for s in &strings {
+            for m in scan_text(s, claims) {
+                report.add(1, format!("header: {m}"));
             }
+            scan.seen(s);
         }
-    }
-    // A run of consecutive stderr records (or of raw stdout text) is one stream to a
-    // reader: a key cut across two records is still a key.
-    let mut run: Option<(&'static str, usize, String)> = None;
-    let end_run = |run: &mut Option<(&'static str, usize, String)>, report: &mut Report| {
-        if let Some((what, line, joined)) = run.take() {
-            for m in scan_text(&joined, claims) {
-                let msg = format!("{what}: {m} (across records from here)");
-                if !report
-                    .problems
-                    .iter()
-                    .any(|p| p.message.ends_with(&format!("{what}: {m}")))
-                {
-                    report.add(line, msg);
+        // The redactions map: its placeholders and meanings must not be secrets themselves.
+        for (placeholder, meaning) in &header.redactions {
+            for text in [placeholder, meaning] {
+                for m in scan_text(text, false) {
+                    report.add(1, format!("header: redactions: {m}"));
                 }
             }
         }
-    };
-    for r in &c.records {
+        scan
+    }
+
+    /// Mark the placeholders `text` uses as used.
+    fn seen(&mut self, text: &str) {
+        self.unseen
+            .retain(|(_, probe)| !text.contains(probe.as_str()));
+    }
+
+    /// Scan one record.
+    pub(super) fn record(&mut self, report: &mut Report, r: &RecordRef) {
+        let claims = self.claims;
         let (what, data, streamed) = match &r.action {
-            Action::Stdout(b) => ("stdout", &b.data, !matches!(b.form, Form::Json { .. })),
-            Action::Stderr(b) => ("stderr", &b.data, true),
-            Action::Spawn(spec) => {
+            ActionRef::Stdout { body, form } => {
+                ("stdout", body, !matches!(form, Form::Json { .. }))
+            }
+            ActionRef::Stderr { body, .. } => ("stderr", body, true),
+            ActionRef::Spawn(spec) => {
                 let v = serde_json::to_value(spec).unwrap_or_default();
                 let mut strings = Vec::new();
                 collect_strings(&v, &mut strings, false);
@@ -229,38 +270,101 @@ pub(super) fn check_redaction(report: &mut Report, c: &Cassette) {
                         report.add(r.line, format!("spawn: {m}"));
                     }
                 }
-                continue;
+                return;
             }
-            _ => continue,
+            _ => return,
         };
         let text = String::from_utf8_lossy(data);
+        let mut said = Vec::new();
         for m in scan_text(&text, claims) {
-            report.add(r.line, format!("{what}: {m}"));
+            let message = format!("{what}: {m}");
+            report.add(r.line, message.clone());
+            said.push(message);
         }
-        text_seen.push_str(&text);
-        match &mut run {
-            Some((w, _, joined)) if streamed && *w == what => joined.push_str(&text),
-            _ => {
-                end_run(&mut run, report);
-                if streamed {
-                    run = Some((what, r.line, text.into_owned()));
+        self.seen(&text);
+        let continues = streamed && self.run.as_ref().is_some_and(|run| run.what == what);
+        if continues {
+            let run = self.run.as_mut().expect("a run goes on");
+            // The boundary: the end of the run so far and the start of this record, as one text.
+            let window = format!("{}{}", run.tail, head(&text));
+            for m in scan_text(&window, claims) {
+                let message = format!("{what}: {m}");
+                if !said.contains(&message) && !run.said.contains(&message) {
+                    report.add(run.line, format!("{message} (across records from here)"));
+                    said.push(message);
                 }
             }
+            let used: Vec<usize> = (0..self.unseen.len())
+                .filter(|&i| window.contains(self.unseen[i].1.as_str()))
+                .collect();
+            for i in used.into_iter().rev() {
+                self.unseen.remove(i);
+            }
+            let run = self.run.as_mut().expect("a run goes on");
+            run.tail = if text.len() >= WINDOW {
+                tail(&text).to_string()
+            } else {
+                tail(&format!("{}{text}", run.tail)).to_string()
+            };
+            for m in said {
+                if run.said.len() < RUN_MEMORY {
+                    run.said.insert(m);
+                }
+            }
+        } else {
+            self.run = streamed.then(|| Run {
+                what,
+                line: r.line,
+                tail: tail(&text).to_string(),
+                said: said.into_iter().take(RUN_MEMORY).collect(),
+            });
         }
     }
-    end_run(&mut run, report);
-    for placeholder in c.header.redactions.keys() {
-        // The numbered-UUID family is used when one of its members is.
-        let probe = match placeholder.strip_suffix("<N>") {
-            Some(prefix) if prefix == crate::FIXED_UUID_PREFIX => prefix,
-            _ => placeholder.as_str(),
-        };
-        if !text_seen.contains(probe) {
+
+    /// The placeholders the header lists that nothing used.
+    pub(super) fn finish(self, report: &mut Report) {
+        for (placeholder, _) in self.unseen {
             report.add(
                 1,
                 format!("header: redaction placeholder {placeholder:?} is listed but used nowhere"),
             );
         }
+    }
+}
+
+/// A character that may be part of a token (a key, a base64 run, a path's piece).
+fn in_token(c: char) -> bool {
+    token_char(c) || c == '.' || c == '~'
+}
+
+/// The last [`WINDOW`] bytes of `text` or fewer, starting just after a character that is
+/// no part of a token (so the first token in it is whole); empty when there is none (the
+/// text ends in a run longer than any secret).
+fn tail(text: &str) -> &str {
+    let mut from = text.len().saturating_sub(WINDOW);
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    match text[from..].char_indices().find(|&(_, c)| !in_token(c)) {
+        Some((i, c)) => &text[from + i + c.len_utf8()..],
+        None if from == 0 => text,
+        None => "",
+    }
+}
+
+/// The first [`WINDOW`] bytes of `text` or fewer, ending at a character that is no part of
+/// a token (so the last token in it is whole); all of `text` when it is that short.
+fn head(text: &str) -> &str {
+    if text.len() <= WINDOW {
+        return text;
+    }
+    let mut to = WINDOW;
+    while !text.is_char_boundary(to) {
+        to -= 1;
+    }
+    match text[..to].rfind(|c: char| !in_token(c)) {
+        Some(i) => &text[..i],
+        None => "",
     }
 }
 

@@ -101,14 +101,15 @@ impl Replies {
             self.client_lines += 1;
         }
         if let Some(id) = spawn {
-            self.spawned.insert(id.to_string());
-            self.alive.insert(id.to_string());
+            // Past the cap nothing more is kept: lint reads on, and its memory stays bounded.
             self.spawns += 1;
             if self.spawns > MAX_SPAWNS {
                 return Err(format!(
                     "record field `spawn`: more than {MAX_SPAWNS} spawn records; a replay starts at most that many processes"
                 ));
             }
+            self.spawned.insert(id.to_string());
+            self.alive.insert(id.to_string());
             if self.alive.len() > MAX_LIVE_SPAWNS {
                 return Err(format!(
                     "record field `spawn`: more than {MAX_LIVE_SPAWNS} children alive at once (spawned and not reaped); a replay keeps at most that many"
