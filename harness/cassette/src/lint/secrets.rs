@@ -122,9 +122,12 @@ pub(super) fn scan_text(text: &str, claims_redaction: bool) -> Vec<String> {
         }
     }
     // `Bearer <token>`, however short the token (a placeholder such as `<TOKEN>` is fine).
-    let lower = text.to_ascii_lowercase();
+    // Found without a lower-case copy of the text: a line may be as long as the line limit.
     let mut from = 0;
-    while let Some(at) = lower[from..].find("bearer ") {
+    while let Some(at) = text.as_bytes()[from..]
+        .windows(7)
+        .position(|w| w.eq_ignore_ascii_case(b"bearer "))
+    {
         let start = from + at + "bearer ".len();
         let token: String = text[start..]
             .chars()
