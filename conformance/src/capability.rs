@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use pi_cassette::Cassette;
+use pi_cassette::Header;
 
 use crate::case::Case;
 
@@ -27,8 +27,8 @@ pub const CAPABILITIES: &[&str] = &[
     "claude-2.1",
 ];
 
-/// The capabilities a case needs, from its request, cassette and expected stream.
-pub fn capabilities_of(case: &Case, c: &Cassette, messages: &[Value]) -> Vec<String> {
+/// The capabilities a case needs, from its request, its cassette's header and expected stream.
+pub fn capabilities_of(case: &Case, header: &Header, messages: &[Value]) -> Vec<String> {
     let has = |t: &str| messages.iter().any(|m| m["type"] == t);
     let mut caps = vec!["text"];
     if has("assistant.thought") {
@@ -65,16 +65,16 @@ pub fn capabilities_of(case: &Case, c: &Cassette, messages: &[Value]) -> Vec<Str
     {
         caps.push("diagnostics");
     }
-    if c.header.pi.dialect == pi_cassette::Dialect::SnapshotOnly {
+    if header.pi.dialect == pi_cassette::Dialect::SnapshotOnly {
         caps.push("dialect.snapshot-only");
     }
     let mut caps: Vec<String> = caps.into_iter().map(str::to_string).collect();
     // One capability per pi (or Claude Code) minor release the case was recorded on
     // (`pi-0.87`, `claude-2.1`).
-    let agent = c.header.agent_name();
-    let version = pi_grammar::Version::parse(&c.header.pi.version);
+    let agent = header.agent_name();
+    let version = pi_grammar::Version::parse(&header.pi.version);
     caps.push(version.map_or_else(
-        || format!("{agent}-{}", c.header.pi.version),
+        || format!("{agent}-{}", header.pi.version),
         |v| format!("{agent}-{}.{}", v.major, v.minor),
     ));
     caps

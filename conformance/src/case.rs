@@ -9,18 +9,20 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use pi_cassette::{Action, Cassette, FlagRule, Header};
+use pi_cassette::two_way::{ClientAction, ClientStep};
+use pi_cassette::{FlagRule, Header};
 
+use crate::outline::Outline;
 use crate::request::{PiDoc, RequestDoc, RpcStep, SessionDoc, REQUEST_VERSION};
 
 /// Idle time after which a case whose cassette ends in `hang` is cancelled.
 pub const CANCEL_IDLE_MS: u64 = 500;
 
 /// The client actions of a two-way cassette, as request steps (ids dropped).
-pub fn rpc_steps(c: &Cassette) -> Vec<RpcStep> {
-    use pi_cassette::two_way::{client_steps, ClientAction};
-    client_steps(&c.records)
-        .into_iter()
+pub fn rpc_steps(steps: &[ClientStep]) -> Vec<RpcStep> {
+    steps
+        .iter()
+        .cloned()
         .map(|s| {
             let mut step = RpcStep {
                 after_stdout_lines: s.after_stdout_lines,
@@ -88,8 +90,9 @@ pub fn cassette_files(root: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(found)
 }
 
-/// The case of one cassette: its request document, derived from the header.
-pub fn case_of(root: &Path, path: &Path, c: &Cassette) -> Case {
+/// The case of one cassette: its request document, derived from the header (and the
+/// client's steps, for a two-way cassette).
+pub fn case_of(root: &Path, path: &Path, c: &Outline) -> Case {
     let name = case_name(root, path);
     let h = &c.header;
     let flag = |k: &str| h.expect.flags.get(k);
@@ -129,7 +132,7 @@ pub fn case_of(root: &Path, path: &Path, c: &Cassette) -> Case {
     let mut env = replay_env(h);
     // pi's settings and sessions stay in the case's dir.
     env.insert("PI_CODING_AGENT_DIR".into(), "<DIR>/agent".into());
-    let rpc = h.mode.is_some().then(|| rpc_steps(c));
+    let rpc = h.mode.is_some().then(|| rpc_steps(&c.steps));
     // An RPC case's prompts are in its steps; `prompt` names the first, for logs.
     let first_prompt = rpc.as_ref().and_then(|steps| {
         steps.iter().find_map(|s| {
@@ -155,8 +158,7 @@ pub fn case_of(root: &Path, path: &Path, c: &Cassette) -> Case {
         exclude_tools: Vec::new(),
         env,
         cwd: Some("<DIR>".into()),
-        cancel_after_idle_ms: (matches!(c.ending(), Action::Hang) && rpc.is_none())
-            .then_some(CANCEL_IDLE_MS),
+        cancel_after_idle_ms: (c.hangs && rpc.is_none()).then_some(CANCEL_IDLE_MS),
         rpc,
         agent: None,
         argv: None,
@@ -169,11 +171,11 @@ pub fn case_of(root: &Path, path: &Path, c: &Cassette) -> Case {
 }
 
 /// A Claude Code case: the recording's options as argv, its host's lines as steps.
-fn claude_case(name: String, path: &Path, c: &Cassette) -> Case {
+fn claude_case(name: String, path: &Path, c: &Outline) -> Case {
     let h = &c.header;
     let argv = h.expect.claude_argv();
     let env = replay_env(h);
-    let steps = rpc_steps(c);
+    let steps = rpc_steps(&c.steps);
     let prompt = steps
         .iter()
         .find_map(|s| {
@@ -223,14 +225,12 @@ fn replay_env(h: &Header) -> BTreeMap<String, String> {
     env
 }
 
-/// Every case under `root` (json-mode runs and RPC sessions).
+/// Every case under `root` (json-mode runs and RPC sessions), each cassette read as an
+/// [`Outline`] (one line at a time, its output not kept).
 pub fn discover(root: &Path) -> Result<Vec<Case>, String> {
     cassette_files(root)?
         .into_iter()
-        .map(|p| {
-            let c = Cassette::load(&p).map_err(|e| e.to_string())?;
-            Ok(case_of(root, &p, &c))
-        })
+        .map(|p| Ok(case_of(root, &p, &Outline::read(&p)?)))
         .collect()
 }
 
@@ -267,8 +267,8 @@ mod tests {
             "\n"
         );
         let path = Path::new("/c/faults/s_x.pi73.cassette.jsonl");
-        let c = Cassette::parse(path, text.as_bytes()).unwrap();
-        let case = case_of(Path::new("/c"), path, &c);
+        let c = pi_cassette::Cassette::parse(path, text.as_bytes()).unwrap();
+        let case = case_of(Path::new("/c"), path, &Outline::of(&c));
         let r = &case.request;
         assert_eq!(case.name, "faults/s_x.pi73");
         assert_eq!((r.prompt.as_str(), r.pi.version.as_str()), ("go", "0.73.1"));

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use pi_cassette::Cassette;
+use pi_cassette::{CassetteReader, Header};
 
 use crate::case::Case;
 use crate::request::{instantiate, RequestDoc};
@@ -12,14 +12,11 @@ use crate::request::{instantiate, RequestDoc};
 /// Where the case's files go: the cassette copy without `argv_messages` (the suite checks the
 /// effective prompt, not whether it came in argv or on stdin), `bin/pi` -> fake-pi, `sessions/`.
 pub fn prepare(case: &Case, dir: &Path, fake_pi: &Path) -> Result<RequestDoc, String> {
-    let mut c = Cassette::load(&case.cassette).map_err(|e| e.to_string())?;
-    c.header.expect.argv_messages = None;
     let copy = dir.join("case.cassette.jsonl");
-    c.save(&copy)
-        .map_err(|e| format!("{}: {e}", copy.display()))?;
+    let header = copy_without_argv_messages(&case.cassette, &copy)?;
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).map_err(|e| format!("{}: {e}", bin.display()))?;
-    let name = if c.header.is_claude() { "claude" } else { "pi" };
+    let name = if header.is_claude() { "claude" } else { "pi" };
     // The link lives in another directory: a relative target would point nowhere.
     let fake_pi =
         std::path::absolute(fake_pi).map_err(|e| format!("{}: {e}", fake_pi.display()))?;
@@ -27,10 +24,30 @@ pub fn prepare(case: &Case, dir: &Path, fake_pi: &Path) -> Result<RequestDoc, St
         .map_err(|e| format!("{}: {e}", bin.join(name).display()))?;
     std::fs::create_dir_all(dir.join("sessions")).map_err(|e| e.to_string())?;
     let request = instantiate(&case.request, &copy, dir);
-    if c.header.expect.session == Some(pi_cassette::SessionUse::Resumed) {
-        seed_session(&c.header.pi.version, dir, &request)?;
+    if header.expect.session == Some(pi_cassette::SessionUse::Resumed) {
+        seed_session(&header.pi.version, dir, &request)?;
     }
     Ok(request)
+}
+
+/// Write `from` to `to` (plain) with its header's `argv_messages` left out, the records
+/// streamed through as they are (fake-pi checks them as it replays): one line in memory at a
+/// time, whatever the cassette's size. The header written is returned.
+fn copy_without_argv_messages(from: &Path, to: &Path) -> Result<Header, String> {
+    use std::io::Write as _;
+    let reader = CassetteReader::open(from).map_err(|e| e.to_string())?;
+    let (mut header, mut rest) = reader
+        .into_rest()
+        .expect("a reader that has read no record gives its input back");
+    header.expect.argv_messages = None;
+    let err = |e: std::io::Error| format!("{}: {e}", to.display());
+    let file = std::fs::File::create_new(to).map_err(err)?;
+    let mut out = std::io::BufWriter::new(file);
+    out.write_all(header.to_json().as_bytes()).map_err(err)?;
+    out.write_all(b"\n").map_err(err)?;
+    std::io::copy(&mut rest, &mut out).map_err(|e| format!("{}: {e}", from.display()))?;
+    out.flush().map_err(err)?;
+    Ok(header)
 }
 
 /// A recording that continued a session needs one to continue: write a minimal session

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use pi_cassette::Cassette;
+use pi_cassette::CassetteReader;
 
 use crate::capability::capabilities_of;
 use crate::case::Case;
@@ -97,8 +97,9 @@ pub fn write_expected(dir: &Path, e: &Expected) -> Result<PathBuf, String> {
 
 /// Build the expected record of a case from the reference output.
 pub fn expected_of(case: &Case, root: &Path, messages: Vec<Value>) -> Result<Expected, String> {
-    let c = Cassette::load(&case.cassette).map_err(|e| e.to_string())?;
-    let capabilities = capabilities_of(case, &c, &messages);
+    // The header is all it needs: the records are not read.
+    let reader = CassetteReader::open(&case.cassette).map_err(|e| e.to_string())?;
+    let capabilities = capabilities_of(case, reader.header(), &messages);
     Ok(Expected {
         case: case.name.clone(),
         cassette: case

@@ -49,6 +49,7 @@ pub mod cross_version;
 pub mod expected;
 pub mod fake_pi;
 pub mod implementation;
+pub mod outline;
 pub mod reference;
 pub mod report;
 pub mod request;

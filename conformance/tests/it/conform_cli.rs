@@ -521,3 +521,52 @@ fn a_leftover_without_the_marker_is_found_by_the_subreaper() {
     );
     assert!(left.is_empty(), "left running: {left:?}");
 }
+
+/// A user's cassettes are read one line at a time: `text_only` with 32 MiB of stderr records
+/// (from a small gzip) is outlined, copied into its case dir and run by the reference and the
+/// implementation with conform under 64 MiB. Before, every cassette was loaded whole to name
+/// its case and again to copy it (about 150 MB here).
+#[test]
+fn a_big_cassette_is_run_in_bounded_memory() {
+    use std::io::Write as _;
+    let work = tempfile::tempdir().unwrap();
+    let mine = work.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    let text =
+        std::fs::read_to_string(cassettes_dir().join("recorded/text_only.pi87.cassette.jsonl"))
+            .unwrap();
+    let (head, last) = text.trim_end().rsplit_once('\n').unwrap();
+    let record = format!(
+        "{{\"dt_ms\":0,\"stderr\":\"{}\\n\"}}\n",
+        "a line of a tool's chatter ".repeat(4)
+    );
+    let block = record.repeat((1 << 20) / record.len());
+    let member = |data: &[u8]| {
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        enc.write_all(data).unwrap();
+        enc.finish().unwrap()
+    };
+    let mut gz = member(format!("{head}\n").as_bytes());
+    let block_gz = member(block.as_bytes());
+    for _ in 0..32 {
+        gz.extend_from_slice(&block_gz);
+    }
+    gz.extend_from_slice(&member(format!("{last}\n").as_bytes()));
+    std::fs::write(mine.join("big.cassette.jsonl.gz"), gz).unwrap();
+    let mut cmd = Command::new(pi_harness_bin());
+    cmd.args(["conform", "--cassettes"])
+        .arg(&mine)
+        .current_dir(work.path())
+        .env("PI_HARNESS_CACHE", cache())
+        .env("PI_HARNESS_FAKE_PI", fake_pi());
+    let m = pi_testkit::process::run_measured(&cmd, std::process::Stdio::null(), 4 << 30);
+    let out = String::from_utf8_lossy(&m.stdout);
+    let err = String::from_utf8_lossy(&m.stderr);
+    assert_eq!(m.code, Some(0), "{out}{err}");
+    assert!(out.contains("PASS  big"), "{out}");
+    assert!(
+        m.peak_rss_kib < 64 * 1024,
+        "peak RSS {} KiB\n{out}{err}",
+        m.peak_rss_kib
+    );
+}

@@ -27,7 +27,7 @@ fn every_cassette_through_the_reference_provider() {
     let mut stale = Vec::new();
     insta::glob!("../../../cassettes", "**/*.cassette.jsonl*", |path| {
         let c = Cassette::load(path).unwrap_or_else(|e| panic!("{e}"));
-        let case = conform::case_of(&root, path, &c);
+        let case = conform::case_of(&root, path, &conformance::outline::Outline::of(&c));
         let world = World::new(&case.name);
         let msgs = rt.block_on(run_case(&world, &case));
         world.assert_none_left_within(SETTLE);

@@ -80,6 +80,12 @@ impl<R: BufRead> CassetteReader<R> {
         &self.header
     }
 
+    /// The header and the input after it, unread, when no record has been read yet (a copy
+    /// of a cassette with another header streams the rest through); `None` after a record.
+    pub fn into_rest(self) -> Option<(Header, R)> {
+        (self.lineno == 1 && self.in_place == 0).then_some((self.header, self.input))
+    }
+
     /// The next record, its payload borrowed from the reader's line where it can be (see
     /// [`RecordRef`]); the same checks, errors and end as the [`Iterator`] (which is this,
     /// made owned). After an error or the last record, `None`.
