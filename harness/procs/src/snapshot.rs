@@ -27,6 +27,12 @@ impl ProcInfo {
         self.state == 'Z' || self.state == 'X'
     }
 
+    /// True for a process stopped by a signal (`T`: SIGSTOP, SIGTSTP, ...) or by a tracer
+    /// (`t`): it runs no code of its own until it is continued, though SIGKILL still ends it.
+    pub fn is_stopped(&self) -> bool {
+        self.state == 'T' || self.state == 't'
+    }
+
     /// The command line joined with spaces, for messages.
     pub fn command(&self) -> String {
         self.cmdline.join(" ")
@@ -190,6 +196,31 @@ mod tests {
         assert!(!sigkill_in_status(termed));
         // Our own process has nothing pending.
         assert!(!sigkill_pending(std::process::id() as i32));
+    }
+
+    #[test]
+    fn a_stopped_process_is_seen_stopped_until_continued() {
+        use nix::sys::signal::{kill, Signal};
+        use nix::unistd::Pid;
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let state_becomes = |stopped: bool| {
+            (0..500).any(|_| {
+                let now = read_proc(pid).is_some_and(|p| p.is_stopped());
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                now == stopped
+            })
+        };
+        assert!(state_becomes(false));
+        kill(Pid::from_raw(pid), Signal::SIGSTOP).unwrap();
+        assert!(state_becomes(true));
+        kill(Pid::from_raw(pid), Signal::SIGCONT).unwrap();
+        assert!(state_becomes(false));
+        let _ = child.kill();
+        let _ = child.wait();
     }
 
     #[test]

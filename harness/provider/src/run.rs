@@ -19,7 +19,7 @@ use crate::request::{ProviderOptions, Request};
 use crate::spawn::{spawn_supervised, supervisor_from_env, Spawned, SupervisorChild};
 use crate::stderr_tail::StderrTail;
 use crate::supervisor::Event;
-use crate::wait::{after, sleep_until, MAX_WAIT};
+use crate::wait::{after, sleep_until, StoppedWatch, MAX_WAIT};
 use pi_wire::mapper::{EndCause, Mapper, MapperOptions, StreamEnd};
 use pi_wire::message::{ExitInfo, Failure, FailureReason, Message};
 use pi_wire::secret::SecretFilter;
@@ -172,7 +172,7 @@ impl Run {
         let mut out = Vec::new();
         let mut buf = vec![0u8; STDOUT_PIPE_BYTES];
         let mut ebuf = vec![0u8; 8 << 10];
-        let mut st = RunState::new(req.timeout.map(after));
+        let mut st = RunState::new(req.timeout.map(after), child.pid());
 
         loop {
             if st.finished() {
@@ -220,6 +220,9 @@ impl Run {
                         + self.opts.kill_wait.min(MAX_WAIT)
                         + Duration::from_secs(2),
                 ));
+                // Unless it is stopped (SIGSTOP): then it will neither stop pi nor report,
+                // and the last resort comes as soon as that is clear.
+                st.stopped.start();
             }
         }
 
@@ -271,14 +274,17 @@ struct RunState {
     total: u64,
     /// When the request's timeout ends the run.
     timeout: Option<tokio::time::Instant>,
-    /// Once a stop is requested, the supervisor has grace + kill wait to report; then we act alone.
+    /// Once a stop is requested, the supervisor has grace + kill wait + 2 s to report; then
+    /// we act alone (sooner when it is stopped: [`RunState::stopped`]).
     hard_deadline: Option<tokio::time::Instant>,
     /// Once pi is reported gone, stdout must close soon (the supervisor killed the rest).
     drain_deadline: Option<tokio::time::Instant>,
+    /// Once a stop is requested, whether the supervisor is stopped: then we act alone at once.
+    stopped: StoppedWatch,
 }
 
 impl RunState {
-    fn new(timeout: Option<tokio::time::Instant>) -> Self {
+    fn new(timeout: Option<tokio::time::Instant>, supervisor: Option<i32>) -> Self {
         RunState {
             stdout_open: true,
             stderr_open: true,
@@ -292,6 +298,7 @@ impl RunState {
             timeout,
             hard_deadline: None,
             drain_deadline: None,
+            stopped: StoppedWatch::new(supervisor),
         }
     }
 
@@ -360,12 +367,13 @@ impl RunState {
     }
 
     /// The next deadline to wake at: the timeout (unless a stop is under way), the hard
-    /// deadline, the drain deadline.
+    /// deadline, the drain deadline, the next look at whether the supervisor is stopped.
     fn wake(&self) -> Option<tokio::time::Instant> {
         [
             self.timeout.filter(|_| self.stop.is_none()),
             self.hard_deadline,
             self.drain_deadline,
+            self.stopped.wake(),
         ]
         .into_iter()
         .flatten()
@@ -373,14 +381,17 @@ impl RunState {
     }
 
     /// A deadline passed: the timeout stops the run; true when the loop ends (the hard or
-    /// the drain deadline).
+    /// the drain deadline, or the supervisor seen stopped long enough).
     fn on_wake(&mut self) -> bool {
         let now = tokio::time::Instant::now();
         if self.timeout.is_some_and(|t| now >= t) && self.stop.is_none() {
             self.stop = Some(Stop::Timeout);
         }
+        // A stopped supervisor that has reported how pi ended is left to the drain deadline.
+        let stopped = self.stopped.look() && self.exited.is_none() && self.spawn_failed.is_none();
         self.hard_deadline.is_some_and(|d| now >= d)
             || self.drain_deadline.is_some_and(|d| now >= d)
+            || stopped
     }
 
     /// Last resort when the supervisor did not report (stopped, or hung): kill everything
