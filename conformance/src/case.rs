@@ -69,7 +69,8 @@ pub fn case_name(root: &Path, path: &Path) -> String {
         .to_string()
 }
 
-/// Every cassette under `root`, sorted.
+/// Every cassette under `root`, sorted; one that is not a regular file (a FIFO, a device,
+/// a link to one) is refused.
 pub fn cassette_files(root: &Path) -> Result<Vec<PathBuf>, String> {
     let mut found = Vec::new();
     let mut dirs = vec![root.to_path_buf()];
@@ -82,6 +83,10 @@ pub fn cassette_files(root: &Path) -> Result<Vec<PathBuf>, String> {
             } else if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
                 n.ends_with(".cassette.jsonl") || n.ends_with(".cassette.jsonl.gz")
             }) {
+                // A FIFO would block the run until some writer came; a device never ends.
+                if let Some(kind) = pi_cassette::input::not_a_regular_file(&path) {
+                    return Err(format!("{}: {kind}, not a cassette file", path.display()));
+                }
                 found.push(path);
             }
         }

@@ -36,7 +36,8 @@ pub struct Expected {
 }
 
 /// Load an expected stream file (`CASE.json.gz` or `CASE.json`), through the one reader and
-/// its size limits.
+/// its size limits, and at most [`MAX_EXPECTED_BYTES`] of it (after decompression): an
+/// expected stream is parsed as it is read, never held as text.
 pub fn load_expected(dir: &Path, case: &str) -> Result<Expected, String> {
     let gz = dir.join(format!("{case}.json.gz"));
     let path = if gz.is_file() {
@@ -44,20 +45,54 @@ pub fn load_expected(dir: &Path, case: &str) -> Result<Expected, String> {
     } else {
         dir.join(format!("{case}.json"))
     };
-    let mut input =
+    let hint = |source: &dyn std::fmt::Display| {
+        format!(
+            "{}: {source} (export the expected streams with `pi-harness conform --export {}`)",
+            path.display(),
+            dir.display()
+        )
+    };
+    if let Some(kind) = pi_cassette::input::not_a_regular_file(&path) {
+        return Err(format!(
+            "{}: {kind}, not an expected stream file",
+            path.display()
+        ));
+    }
+    let input =
         pi_cassette::input::open(&path, &pi_cassette::Limits::from_env()).map_err(|e| match e {
-            pi_cassette::CassetteError::Io { source, .. } => format!(
-                "{}: {source} (export the expected streams with `pi-harness conform --export {}`)",
-                path.display(),
-                dir.display()
-            ),
+            pi_cassette::CassetteError::Io { source, .. } => hint(&source),
             e => e.to_string(),
         })?;
-    let mut text = String::new();
-    input
-        .read_to_string(&mut text)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    let mut counted = Counted {
+        inner: input.take(MAX_EXPECTED_BYTES + 1),
+        read: 0,
+    };
+    let parsed = serde_json::from_reader(&mut counted);
+    if counted.read > MAX_EXPECTED_BYTES {
+        return Err(format!(
+            "{}: more than {MAX_EXPECTED_BYTES} bytes: no expected stream is that large (a file this size is not one)",
+            path.display()
+        ));
+    }
+    parsed.map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The most bytes of one expected stream file, after decompression (64 MiB; the largest
+/// bundled one holds 4 MiB).
+pub const MAX_EXPECTED_BYTES: u64 = 64 << 20;
+
+/// A reader that counts what came through.
+struct Counted<R> {
+    inner: R,
+    read: u64,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        Ok(n)
+    }
 }
 
 /// Write an expected stream file (pretty JSON, one message per line inside `messages`).

@@ -570,3 +570,80 @@ fn a_big_cassette_is_run_in_bounded_memory() {
         m.peak_rss_kib
     );
 }
+
+/// A cassette that is a FIFO or a device, and an expected file that is a gzip bomb: conform
+/// refuses each at once, in one line naming the file and what was wrong, and stays small.
+/// Before, a FIFO blocked conform forever and the bomb was read whole (300 MiB).
+#[test]
+fn hostile_cassette_and_expected_files_are_refused_in_bounded_memory() {
+    use std::io::Write as _;
+    let world = World::new("conform-hostile-files");
+    let fifo_dir = world.path().join("fifo");
+    std::fs::create_dir(&fifo_dir).unwrap();
+    let fifo = fifo_dir.join("x.cassette.jsonl");
+    nix_mkfifo(&fifo);
+    let dev_dir = world.path().join("dev");
+    std::fs::create_dir(&dev_dir).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", dev_dir.join("z.cassette.jsonl")).unwrap();
+    for (dir, kind, file) in [
+        (&fifo_dir, "a FIFO", fifo.clone()),
+        (&dev_dir, "a device", dev_dir.join("z.cassette.jsonl")),
+    ] {
+        let (code, err) = conform_bounded(
+            &world,
+            &["--cassettes", dir.to_str().unwrap()],
+            std::time::Duration::from_secs(60),
+        );
+        assert_eq!(code, 2, "{err}");
+        assert_eq!(
+            err,
+            format!("error: {}: {kind}, not a cassette file\n", file.display())
+        );
+    }
+    // The expected stream of a real case, as a 300 MiB string from a small gzip.
+    let expected = world.path().join("expected/recorded");
+    std::fs::create_dir_all(&expected).unwrap();
+    let member = |data: &[u8]| {
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        enc.write_all(data).unwrap();
+        enc.finish().unwrap()
+    };
+    let mut bomb = member(b"{\"case\":\"");
+    let chunk = member(&vec![b'a'; 1 << 20]);
+    for _ in 0..300 {
+        bomb.extend_from_slice(&chunk);
+    }
+    let file = expected.join("text_only.pi87.json.gz");
+    std::fs::write(&file, bomb).unwrap();
+    let mut cmd = Command::new(pi_harness_bin());
+    cmd.args(["conform", "--cassettes"])
+        .arg(cassettes_dir())
+        .arg("--expected")
+        .arg(world.path().join("expected"))
+        .args(["--case", "recorded/text_only.pi87"])
+        .env("PI_HARNESS_CACHE", cache())
+        .env("PI_HARNESS_FAKE_PI", fake_pi());
+    let m = pi_testkit::process::run_measured(&cmd, std::process::Stdio::null(), 4 << 30);
+    let err = String::from_utf8_lossy(&m.stderr);
+    assert_eq!(m.code, Some(2), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "error: {}: more than 67108864 bytes: no expected stream is that large (a file this size is not one)\n",
+            file.display()
+        )
+    );
+    // 64 MiB plus what one line may hold (the expected file's cap).
+    assert!(
+        m.peak_rss_kib < 128 * 1024,
+        "peak RSS {} KiB",
+        m.peak_rss_kib
+    );
+    world.assert_none_left_within(std::time::Duration::from_secs(5));
+}
+
+fn nix_mkfifo(path: &std::path::Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
