@@ -4,7 +4,9 @@
 //! The command line is read as the CLI reads it ([`pi_grammar::claude`]: its option errors
 //! and checks, with its exact messages and exit 1; `--version`); then it is compared with
 //! the recording's (`expect.flags`: every option the recording had, with its value, and no
-//! other); `ANTHROPIC_API_KEY` must be set as the CLI needs it. Then the two-way replay runs
+//! other); `ANTHROPIC_API_KEY` must be set as the CLI needs it, and every other variable of
+//! `expect.env` too (the CLI would run on, differently: without `CLAUDE_CODE_MAX_RETRIES` it
+//! retries ten times), with no secret of `expect.never_in_argv` in argv. Then the two-way replay runs
 //! exactly as for pi's RPC mode ([`crate::client`], [`crate::replay`]) under the
 //! stream-json rules of [`pi_cassette::two_way::Protocol::StreamJson`]: the host's lines
 //! are checked (user messages, `control_response`s to permission prompts: allow vs deny,
@@ -21,6 +23,9 @@ use pi_grammar::claude;
 
 use crate::exit::{self, fail};
 use crate::{client, environ, replay, session, signals, source, values};
+
+/// The variable the CLI takes its key from.
+const API_KEY: &str = "ANTHROPIC_API_KEY";
 
 /// Replay the stream-json cassette `file` (at `path`, header `header`) for `argv`.
 pub(crate) fn run(
@@ -46,7 +51,16 @@ pub(crate) fn run(
             return stop.code;
         }
     };
-    let mismatches = mismatches(header, &parsed);
+    let mut mismatches = mismatches(header, &parsed);
+    // The rest of the environment the recording needs (without the key, the CLI itself
+    // says it is not logged in, below), and no secret in argv.
+    let env = |k: &str| std::env::var(k).ok();
+    mismatches.extend(
+        pi_cassette::matching::environment(&header.expect, &env, argv)
+            .into_iter()
+            .filter(|m| m.field != format!("expect.env.{API_KEY}"))
+            .map(|m| m.to_string()),
+    );
     if !mismatches.is_empty() {
         for m in &mismatches {
             eprintln!(
@@ -56,7 +70,7 @@ pub(crate) fn run(
         }
         return exit::EXPECTATION;
     }
-    if std::env::var_os("ANTHROPIC_API_KEY").map_or(true, |k| k.is_empty()) {
+    if std::env::var_os(API_KEY).map_or(true, |k| k.is_empty()) {
         // What the CLI prints without a key (measured with `-p hi`).
         println!("Not logged in · Please run /login");
         return exit::CLAUDE_NOT_LOGGED_IN;

@@ -270,3 +270,52 @@ fn a_sigterm_right_after_the_allow_is_the_recorded_hosts_signal() {
     }
     world.assert_none_left();
 }
+
+/// The environment a recording needs beyond the key is checked too (before, only
+/// `ANTHROPIC_API_KEY` was): without `CLAUDE_CODE_MAX_RETRIES` the real CLI retries ten times
+/// instead of ending as recorded, so a call without it is refused, naming the variable; and a
+/// secret the recording names is refused in argv without being shown.
+#[test]
+fn every_variable_the_recording_needs_is_checked() {
+    let world = World::new("claude_env");
+    let text = std::fs::read_to_string(claude("claude_text")).unwrap();
+    let text = text.replacen(
+        r#""env":["ANTHROPIC_API_KEY"]"#,
+        r#""env":["ANTHROPIC_API_KEY","CLAUDE_CODE_MAX_RETRIES"],"never_in_argv":[{"env":"ANTHROPIC_API_KEY"}]"#,
+        1,
+    );
+    assert!(text.contains("CLAUDE_CODE_MAX_RETRIES"));
+    let path = world.write("env.cassette.jsonl", &text);
+    let run = |args: &[&str], retries: Option<&str>| {
+        let mut cmd = world.fake_pi(&path);
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .env("ANTHROPIC_API_KEY", "key-value-1234");
+        match retries {
+            Some(v) => cmd.env("CLAUDE_CODE_MAX_RETRIES", v),
+            None => cmd.env_remove("CLAUDE_CODE_MAX_RETRIES"),
+        };
+        let out = cmd.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run(ARGS, None);
+    assert_eq!(code, Some(99), "{err}");
+    assert!(
+        err.starts_with("fake-pi: expectation mismatch: expect.env.CLAUDE_CODE_MAX_RETRIES: expected set and non-empty, got unset"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let (code, err) = run(ARGS, Some(""));
+    assert_eq!(code, Some(99), "{err}");
+    assert!(err.contains("got empty"), "{err}");
+    let mut leaky: Vec<&str> = ARGS.to_vec();
+    leaky.push("key-value-1234");
+    let (code, err) = run(&leaky, Some("1"));
+    assert_eq!(code, Some(99), "{err}");
+    assert!(err.contains("expect.never_in_argv[0]"), "{err}");
+    assert!(!err.contains("key-value-1234"), "{err}");
+    world.assert_none_left();
+}

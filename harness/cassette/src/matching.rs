@@ -300,8 +300,32 @@ pub fn check(expect: &Expect, grammar: &Grammar, call: &Call) -> Vec<Mismatch> {
     if expect.syntax {
         check_syntax(expect, grammar, call, &mut push);
     }
+    for m in environment(expect, call.env, call.argv) {
+        push(m.field, m.expected, m.actual);
+    }
+    out.sort_by(|a, b| a.field.cmp(&b.field));
+    out
+}
+
+/// What the environment and the command line owe the recording whatever the CLI: every
+/// variable of `expect.env` set and non-empty, and no secret of `expect.never_in_argv` in any
+/// argument of `argv` (never shown). pi's calls get this within [`check`]; a Claude Code
+/// call (its own grammar) gets it alone.
+pub fn environment(
+    expect: &Expect,
+    env: &dyn Fn(&str) -> Option<String>,
+    argv: &[String],
+) -> Vec<Mismatch> {
+    let mut out = Vec::new();
+    let mut push = |field: String, expected: String, actual: String| {
+        out.push(Mismatch {
+            field,
+            expected,
+            actual,
+        })
+    };
     for var in &expect.env {
-        match (call.env)(var) {
+        match env(var) {
             Some(v) if !v.is_empty() => {}
             Some(_) => push(
                 format!("expect.env.{var}"),
@@ -317,16 +341,13 @@ pub fn check(expect: &Expect, grammar: &Grammar, call: &Call) -> Vec<Mismatch> {
     }
     for (i, secret) in expect.never_in_argv.iter().enumerate() {
         let (value, what) = match secret {
-            Secret::Env(var) => (
-                (call.env)(var).unwrap_or_default(),
-                format!("the value of ${var}"),
-            ),
+            Secret::Env(var) => (env(var).unwrap_or_default(), format!("the value of ${var}")),
             Secret::Literal(s) => (s.clone(), format!("the literal {}", quote(s))),
         };
         if value.is_empty() {
             continue; // nothing that could leak
         }
-        if let Some(pos) = call.argv.iter().position(|a| a.contains(&value)) {
+        if let Some(pos) = argv.iter().position(|a| a.contains(&value)) {
             // Never print a secret's value.
             push(
                 format!("expect.never_in_argv[{i}]"),
@@ -335,7 +356,6 @@ pub fn check(expect: &Expect, grammar: &Grammar, call: &Call) -> Vec<Mismatch> {
             );
         }
     }
-    out.sort_by(|a, b| a.field.cmp(&b.field));
     out
 }
 
