@@ -14,7 +14,7 @@
 //! | `{"stdout_text": "..."}` (or `stdout_raw`) | pi wrote this line, not JSON |
 //! | `{"stderr": "..."}` | pi wrote this on stderr |
 //! | `{"exit": N}` / `{"signal": "SIGINT"}` | pi exited / died by a signal |
-//! | `{"note"}`, `{"ps"}`, `{"final"}`, `{"stdout_eof"}` | annotations a client may log: skipped |
+//! | `{"note"}`, `{"host"}`, `{"ps"}`, `{"final"}`, `{"stdout_eof"}` | annotations a client may log: skipped |
 //!
 //! A response (`"type":"response"`) is tied to the client line it answers (`reply`): the
 //! latest line with the same `id`, or, for a response without `id`, the first unanswered

@@ -8,7 +8,7 @@ use crate::import::{Ending, ImportError};
 use crate::two_way::Protocol;
 
 /// Entries a client may log that say nothing about the protocol.
-pub const ANNOTATIONS: &[&str] = &["note", "ps", "final", "stdout_eof"];
+pub const ANNOTATIONS: &[&str] = &["note", "host", "ps", "final", "stdout_eof"];
 
 /// What a two-way import reads besides the transcript.
 #[derive(Debug, Clone, Default)]

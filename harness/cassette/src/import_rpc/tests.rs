@@ -234,3 +234,36 @@ fn a_claude_transcript_ties_answers_by_request_id_and_runs_the_allowed_tool() {
         crate::SignalAction::CleanupExit { code: 0 }
     );
 }
+
+/// `host` entries of a stream-json transcript are annotations, as FORMAT.md says (the
+/// importer refused them); a stdin close after the ending is refused, naming its line.
+#[test]
+fn host_entries_are_annotations_and_nothing_follows_the_ending() {
+    let mut o = ImportOptions::new("2.1.330", "t", "d", Ending::Exit(0));
+    o.expect
+        .flags
+        .insert("print".into(), FlagRule::Present(true));
+    let more = TwoWayInputs {
+        spawn_tools: true,
+        protocol: Protocol::StreamJson,
+        ..TwoWayInputs::default()
+    };
+    let with_host = CLAUDE.replacen(
+        "{\"t_ms\": 700,",
+        "{\"t_ms\": 2, \"host\": \"sent the prompt\"}\n{\"t_ms\": 700,",
+        1,
+    );
+    let plain = import_transcript(Path::new("t"), CLAUDE.as_bytes(), &o, &more).unwrap();
+    let c = import_transcript(Path::new("t"), with_host.as_bytes(), &o, &more).unwrap();
+    assert_eq!(c.records, plain.records);
+    let late = CLAUDE.replace(
+        "{\"t_ms\": 830, \"stdin_close\": true}\n{\"t_ms\": 900, \"exit\": 0}\n",
+        "{\"t_ms\": 900, \"exit\": 0}\n{\"t_ms\": 930, \"stdin_close\": true}\n",
+    );
+    assert_ne!(late, CLAUDE);
+    let e = import_transcript(Path::new("t"), late.as_bytes(), &o, &more).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "t:12: `stdin_close` after pi ended (line 11); nothing but annotations may follow"
+    );
+}
