@@ -210,6 +210,7 @@ pub(crate) fn run<R: BufRead>(
         start: Instant::now(),
         due: Duration::ZERO,
         path,
+        deferred_close: None,
     };
     loop {
         let record = match records.next_ref() {
@@ -236,6 +237,15 @@ pub(crate) fn run<R: BufRead>(
         }
         let line = record.line;
         let reply = record.reply;
+        // A deferred stdin close is waited for before the client's next action or the end.
+        if let Some(at) = player.deferred_close {
+            if client_record || record.action.is_final() {
+                player.deferred_close = None;
+                if let Break(code) = player.await_client(&ActionRef::StdinClose, at, hooks) {
+                    return code;
+                }
+            }
+        }
         let flow = match record.action {
             ActionRef::Stdout { body, form } => player.stdout(body, form, reply, line, hooks),
             ActionRef::Stderr { body, .. } => player.stderr(&body, hooks),
@@ -280,6 +290,8 @@ struct Player<'p> {
     /// When the current record is due, counted from `start`.
     due: Duration,
     path: &'p Path,
+    /// The line of a Claude Code host's stdin close not waited for yet (see [`Player::client`]).
+    deferred_close: Option<usize>,
 }
 
 impl Player<'_> {
@@ -397,6 +409,31 @@ impl Player<'_> {
                 "fake-pi: {}:{line}: a client record in a replay without a client",
                 self.path.display()
             );
+            return Break(exit::MISUSE);
+        };
+        // Claude Code finishes the turn under way whether its host closes stdin early or
+        // keeps it open until the result (as bridges do): the close is waited for before the
+        // host's next action or the end, not where the recording's host made it.
+        if matches!(client_action, ActionRef::StdinClose)
+            && client.protocol() == pi_cassette::two_way::Protocol::StreamJson
+        {
+            self.deferred_close = Some(line);
+            return Continue(());
+        }
+        self.await_client(client_action, line, hooks)
+    }
+
+    /// Wait for the client's action `client_action` (line `line`) and check it: a mismatch
+    /// ends the replay with one line per difference.
+    fn await_client(
+        &mut self,
+        client_action: &ActionRef<'_>,
+        line: usize,
+        hooks: &mut Hooks,
+    ) -> ControlFlow<i32> {
+        // What the client may be waiting for goes out first.
+        self.flush()?;
+        let Some(client) = hooks.client.as_mut() else {
             return Break(exit::MISUSE);
         };
         match client.expect(client_action) {

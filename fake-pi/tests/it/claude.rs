@@ -319,3 +319,69 @@ fn every_variable_the_recording_needs_is_checked() {
     assert!(!err.contains("key-value-1234"), "{err}");
     world.assert_none_left();
 }
+
+/// A bridge keeps stdin open until the turn's `result`, then closes it; the recording's host
+/// closed it right after its prompt. The real CLI finishes the turn either way: so does the
+/// replay, which waits for the close before the exit, not where the recording had it (before,
+/// it waited for the close first and the bridge for the result: both forever).
+#[test]
+fn a_host_that_closes_stdin_after_the_result_gets_the_recorded_turn() {
+    use std::io::BufRead as _;
+    let world = World::new("claude_late_close");
+    for name in ["claude_text", "claude_api_error"] {
+        // The recording as a host that closed stdin right after its prompt makes it.
+        let text = std::fs::read_to_string(claude(name)).unwrap();
+        let mut lines: Vec<&str> = text.lines().collect();
+        let close = lines
+            .iter()
+            .position(|l| l.contains(r#""stdin_close":true"#))
+            .unwrap();
+        let record = lines.remove(close);
+        lines.insert(2, record);
+        let path = world.write(
+            &format!("{name}.early-close.cassette.jsonl"),
+            lines.join("\n") + "\n",
+        );
+        let c = Cassette::load(&path).unwrap();
+        let (input, close, _) = host_input(&c);
+        assert!(close, "{name}: the recording's host closes stdin");
+        let mut child = world
+            .fake_pi(&path)
+            .args(ARGS)
+            .env("FAKE_PI_VALUES", "recorded")
+            .env("FAKE_PI_SPEED", "0")
+            .env("FAKE_PI_RPC_WAIT_MS", "20000")
+            .env("ANTHROPIC_API_KEY", "k")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = Some(child.stdin.take().unwrap());
+        stdin.as_mut().unwrap().write_all(&input).unwrap();
+        let mut out = Vec::new();
+        let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap() > 0 {
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if v["type"] == "result" {
+                drop(stdin.take());
+            }
+            out.extend_from_slice(line.as_bytes());
+            line.clear();
+        }
+        let status = child.wait().unwrap();
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            String::from_utf8_lossy(&c.stdout_bytes()),
+            "{name}: {err}"
+        );
+        let Action::Exit(code) = c.ending() else {
+            panic!("{name}: ends with an exit")
+        };
+        assert_eq!(status.code(), Some(*code), "{name}: {err}");
+    }
+    world.assert_none_left();
+}
