@@ -19,14 +19,19 @@ pub(super) struct ClaudeTools {
 }
 
 impl ClaudeTools {
-    /// Does this stdout record show the CLI calling the model? A `message_start` stream
-    /// event, or (without partial messages) an `assistant` record of a new message.
+    /// Does this stdout record answer a model request, so the request goes before it? A
+    /// call that started: a `message_start` stream event, or (without partial messages) an
+    /// `assistant` record of a new message. A call that failed: the `system/api_retry` the
+    /// CLI writes before trying again, or the `<synthetic>` assistant text it invents once it
+    /// gives up (before, a failed call's request was placed after the turn's `result`).
     pub(super) fn model_call_starts(&mut self, v: &Value) -> bool {
         match v.get("type").and_then(Value::as_str) {
             Some("stream_event") => {
                 self.partial = true;
                 v["event"]["type"] == "message_start"
             }
+            Some("system") => v["subtype"] == "api_retry",
+            Some("assistant") if v["message"]["model"] == "<synthetic>" => true,
             Some("assistant") if !self.partial => {
                 let id = v["message"]["id"].as_str().map(str::to_string);
                 let new = id.is_some() && id != self.last_message;

@@ -267,3 +267,80 @@ fn host_entries_are_annotations_and_nothing_follows_the_ending() {
         "t:12: `stdin_close` after pi ended (line 11); nothing but annotations may follow"
     );
 }
+
+/// A Claude Code turn whose model calls failed: each failed attempt's request goes before the
+/// line that reports it (the `api_retry`, or the `<synthetic>` text the CLI invents when it
+/// gives up), the successful one's before its `message_start`; none after the `result`.
+#[test]
+fn a_retried_claude_call_has_its_requests_before_the_lines_they_caused() {
+    let mut o = ImportOptions::new("2.1.330", "t", "d", Ending::Exit(0));
+    o.expect
+        .flags
+        .insert("print".into(), FlagRule::Present(true));
+    let transcript = r#"{"t_ms": 1, "stdin": {"type": "user", "session_id": "", "message": {"role": "user", "content": "hi"}}}
+{"t_ms": 700, "stdout": {"type": "system", "subtype": "init", "session_id": "s-1"}}
+{"t_ms": 710, "stdout": {"type": "system", "subtype": "api_retry", "attempt": 1}}
+{"t_ms": 720, "stdout": {"type": "stream_event", "event": {"type": "message_start"}}}
+{"t_ms": 730, "stdout": {"type": "assistant", "message": {"id": "msg_1", "model": "m", "content": [{"type": "text", "text": "hello"}]}}}
+{"t_ms": 740, "stdout": {"type": "result", "subtype": "success", "is_error": false}}
+{"t_ms": 750, "stdin": {"type": "user", "session_id": "", "message": {"role": "user", "content": "again"}}}
+{"t_ms": 760, "stdout": {"type": "system", "subtype": "init", "session_id": "s-1"}}
+{"t_ms": 770, "stdout": {"type": "assistant", "message": {"id": "x", "model": "<synthetic>", "content": [{"type": "text", "text": "API Error: 500"}]}}}
+{"t_ms": 780, "stdout": {"type": "result", "subtype": "success", "is_error": true}}
+{"t_ms": 790, "stdin_close": true}
+{"t_ms": 800, "exit": 1}
+"#;
+    let log = [529, 200, 500]
+        .iter()
+        .enumerate()
+        .map(|(i, s)| format!("{{\"index\":{i},\"status\":{s}}}\n"))
+        .collect::<String>();
+    let more = TwoWayInputs {
+        protocol: Protocol::StreamJson,
+        requests: Some((Path::new("log"), log.as_bytes())),
+        ..TwoWayInputs::default()
+    };
+    let c = import_transcript(Path::new("t"), transcript.as_bytes(), &o, &more).unwrap();
+    let kinds: Vec<String> = c
+        .records
+        .iter()
+        .map(|r| match &r.action {
+            Action::Request(q) => {
+                let v: Value = serde_json::from_str(q).unwrap();
+                format!("request {}", v["status"])
+            }
+            Action::Stdout(b) => {
+                let v: Value = serde_json::from_slice(&b.data).unwrap();
+                let t = v["type"].as_str().unwrap().to_string();
+                match v["subtype"].as_str() {
+                    Some(s) => format!("out {t}/{s}"),
+                    None => format!("out {t}"),
+                }
+            }
+            Action::Stdin(_) => "in".into(),
+            Action::StdinClose => "close".into(),
+            Action::Exit(c) => format!("exit {c}"),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "in",
+            "out system/init",
+            "request 529",
+            "out system/api_retry",
+            "request 200",
+            "out stream_event",
+            "out assistant",
+            "out result/success",
+            "in",
+            "out system/init",
+            "request 500",
+            "out assistant",
+            "out result/success",
+            "close",
+            "exit 1",
+        ]
+    );
+}
