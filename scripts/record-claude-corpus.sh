@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Record the Claude Code corpus from the real CLI: every cassettes/scripts/claude/NAME.client.json
-# (the host's side) with NAME.llm.json (the scripted model), into OUT (default cassettes/claude).
+# Record the Claude Code corpus from the real CLI: every cassettes/scripts/claude/NAME.llm.json (the
+# scripted model) with NAME.client.json (the host's side, when there is one), into OUT (default
+# cassettes/claude). NAME.args, when there is one, holds the recorder's flags and the CLI's arguments
+# (one per line, `--` between them) instead of the default two-way stream-json session's.
 # Usage: scripts/record-claude-corpus.sh [OUT] [NAME...]
 # Needs the pi-harness binary (PI_HARNESS, default target/debug/pi-harness) and installs the CLI
 # with scripts/install-claude.sh.
@@ -16,14 +18,20 @@ SUFFIX=cc${VERSION//./}
 mkdir -p "$OUT"
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
-  for f in cassettes/scripts/claude/*.client.json; do names+=("$(basename "$f" .client.json)"); done
+  for f in cassettes/scripts/claude/*.llm.json; do names+=("$(basename "$f" .llm.json)"); done
 fi
 for name in "${names[@]}"; do
   s=cassettes/scripts/claude/$name
   desc=$(sed -n 's/^ *"description": *"\(.*\)",*$/\1/p' "$s.llm.json" | head -1)
-  "$PI_HARNESS" record --agent claude --pi "$CLAUDE" --script "$s.llm.json" --client-script "$s.client.json" \
+  client=()
+  [ -f "$s.client.json" ] && client=(--client-script "$s.client.json")
+  if [ -f "$s.args" ]; then
+    mapfile -t args < "$s.args"
+  else
+    args=(-- -p --input-format stream-json --output-format stream-json --verbose --include-partial-messages
+          --permission-prompt-tool stdio)
+  fi
+  "$PI_HARNESS" record --agent claude --pi "$CLAUDE" --script "$s.llm.json" "${client[@]}" \
     --scenario "$name" ${desc:+--description "$desc"} --timeout 120 \
-    --out "$OUT/$name.$SUFFIX.cassette.jsonl" \
-    -- -p --input-format stream-json --output-format stream-json --verbose --include-partial-messages \
-       --permission-prompt-tool stdio
+    --out "$OUT/$name.$SUFFIX.cassette.jsonl" "${args[@]}"
 done

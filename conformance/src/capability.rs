@@ -24,6 +24,7 @@ pub const CAPABILITIES: &[&str] = &[
     "pi-1.5",
     "rpc",
     "claude",
+    "claude-terminal",
     "claude-2.1",
 ];
 
@@ -55,6 +56,9 @@ pub fn capabilities_of(case: &Case, header: &Header, messages: &[Value]) -> Vec<
     }
     if claude {
         caps.push("claude");
+    }
+    if case.request.stdin.as_deref() == Some("terminal") {
+        caps.push("claude-terminal");
     }
     if has("terminal.failed") {
         caps.push("errors");

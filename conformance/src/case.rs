@@ -167,6 +167,7 @@ pub fn case_of(root: &Path, path: &Path, c: &Outline) -> Case {
         rpc,
         agent: None,
         argv: None,
+        stdin: None,
     };
     Case {
         name,
@@ -178,7 +179,12 @@ pub fn case_of(root: &Path, path: &Path, c: &Outline) -> Case {
 /// A Claude Code case: the recording's options as argv, its host's lines as steps.
 fn claude_case(name: String, path: &Path, c: &Outline) -> Case {
     let h = &c.header;
-    let argv = h.expect.claude_argv();
+    let mut argv = h.expect.claude_argv();
+    let in_argv = h.expect.argv_messages.clone().unwrap_or_default();
+    if !in_argv.is_empty() {
+        argv.push("--".into());
+        argv.extend(in_argv.iter().cloned());
+    }
     let env = replay_env(h);
     let steps = rpc_steps(&c.steps);
     let prompt = steps
@@ -187,6 +193,7 @@ fn claude_case(name: String, path: &Path, c: &Outline) -> Case {
             let v = s.send.as_ref()?;
             (v["type"] == "user").then(|| v["message"]["content"].as_str().map(str::to_string))?
         })
+        .or_else(|| in_argv.first().cloned())
         .unwrap_or_else(|| "hi".into());
     Case {
         request: RequestDoc {
@@ -209,6 +216,8 @@ fn claude_case(name: String, path: &Path, c: &Outline) -> Case {
             rpc: Some(steps),
             agent: Some("claude".into()),
             argv: Some(argv),
+            stdin: (h.expect.stdin == Some(pi_cassette::StdinKind::Terminal))
+                .then(|| "terminal".into()),
         },
         name,
         cassette: path.to_path_buf(),

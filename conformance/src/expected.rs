@@ -200,6 +200,7 @@ mod tests {
             rpc: None,
             agent: None,
             argv: None,
+            stdin: None,
         };
         let text = |t: &str| json!({"type": "assistant", "text": t});
         let committed = Expected {

@@ -65,9 +65,14 @@ pub struct RequestDoc {
     /// `argv`, driven by the `rpc` steps (stream-json lines instead of pi's commands).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
-    /// A Claude Code case's command line (the recording's options).
+    /// A Claude Code case's command line (the recording's options, then `--` and the prompt
+    /// when the recording had it in argv).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argv: Option<Vec<String>>,
+    /// `"terminal"`: give the CLI a terminal on stdin (a pseudo-terminal, kept open and never
+    /// written), as the recording's host did; absent: a pipe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdin: Option<String>,
 }
 
 /// One client action of an RPC case: once pi has written `after_stdout_lines` lines on

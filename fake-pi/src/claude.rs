@@ -18,7 +18,7 @@ use std::fs::File;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 
-use pi_cassette::{FlagRule, Header};
+use pi_cassette::{FlagRule, Header, StdinKind};
 use pi_grammar::claude;
 
 use crate::exit::{self, fail};
@@ -61,6 +61,20 @@ pub(crate) fn run(
             .filter(|m| m.field != format!("expect.env.{API_KEY}"))
             .map(|m| m.to_string()),
     );
+    // A terminal is answered at once; a pipe is read to its end first (the CLI waits).
+    let recorded_stdin = header.expect.stdin.unwrap_or(StdinKind::Pipe);
+    let stdin = StdinKind::of_stdin();
+    if stdin != recorded_stdin {
+        mismatches.push(format!(
+            "stdin: the recording's was {}, this call's is {} (the CLI {})",
+            recorded_stdin.describe(),
+            stdin.describe(),
+            match stdin {
+                StdinKind::Terminal => "answers a terminal at once instead of reading it",
+                StdinKind::Pipe => "reads a pipe to its end before it answers",
+            }
+        ));
+    }
     if !mismatches.is_empty() {
         for m in &mismatches {
             eprintln!(
@@ -93,11 +107,16 @@ pub(crate) fn run(
         Ok(a) => a,
         Err(e) => return fail(exit::INVALID_CASSETTE, format!("invalid cassette: {e}")),
     };
-    let client =
-        match client::Client::start(wait, pi_cassette::two_way::Protocol::StreamJson, ahead) {
-            Ok(c) => c,
-            Err(e) => return fail(exit::MISUSE, format!("cannot read stdin: {e}")),
-        };
+    // A terminal is never read: the CLI took its prompt from argv.
+    let client = match client::Client::start(
+        wait,
+        pi_cassette::two_way::Protocol::StreamJson,
+        ahead,
+        stdin == StdinKind::Pipe,
+    ) {
+        Ok(c) => c,
+        Err(e) => return fail(exit::MISUSE, format!("cannot read stdin: {e}")),
+    };
     let requests =
         match client::RequestLog::open(std::env::var("FAKE_PI_REQUEST_LOG").ok().as_deref()) {
             Ok(r) => r,
@@ -175,6 +194,36 @@ fn mismatches(header: &Header, parsed: &claude::Parsed) -> Vec<String> {
                 Some(_) => {}
             },
             _ => {}
+        }
+    }
+    // The prompt in argv (after the options, or after `--`) goes to the model as recorded.
+    if let Some(want) = &header.expect.argv_messages {
+        if parsed.prompt != *want {
+            // Never shown: a secret the recording names (its own mismatch says where).
+            let secrets: Vec<String> = header
+                .expect
+                .never_in_argv
+                .iter()
+                .filter_map(|s| match s {
+                    pi_cassette::Secret::Env(var) => std::env::var(var).ok(),
+                    pi_cassette::Secret::Literal(v) => Some(v.clone()),
+                })
+                .filter(|v| !v.is_empty())
+                .collect();
+            let got: Vec<String> = parsed
+                .prompt
+                .iter()
+                .map(|m| {
+                    secrets.iter().fold(m.clone(), |m, secret| {
+                        m.replace(secret.as_str(), "<SECRET>")
+                    })
+                })
+                .collect();
+            out.push(format!(
+                "the prompt in argv: expected {} (as recorded), got {}",
+                serde_json::json!(want),
+                serde_json::json!(got)
+            ));
         }
     }
     for name in parsed.options.keys() {

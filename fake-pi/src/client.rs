@@ -80,17 +80,21 @@ impl Client {
     /// Start reading stdin. `wait` bounds each wait for the client (`None`: as long as it
     /// takes, as pi waits).
     /// `ahead`: the cassette's client actions in order, `Some(signal)` for a
-    /// `client_signal` (see [`client_signals`]).
+    /// `client_signal` (see [`client_signals`]). `stdin`: read stdin (not when it is a
+    /// terminal the CLI never reads: then the client acts by signals only).
     pub(crate) fn start(
         wait: Option<Duration>,
         protocol: two_way::Protocol,
         ahead: Vec<Option<Signal>>,
+        stdin: bool,
     ) -> std::io::Result<Client> {
         let (tx, rx) = mpsc::channel();
         let _ = FORWARD.set(Mutex::new(tx.clone()));
-        std::thread::Builder::new()
-            .name("fake-pi-stdin".into())
-            .spawn(move || read_stdin(tx))?;
+        if stdin {
+            std::thread::Builder::new()
+                .name("fake-pi-stdin".into())
+                .spawn(move || read_stdin(tx))?;
+        }
         Ok(Client {
             rx,
             ids: Vec::new(),

@@ -306,7 +306,7 @@ fn two_way_client(
                 Err(e) => return Err(fail(exit::MISUSE, e)),
             };
             let ahead = client::client_signals(path, file).map_err(exit::cassette_failure)?;
-            match client::Client::start(wait, pi_cassette::two_way::Protocol::Rpc, ahead) {
+            match client::Client::start(wait, pi_cassette::two_way::Protocol::Rpc, ahead, true) {
                 Ok(c) => Ok(Some(c)),
                 Err(e) => Err(fail(exit::MISUSE, format!("cannot read stdin: {e}"))),
             }

@@ -54,24 +54,40 @@ fn failed(reason: FailureReason, message: String) -> Vec<Message> {
     })]
 }
 
-/// The CLI's command: the case's argv, environment and working directory, every pipe ours.
-fn command(doc: &RequestDoc, program: &Path) -> tokio::process::Command {
+/// The CLI's command: the case's argv, environment and working directory, every pipe ours;
+/// stdin a pipe, or the returned pseudo-terminal's other end when the case asks for a
+/// terminal (kept open, never written, until the run ends).
+fn command(
+    doc: &RequestDoc,
+    program: &Path,
+) -> std::io::Result<(tokio::process::Command, Option<std::os::fd::OwnedFd>)> {
     let mut cmd = tokio::process::Command::new(program);
+    let terminal = if doc.stdin.as_deref() == Some("terminal") {
+        let pty = nix::pty::openpty(None, None)?;
+        cmd.stdin(std::process::Stdio::from(pty.slave));
+        Some(pty.master)
+    } else {
+        cmd.stdin(std::process::Stdio::piped());
+        None
+    };
     cmd.args(doc.argv.clone().unwrap_or_default())
         .envs(&doc.env)
-        .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
     if let Some(cwd) = &doc.cwd {
         cmd.current_dir(cwd);
     }
-    cmd
+    Ok((cmd, terminal))
 }
 
 /// Run the CLI through the case's steps to its end and map what it wrote.
 async fn run(doc: &RequestDoc, program: &Path) -> Vec<Message> {
-    let mut child = match command(doc, program).spawn() {
+    let spawned = command(doc, program).and_then(|(mut cmd, terminal)| {
+        // Our copy of the terminal's end goes with `cmd`; the other end stays open.
+        cmd.spawn().map(|child| (child, terminal))
+    });
+    let (mut child, _terminal) = match spawned {
         Ok(c) => c,
         Err(e) => return failed(FailureReason::SpawnFailed, format!("claude: {e}")),
     };

@@ -146,18 +146,23 @@ const NODE_CLAUDE_BRIDGE: &str = "node conformance/examples/node-claude-bridge/b
 /// steps and maps stdout by the rules of docs/normalized-stream.md. It passes every one
 /// (claude_sigterm_mid_tool included: its SIGTERM step comes right after the permission
 /// answer, and fake-pi takes it as the recorded host's signal however early it lands); it
-/// claims no pi capability, so every pi case is skipped.
+/// claims no pi capability, so every pi case is skipped; nor `claude-terminal` (it gives the
+/// CLI a pipe, never a terminal), so the case recorded with a terminal on stdin is skipped.
 #[test]
 fn a_claude_bridge_in_node_is_scored_on_the_claude_cases() {
     if !node() {
         eprintln!("node is not on PATH: the Node Claude Code bridge is not run");
         return;
     }
-    let claude_cases = conformance::conform::discover(&cassettes_dir())
-        .expect("cases")
+    let cases = conformance::conform::discover(&cassettes_dir()).expect("cases");
+    let claude = |c: &&conformance::conform::Case| c.request.agent.as_deref() == Some("claude");
+    let terminal_cases = cases
         .iter()
-        .filter(|c| c.request.agent.as_deref() == Some("claude"))
+        .filter(claude)
+        .filter(|c| c.request.stdin.as_deref() == Some("terminal"))
         .count();
+    assert!(terminal_cases >= 1, "a case with a terminal on stdin");
+    let claude_cases = cases.iter().filter(claude).count() - terminal_cases;
     assert!(claude_cases >= 8, "{claude_cases} Claude cases");
     let (code, out, err) = conform(&["--impl", NODE_CLAUDE_BRIDGE]);
     assert_eq!(code, 0, "{out}{err}");
@@ -167,7 +172,10 @@ fn a_claude_bridge_in_node_is_scored_on_the_claude_cases() {
         .unwrap_or_else(|| panic!("no claude row:\n{out}{err}"));
     assert_eq!(
         row,
-        format!("| claude | {claude_cases} | {claude_cases} | 0 | 0 |"),
+        format!(
+            "| claude | {} | {claude_cases} | 0 | {terminal_cases} |",
+            claude_cases + terminal_cases
+        ),
         "{out}"
     );
     let t = all_row(&out);

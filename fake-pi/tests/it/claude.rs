@@ -67,6 +67,10 @@ fn every_recorded_session_replays_byte_for_byte_to_the_same_host() {
     assert!(cassettes.len() >= 8, "the corpus has {}", cassettes.len());
     for path in cassettes {
         let c = Cassette::load(&path).unwrap();
+        if c.header.expect.stdin == Some(pi_cassette::StdinKind::Terminal) {
+            // A terminal's host: a_terminal_on_stdin_is_answered_at_once_...
+            continue;
+        }
         let (input, close, signal) = host_input(&c);
         let mut child = world
             .fake_pi(&path)
@@ -383,5 +387,82 @@ fn a_host_that_closes_stdin_after_the_result_gets_the_recorded_turn() {
         };
         assert_eq!(status.code(), Some(*code), "{name}: {err}");
     }
+    world.assert_none_left();
+}
+
+/// A bridge's default call: the prompt in argv and a terminal on stdin that it keeps open.
+/// The recording (made with a pseudo-terminal) replays to such a host at once, never reading
+/// the terminal; a pipe where the recording had a terminal is refused, naming stdin (the CLI
+/// would read the pipe to its end first), and so is a terminal where it had a pipe, and
+/// another prompt.
+#[test]
+fn a_terminal_on_stdin_is_answered_at_once_and_a_pipe_instead_is_refused() {
+    let world = World::new("claude_terminal");
+    let path = claude("claude_bridge_default");
+    let c = Cassette::load(&path).unwrap();
+    assert_eq!(
+        c.header.expect.stdin,
+        Some(pi_cassette::StdinKind::Terminal)
+    );
+    let argv = [
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--allowedTools",
+        "Bash,Read,Edit,Write",
+        "--",
+        "say hi",
+    ];
+    let run = |path: &Path, args: &[&str], terminal: bool| {
+        let pty = nix::pty::openpty(None, None).unwrap();
+        let mut cmd = world.fake_pi(path);
+        cmd.args(args)
+            .env("FAKE_PI_VALUES", "recorded")
+            .env("FAKE_PI_SPEED", "0")
+            .env("ANTHROPIC_API_KEY", "k");
+        if terminal {
+            cmd.stdin(Stdio::from(pty.slave));
+        } else {
+            // A pipe the host keeps open (it never writes).
+            cmd.stdin(Stdio::piped());
+        }
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let _stdin = child.stdin.take();
+        let out = child.wait_with_output().unwrap();
+        drop(pty.master);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run(&path, &argv, true);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out, String::from_utf8_lossy(&c.stdout_bytes()), "{err}");
+    let (code, out, err) = run(&path, &argv, false);
+    assert_eq!((code, out.as_str()), (Some(99), ""), "{err}");
+    assert!(
+        err.contains("stdin: the recording's was a terminal, this call's is a pipe (or a file) (the CLI reads a pipe to its end before it answers)"),
+        "{err}"
+    );
+    let mut other = argv;
+    other[7] = "say bye";
+    let (code, _, err) = run(&path, &other, true);
+    assert_eq!(code, Some(99), "{err}");
+    assert!(
+        err.contains(r#"the prompt in argv: expected ["say hi"] (as recorded), got ["say bye"]"#),
+        "{err}"
+    );
+    let (code, _, err) = run(&claude("claude_text"), ARGS, true);
+    assert_eq!(code, Some(99), "{err}");
+    assert!(
+        err.contains("stdin: the recording's was a pipe (or a file), this call's is a terminal"),
+        "{err}"
+    );
     world.assert_none_left();
 }

@@ -62,7 +62,7 @@ pub use input::Limits;
 pub use model::{
     is_verbatim_json, Action, ActionRef, Bytes, Cassette, ClientLine, Dialect, EffectiveExpect,
     Expect, FlagRule, Form, Grandchild, Header, Origin, OriginKind, PiSource, ProcessBehaviour,
-    Record, RecordRef, Scenario, Secret, SessionUse, SignalAction, Spawn, TimingKind,
+    Record, RecordRef, Scenario, Secret, SessionUse, SignalAction, Spawn, StdinKind, TimingKind,
     CLIENT_SIGNALS, FORMAT_NAME, FORMAT_VERSION, FORMAT_VERSION_TWO_WAY, KNOWN_CLAUDE_VERSIONS,
     MAX_DT_MS, MODE_STREAM_JSON, SIGNAL_NAMES, TWO_WAY_MODES,
 };

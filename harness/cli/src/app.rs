@@ -177,6 +177,11 @@ struct RecordArgs {
     /// cassette).
     #[arg(long, value_enum, default_value_t = AgentArg::Pi)]
     agent: AgentArg,
+    /// With --agent claude: give the CLI a terminal on stdin (a pseudo-terminal, kept open
+    /// and never written), as a bridge run from a terminal does; the CLI then answers the
+    /// prompt in its argv at once. A client script may only send signals (none is needed).
+    #[arg(long)]
+    stdin_terminal: bool,
     /// pi's arguments; `{TMP}`/`{CWD}` name the run's temp and working dirs.
     #[arg(last = true, required = true)]
     pi_args: Vec<String>,
@@ -370,6 +375,7 @@ fn record(args: RecordArgs) -> anyhow::Result<i32> {
         allow_exhausted,
         client_script,
         agent,
+        stdin_terminal,
         pi_args,
     } = args;
     let claude = agent == AgentArg::Claude;
@@ -381,9 +387,9 @@ fn record(args: RecordArgs) -> anyhow::Result<i32> {
         .windows(2)
         .any(|w| w[0] == "--input-format" && w[1] == "stream-json")
         || pi_args.iter().any(|a| a == "--input-format=stream-json");
-    if claude && (client_script.is_none() || !stream_json_args) {
+    if claude && !stdin_terminal && (client_script.is_none() || !stream_json_args) {
         anyhow::bail!(
-            "--agent claude records a stream-json session: give --client-script and Claude Code's `--input-format stream-json`"
+            "--agent claude records a stream-json session: give --client-script and Claude Code's `--input-format stream-json`, or --stdin-terminal (the prompt in argv)"
         );
     }
     if !claude && client_script.is_some() != rpc_args {
@@ -393,6 +399,7 @@ fn record(args: RecordArgs) -> anyhow::Result<i32> {
     }
     let mut opts = recorder::RecordOptions::new(script, out, pi, pi_args);
     opts.client_script = client_script;
+    opts.stdin_terminal = stdin_terminal;
     if claude {
         opts.agent = recorder::Agent::Claude;
     }

@@ -83,17 +83,14 @@ pub async fn record(opts: &RecordOptions, notices: &Notices) -> Result<RecordOut
     let capacity = script.capacity();
     let client = match &opts.client_script {
         Some(p) => Some(ClientScript::load(p).map_err(RecordError::ClientScript)?),
+        // A terminal on stdin: the host only waits (the prompt is in argv).
+        None if opts.stdin_terminal => Some(ClientScript { steps: Vec::new() }),
         None => None,
     };
     pi_procs::become_subreaper().map_err(RecordError::Subreaper)?;
     install::check_exists(&opts.pi)?;
     let claude = opts.agent == Agent::Claude;
-    if claude && client.is_none() {
-        return Err(RecordError::Options(
-            "--agent claude records a stream-json session: give --client-script (the host's side)"
-                .into(),
-        ));
-    }
+    check_stdin_options(opts, client.as_ref())?;
     let pi_root = if claude {
         None
     } else {
@@ -180,6 +177,34 @@ pub async fn record(opts: &RecordOptions, notices: &Notices) -> Result<RecordOut
         children,
         leftovers,
     })
+}
+
+/// Refuse what cannot be recorded: Claude Code without a host (a client script, or a
+/// terminal on stdin); a terminal on stdin for pi, or with a host that writes to it.
+fn check_stdin_options(
+    opts: &RecordOptions,
+    client: Option<&ClientScript>,
+) -> Result<(), RecordError> {
+    let claude = opts.agent == Agent::Claude;
+    let problem = if claude && client.is_none() {
+        Some("--agent claude records a stream-json session: give --client-script (the host's side), or --stdin-terminal")
+    } else if opts.stdin_terminal && !claude {
+        Some("--stdin-terminal records Claude Code (--agent claude) only")
+    } else if opts.stdin_terminal
+        && client.is_some_and(|c| {
+            c.steps
+                .iter()
+                .any(|s| !matches!(s.act, crate::client_script::Act::Signal(_)))
+        })
+    {
+        Some("--stdin-terminal: the client script may only send signals (nothing writes to or closes a terminal the CLI never reads)")
+    } else {
+        None
+    };
+    match problem {
+        Some(p) => Err(RecordError::Options(p.into())),
+        None => Ok(()),
+    }
 }
 
 /// Stop the server; returns the requests it logged.

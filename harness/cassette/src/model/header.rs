@@ -156,6 +156,11 @@ pub struct Expect {
     /// Whether the recording started a session or continued one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<SessionUse>,
+    /// What the CLI's stdin was when it was recorded; absent: a pipe (or nothing). A Claude
+    /// Code host that gives a terminal gets answered at once, with a pipe the CLI reads it
+    /// to its end first: fake-pi refuses the other kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdin: Option<StdinKind>,
     /// Effective fields not compared for this cassette (`"tools"`, `"thinking"`, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub irrelevant: Vec<String>,
@@ -251,6 +256,35 @@ impl EffectiveExpect {
             no_prompt_templates: Some(e.no_prompt_templates),
             no_context_files: Some(e.no_context_files),
             no_mcp: Some(e.no_mcp),
+        }
+    }
+}
+
+/// What a CLI's stdin was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StdinKind {
+    /// A pipe, a file or `/dev/null`.
+    Pipe,
+    /// A terminal (a pseudo-terminal when recorded), kept open and never written.
+    Terminal,
+}
+
+impl StdinKind {
+    /// The kind of this process's stdin.
+    pub fn of_stdin() -> StdinKind {
+        if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            StdinKind::Terminal
+        } else {
+            StdinKind::Pipe
+        }
+    }
+
+    /// How a message names it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            StdinKind::Pipe => "a pipe (or a file)",
+            StdinKind::Terminal => "a terminal",
         }
     }
 }

@@ -8,7 +8,8 @@ mod record;
 
 pub use header::{
     Dialect, EffectiveExpect, Expect, FlagRule, Header, Origin, OriginKind, PiSource,
-    ProcessBehaviour, Scenario, Secret, SessionUse, SignalAction, TimingKind, MODE_STREAM_JSON,
+    ProcessBehaviour, Scenario, Secret, SessionUse, SignalAction, StdinKind, TimingKind,
+    MODE_STREAM_JSON,
 };
 pub use record::{
     is_verbatim_json, Action, ActionRef, Bytes, ClientLine, Form, Grandchild, Record, RecordRef,

@@ -483,3 +483,96 @@ fn agent_claude_records_a_stream_json_session() {
     assert!(got.header.redactions.contains_key("<SESSION_ID>"));
     w.assert_none_left();
 }
+
+/// `record --agent claude --stdin-terminal` gives the CLI a pseudo-terminal on stdin, kept
+/// open and never written, as a bridge run from a terminal does (before, the recorder could
+/// only give a pipe: the real CLI then read EOF and exited 0 with no output). Here the CLI is
+/// fake-pi replaying the committed bridge call, which refuses a pipe where its recording had
+/// a terminal: the recording must give back that session and say `stdin: terminal`.
+#[test]
+fn agent_claude_records_with_a_terminal_on_stdin() {
+    let w = World::new("cli_record_claude_terminal");
+    let source = repo().join("cassettes/claude/claude_bridge_default.cc21330.cassette.jsonl");
+    let bin = w.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy(pi_testkit::fake_pi(), bin.join("claude")).unwrap();
+    std::fs::write(
+        bin.join("fake-pi.conf"),
+        format!("FAKE_PI_CASSETTE={}\nFAKE_PI_SPEED=0\n", source.display()),
+    )
+    .unwrap();
+    let out = w.path().join("bridge.cassette.jsonl");
+    let args: Vec<String> =
+        std::fs::read_to_string(repo().join("cassettes/scripts/claude/claude_bridge_default.args"))
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect();
+    assert_eq!(args[0], "--stdin-terminal");
+    let assert = Command::new(env!("CARGO_BIN_EXE_pi-harness"))
+        .args(["record", "--agent", "claude", "--pi-version", "2.1.330"])
+        .arg("--script")
+        .arg(repo().join("cassettes/scripts/claude/claude_bridge_default.llm.json"))
+        .arg("--pi")
+        .arg(bin.join("claude"))
+        .arg("--out")
+        .arg(&out)
+        .args(&args)
+        .env(MARKER_VAR, w.marker())
+        .timeout(Duration::from_secs(60))
+        .assert();
+    let output = assert.get_output();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let got = Cassette::load(&out).unwrap();
+    let want = Cassette::load(&source).unwrap();
+    assert_eq!(
+        got.header.expect.stdin,
+        Some(pi_cassette::StdinKind::Terminal)
+    );
+    assert_eq!(got.header.expect, want.header.expect);
+    let kinds = |c: &Cassette| -> Vec<&'static str> {
+        c.records
+            .iter()
+            .filter(|r| !matches!(r.action, Action::Request(_)))
+            .map(|r| r.action.key())
+            .collect()
+    };
+    assert_eq!(kinds(&got), kinds(&want));
+    assert!(got
+        .header
+        .origin
+        .source
+        .unwrap_or_default()
+        .contains("--stdin-terminal -- -p"));
+    // Without --stdin-terminal and without a host's script there is nothing to drive the
+    // CLI: refused at once, naming both ways.
+    let pipe = Command::new(env!("CARGO_BIN_EXE_pi-harness"))
+        .args(["record", "--agent", "claude", "--pi-version", "2.1.330"])
+        .arg("--script")
+        .arg(repo().join("cassettes/scripts/claude/claude_bridge_default.llm.json"))
+        .arg("--pi")
+        .arg(bin.join("claude"))
+        .arg("--out")
+        .arg(w.path().join("pipe.cassette.jsonl"))
+        .args(&args[1..])
+        .env(MARKER_VAR, w.marker())
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(
+        pipe.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&pipe.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&pipe.stderr).contains("--stdin-terminal"),
+        "{}",
+        String::from_utf8_lossy(&pipe.stderr)
+    );
+    w.assert_none_left();
+}

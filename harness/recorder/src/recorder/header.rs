@@ -3,8 +3,6 @@
 //! Code's with `pi_grammar::claude`), whether the run continues a session, the scenario's
 //! name and description, and `origin.source`.
 
-use std::path::Path;
-
 use pi_cassette::{Expect, FlagRule};
 
 use super::{Agent, RecordOptions};
@@ -136,19 +134,18 @@ pub(crate) fn json_source(opts: &RecordOptions, redacted_args: &[String]) -> Str
 /// `origin.source` of a two-way recording: the option, else the command that made it.
 pub(crate) fn two_way_source(opts: &RecordOptions, redacted_args: &[String]) -> String {
     opts.source.clone().unwrap_or_else(|| {
-        format!(
-            "pi-harness record{} --script {} --client-script {} -- {}",
-            if opts.agent == Agent::Claude {
-                " --agent claude"
-            } else {
-                ""
-            },
-            opts.script_path.display(),
-            opts.client_script
-                .as_deref()
-                .map_or(String::new(), |p: &Path| p.display().to_string()),
-            redacted_args.join(" ")
-        )
+        let mut s = String::from("pi-harness record");
+        if opts.agent == Agent::Claude {
+            s.push_str(" --agent claude");
+        }
+        s.push_str(&format!(" --script {}", opts.script_path.display()));
+        if let Some(p) = &opts.client_script {
+            s.push_str(&format!(" --client-script {}", p.display()));
+        }
+        if opts.stdin_terminal {
+            s.push_str(" --stdin-terminal");
+        }
+        format!("{s} -- {}", redacted_args.join(" "))
     })
 }
 

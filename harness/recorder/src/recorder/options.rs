@@ -125,6 +125,10 @@ pub struct RecordOptions {
     pub client_script: Option<PathBuf>,
     /// Which CLI `pi` is: pi itself, or Claude Code (stream-json, driven by the client script).
     pub agent: Agent,
+    /// Give Claude Code a terminal on stdin (a pseudo-terminal, kept open and never
+    /// written), as a bridge that runs it from its own terminal does: the CLI then answers
+    /// the prompt in argv at once. The client script may only signal (none is needed).
+    pub stdin_terminal: bool,
 }
 
 impl RecordOptions {
@@ -155,6 +159,7 @@ impl RecordOptions {
             api: Api::OpenAi,
             client_script: None,
             agent: Agent::Pi,
+            stdin_terminal: false,
         }
     }
 }

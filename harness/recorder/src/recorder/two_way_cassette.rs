@@ -241,7 +241,11 @@ pub(crate) fn cassette(
     )
     .map_err(RecordError::Import)?;
     cassette.header.expect = if claude {
-        iopts.expect.clone()
+        let mut expect = iopts.expect.clone();
+        expect.stdin = opts
+            .stdin_terminal
+            .then_some(pi_cassette::StdinKind::Terminal);
+        expect
     } else {
         expect_from_args(
             version,

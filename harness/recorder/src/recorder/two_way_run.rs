@@ -2,7 +2,8 @@
 //! Claude Code in stream-json), each step waiting for its trigger (an event, idleness, the
 //! previous step) and its delay, then writing a line, closing stdin or sending a signal;
 //! every action logged with the CLI's output in one timeline; then the CLI's exit, its
-//! pipes drained, and what it left behind killed.
+//! pipes drained, and what it left behind killed. Claude Code may get a pseudo-terminal on
+//! stdin instead of a pipe (`stdin_terminal`), as a bridge run from a terminal gives it.
 
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -26,9 +27,21 @@ pub(crate) async fn run(
     env: &PiEnv,
 ) -> Result<TwoWayRun, RecordError> {
     let mut cmd = process::command(&opts.pi, args, env);
-    cmd.stdin(Stdio::piped());
+    // A terminal on stdin: the pseudo-terminal's other end stays open (never written)
+    // until the CLI has exited.
+    let terminal = if opts.stdin_terminal {
+        let pty = nix::pty::openpty(None, None).map_err(|e| RecordError::Pipe(e.into()))?;
+        cmd.stdin(Stdio::from(pty.slave));
+        Some(pty.master)
+    } else {
+        cmd.stdin(Stdio::piped());
+        None
+    };
     let start = Instant::now();
-    let mut child = process::spawn(&mut cmd, &opts.pi)?;
+    let spawned = process::spawn(&mut cmd, &opts.pi);
+    // The child has its copy of the terminal's end; ours goes with `cmd`.
+    drop(cmd);
+    let mut child = spawned?;
     let pi_pid = child.id().map(|p| p as i32).unwrap_or(0);
     let stdin = child.stdin.take();
     let capture = Capture::start(&mut child, start);
@@ -56,6 +69,7 @@ pub(crate) async fn run(
         let _ = session.child.wait().await;
     }
     let leftovers = cleanup_leftovers(&env.marker).await;
+    drop(terminal);
     session.capture.abort();
     result?;
     let status = session.status.expect("the loop ends after pi exited");
