@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# A notice, never a failure: ask the npm registry for pi's latest release and say so when it
-# is newer than the newest version pi-harness pins (harness/grammar/src/version.rs).
+# A notice, never a failure: ask the npm registry for pi's and Claude Code's latest releases and
+# say so when one is newer than the newest version pi-harness pins (pi: harness/grammar/src/
+# version.rs; Claude Code: scripts/install-claude.sh, whose header says how to follow one).
 #
 # Following a new release is a data change: add it to KNOWN_VERSIONS with what it changed,
 # teach scripts/install-pi.sh to install it, record the corpus on it (scripts/record-corpus.sh)
@@ -24,5 +25,16 @@ if [ "$latest" != "$pinned" ] && [ "$newest" = "$latest" ]; then
   echo "check-pi-latest: NOTICE: to follow it, see the steps at the top of scripts/check-pi-latest.sh."
 else
   echo "check-pi-latest: pi $latest on npm; pinned newest $pinned: up to date"
+fi
+claude_pinned=$(bash scripts/install-claude.sh --versions | tail -1)
+claude_latest=$(npm view @anthropic-ai/claude-code-linux-x64 version 2>/dev/null | tail -1)
+if [ -z "$claude_latest" ]; then
+  echo "check-pi-latest: NOTICE: the npm registry did not answer; pinned newest is Claude Code $claude_pinned"
+elif [ "$claude_latest" != "$claude_pinned" ] \
+  && [ "$(printf '%s\n%s\n' "$claude_pinned" "$claude_latest" | sort -V | tail -1)" = "$claude_latest" ]; then
+  echo "check-pi-latest: NOTICE: Claude Code $claude_latest is out (npm), newer than the newest pinned version $claude_pinned."
+  echo "check-pi-latest: NOTICE: to follow it, see the steps at the top of scripts/install-claude.sh."
+else
+  echo "check-pi-latest: Claude Code $claude_latest on npm; pinned newest $claude_pinned: up to date"
 fi
 exit 0

@@ -31,7 +31,7 @@ pub const FORMAT_VERSION_TWO_WAY: u32 = 2;
 pub const TWO_WAY_MODES: &[&str] = &["rpc", MODE_STREAM_JSON];
 
 /// The Claude Code versions pi-harness imitates (recorded, with a known command line).
-pub const KNOWN_CLAUDE_VERSIONS: &[&str] = &["2.1.330"];
+pub const KNOWN_CLAUDE_VERSIONS: &[&str] = &["2.1.330", "2.1.332"];
 
 /// A whole cassette: header plus records in replay order.
 #[derive(Debug, Clone, PartialEq)]
