@@ -19,6 +19,7 @@ mod cli_serve_llm;
 mod cli_show;
 mod closed_stdout;
 mod corpus_clients;
+mod memory;
 mod one_reader;
 mod readme;
 mod real_pi_faults;

@@ -1,0 +1,175 @@
+//! `map` stays under 64 MiB plus the line limit on any input, measured as the child's peak
+//! RSS: a gzip bomb (one endless line), a gzip of many valid records, `/dev/zero` as the file
+//! and as stdin, a FIFO. Each ends by itself with a status of the exit table and one line
+//! that names the limit it hit.
+//!
+//! Before: the mapper kept the whole text of an open assistant message (219 MB for 128 MB of
+//! text deltas), and a line of raw output past its own 16 MiB cap was skipped without the
+//! summary saying so (`PI_HARNESS_MAX_LINE_BYTES` did not apply to raw output).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use pi_testkit::hostile::{assert_bounded, feed_zeros, fifo, gzip_bomb, gzip_lines};
+use pi_testkit::process::{measure, Measure, Measured};
+
+use crate::util::{bin, marker, processes_with_marker};
+
+/// The line limit the runs get (`PI_HARNESS_MAX_LINE_BYTES`): low, so the bound is tight.
+const LINE: u64 = 1_000_000;
+/// A json-mode cassette's header.
+const HEADER: &str = r#"{"format":"pi-cassette","version":1,"pi":{"version":"0.87.1","dialect":"delta-only"},"scenario":{"name":"big","description":"many records"},"origin":{"kind":"hand-made","timing":"synthetic"}}"#;
+/// How much the "many records" inputs hold once decompressed.
+const MANY: u64 = 128 << 20;
+/// The line limit message.
+const LINE_LIMIT: &str =
+    "line longer than 1000000 bytes (the limit; raise it with PI_HARNESS_MAX_LINE_BYTES=BYTES)";
+/// The total limit message (the runs that need it get 64000000).
+const TOTAL_LIMIT: &str =
+    "more than 64000000 bytes (the limit; raise it with PI_HARNESS_MAX_INPUT_BYTES=BYTES)";
+
+/// A line of pi's stdout, 400-odd bytes.
+fn pi_line() -> String {
+    format!(
+        "{{\"type\":\"message_update\",\"assistantMessageEvent\":{{\"type\":\"text_delta\",\"delta\":\"{}\"}}}}\n",
+        "x".repeat(400)
+    )
+}
+
+/// `pi-harness ARGS` with the line limit low (and the total limit when `total`), under the
+/// test's marker.
+fn pih(test: &str, args: &[&str], total: bool) -> Command {
+    let mut c = Command::new(bin());
+    c.args(args)
+        .env("PI_HARNESS_TEST_MARKER", marker(test))
+        .env("PI_HARNESS_MAX_LINE_BYTES", LINE.to_string())
+        .env_remove("RUST_BACKTRACE");
+    if total {
+        c.env("PI_HARNESS_MAX_INPUT_BYTES", "64000000");
+    }
+    c
+}
+
+/// Run `cmd` measured: stdin from `stdin` (a path) or none, stdout kept or not, its address
+/// space capped at 1 GiB (the unbounded readers failed there instead of taking the machine),
+/// killed after 60 s (a FIFO with no writer blocked them forever).
+fn run(cmd: &Command, stdin: Option<&Path>, keep_stdout: bool) -> Measured {
+    let stdin = match stdin {
+        Some(p) => Stdio::from(std::fs::File::open(p).unwrap()),
+        None => Stdio::null(),
+    };
+    measure(
+        cmd,
+        Measure {
+            stdin,
+            cap_bytes: 1 << 30,
+            timeout: Some(Duration::from_secs(60)),
+            discard_stdout: !keep_stdout,
+        },
+    )
+}
+
+fn zero() -> &'static Path {
+    Path::new("/dev/zero")
+}
+
+/// Open the FIFO's read end and close it: a writer waiting for a reader that never came
+/// (the tool refused the FIFO) opens, writes into a closed pipe and ends.
+fn release(fifo: &Path) {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let _ = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(fifo);
+}
+
+#[test]
+fn map_stays_bounded() {
+    let test = "memory-map";
+    let dir = tempfile::tempdir().unwrap();
+    let bomb = dir.path().join("bomb.jsonl.gz");
+    gzip_bomb(&bomb, b"", 2 << 30);
+    let m = run(&pih(test, &["map", path(&bomb)], false), None, true);
+    // Raw pi output is mapped as `run` maps it: the endless line is an invalid line, skipped.
+    assert_bounded(
+        "map on a gzip bomb",
+        &m,
+        0,
+        "map: 1 lines, 2147483648 bytes, 1 invalid lines (1 over the line limit of 1000000 bytes; raise it with PI_HARNESS_MAX_LINE_BYTES=BYTES), ",
+        LINE,
+    );
+    assert!(
+        String::from_utf8_lossy(&m.stdout).contains("over the line cap of 1000000 bytes"),
+        "{}",
+        String::from_utf8_lossy(&m.stdout)
+    );
+
+    let cbomb = dir.path().join("bomb.cassette.jsonl.gz");
+    gzip_bomb(&cbomb, format!("{HEADER}\n").as_bytes(), 2 << 30);
+    let m = run(&pih(test, &["map", path(&cbomb)], false), None, false);
+    assert_bounded(
+        "map on a cassette bomb",
+        &m,
+        2,
+        &format!(
+            "error: malformed cassette: {}:2: {LINE_LIMIT}",
+            cbomb.display()
+        ),
+        LINE,
+    );
+
+    let many = dir.path().join("many.cassette.jsonl.gz");
+    let record = format!("{{\"dt_ms\":0,\"stdout\":{}}}\n", pi_line().trim_end());
+    let n = gzip_lines(
+        &many,
+        &format!("{HEADER}\n"),
+        &record,
+        MANY,
+        "{\"dt_ms\":0,\"exit\":0}\n",
+    );
+    let m = run(
+        &pih(test, &["map", "--json", path(&many)], false),
+        None,
+        false,
+    );
+    assert_bounded(
+        "map on many records",
+        &m,
+        0,
+        &format!("map: {n} lines, "),
+        LINE,
+    );
+
+    for (name, stdin) in [("/dev/zero", None), ("-", Some(zero()))] {
+        let m = run(&pih(test, &["map", name], true), stdin, false);
+        let shown = if name == "-" { "<stdin>" } else { name };
+        assert_bounded(
+            &format!("map {name} (stdin {stdin:?})"),
+            &m,
+            2,
+            &format!("error: {shown}: cannot read: {TOTAL_LIMIT}"),
+            LINE,
+        );
+    }
+
+    // A FIFO is read as it comes (`map <(pi ...)`), within the limits.
+    let pipe = dir.path().join("pipe.jsonl");
+    fifo(&pipe);
+    let writer = feed_zeros(&pipe);
+    let m = run(&pih(test, &["map", path(&pipe)], true), None, false);
+    release(&pipe);
+    assert!(writer.join().unwrap() > 64_000_000);
+    assert_bounded(
+        "map on a FIFO",
+        &m,
+        2,
+        &format!("error: {}: cannot read: {TOTAL_LIMIT}", pipe.display()),
+        LINE,
+    );
+    assert!(processes_with_marker(test).is_empty());
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
