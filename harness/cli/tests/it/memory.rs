@@ -1,11 +1,13 @@
-//! `map` stays under 64 MiB plus the line limit on any input, measured as the child's peak
-//! RSS: a gzip bomb (one endless line), a gzip of many valid records, `/dev/zero` as the file
-//! and as stdin, a FIFO. Each ends by itself with a status of the exit table and one line
-//! that names the limit it hit.
+//! `map` and `cassette show` stay under 64 MiB plus the line limit on any input, measured
+//! as the child's peak RSS: a gzip bomb (one endless line), a gzip of many valid records,
+//! `/dev/zero` as the file and as stdin, a FIFO. Each ends by itself with a status of the
+//! exit table and one line that names the limit it hit, or what it refused.
 //!
 //! Before: the mapper kept the whole text of an open assistant message (219 MB for 128 MB of
 //! text deltas), and a line of raw output past its own 16 MiB cap was skipped without the
-//! summary saying so (`PI_HARNESS_MAX_LINE_BYTES` did not apply to raw output).
+//! summary saying so (`PI_HARNESS_MAX_LINE_BYTES` did not apply to raw output). `show` held
+//! every record (424 MB for 128 MiB of records, 536 MB for 66 MB of a client's lines) and
+//! waited forever on a FIFO with no writer.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -14,7 +16,7 @@ use std::time::Duration;
 use pi_testkit::hostile::{assert_bounded, feed_zeros, fifo, gzip_bomb, gzip_lines};
 use pi_testkit::process::{measure, Measure, Measured};
 
-use crate::util::{bin, marker, processes_with_marker};
+use crate::util::{bin, cassettes, marker, processes_with_marker};
 
 /// The line limit the runs get (`PI_HARNESS_MAX_LINE_BYTES`): low, so the bound is tight.
 const LINE: u64 = 1_000_000;
@@ -165,6 +167,125 @@ fn map_stays_bounded() {
         &m,
         2,
         &format!("error: {}: cannot read: {TOTAL_LIMIT}", pipe.display()),
+        LINE,
+    );
+    assert!(processes_with_marker(test).is_empty());
+}
+
+#[test]
+fn show_stays_bounded() {
+    let test = "memory-show";
+    let dir = tempfile::tempdir().unwrap();
+    let cbomb = dir.path().join("bomb.cassette.jsonl.gz");
+    gzip_bomb(&cbomb, format!("{HEADER}\n").as_bytes(), 2 << 30);
+    let m = run(
+        &pih(test, &["cassette", "show", path(&cbomb)], false),
+        None,
+        false,
+    );
+    assert_bounded(
+        "show on a cassette bomb",
+        &m,
+        2,
+        &format!("error: {}:2: {LINE_LIMIT}", cbomb.display()),
+        LINE,
+    );
+
+    let many = dir.path().join("many.cassette.jsonl.gz");
+    let record = format!("{{\"dt_ms\":0.5,\"stdout\":{}}}\n", pi_line().trim_end());
+    let n = gzip_lines(
+        &many,
+        &format!("{HEADER}\n"),
+        &record,
+        MANY,
+        "{\"dt_ms\":0,\"exit\":0}\n",
+    );
+    for json in [false, true] {
+        let mut args = vec!["cassette", "show", path(&many)];
+        if json {
+            args.insert(2, "--json");
+        }
+        let m = run(&pih(test, &args, false), None, true);
+        assert_bounded(&format!("show on many records ({args:?})"), &m, 0, "", LINE);
+        let out = String::from_utf8_lossy(&m.stdout);
+        let want = if json {
+            format!("\"stdout_lines\": {n}")
+        } else {
+            format!("{n} stdout lines ({} bytes)", n * pi_line().len() as u64)
+        };
+        assert!(out.contains(&want), "{want} in {out}");
+    }
+
+    // A two-way cassette whose client writes 100 MB of lines: the first are listed, the rest
+    // counted, and the note says so.
+    let rpc_header = std::fs::read_to_string(cassettes().join("rpc/rpc_state.pi87.cassette.jsonl"))
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    let client = dir.path().join("client.cassette.jsonl.gz");
+    let step = format!(
+        "{{\"dt_ms\":0,\"stdin\":{{\"type\":\"get_state\",\"pad\":\"{}\"}}}}\n",
+        "p".repeat(400)
+    );
+    let steps = gzip_lines(
+        &client,
+        &format!("{rpc_header}\n"),
+        &step,
+        100 << 20,
+        "{\"dt_ms\":0,\"exit\":0}\n",
+    );
+    for json in [false, true] {
+        let mut args = vec!["cassette", "show", path(&client)];
+        if json {
+            args.insert(2, "--json");
+        }
+        let m = run(&pih(test, &args, false), None, true);
+        assert_bounded(
+            &format!("show on a long client ({args:?})"),
+            &m,
+            0,
+            "",
+            LINE,
+        );
+        let out = String::from_utf8_lossy(&m.stdout);
+        let note = format!(
+            "the client's {steps} actions are more than show lists (the first 1000, at most 1048576 bytes of lines)"
+        );
+        assert!(
+            out.contains(&note),
+            "{note} in {}",
+            &out[..out.len().min(4000)]
+        );
+        assert!(out.len() < 4 << 20, "{} bytes of output", out.len());
+    }
+
+    // Not a file: refused at once (a FIFO with no writer blocked show forever); stdin is
+    // read within the line limit.
+    let pipe = dir.path().join("pipe.cassette.jsonl");
+    fifo(&pipe);
+    for (name, kind) in [(path(&pipe), "a FIFO"), ("/dev/zero", "a device")] {
+        let m = run(&pih(test, &["cassette", "show", name], false), None, false);
+        release(&pipe);
+        assert_bounded(
+            &format!("show {name}"),
+            &m,
+            2,
+            &format!("error: {name}: cannot read cassette: {kind}, not a cassette file (give a file, or `-` to read stdin)"),
+            LINE,
+        );
+    }
+    let m = run(
+        &pih(test, &["cassette", "show", "-"], false),
+        Some(zero()),
+        false,
+    );
+    assert_bounded(
+        "show - < /dev/zero",
+        &m,
+        2,
+        &format!("error: <stdin>:1: {LINE_LIMIT}"),
         LINE,
     );
     assert!(processes_with_marker(test).is_empty());
