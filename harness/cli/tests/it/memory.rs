@@ -1,13 +1,15 @@
-//! `map` and `cassette show` stay under 64 MiB plus the line limit on any input, measured
-//! as the child's peak RSS: a gzip bomb (one endless line), a gzip of many valid records,
-//! `/dev/zero` as the file and as stdin, a FIFO. Each ends by itself with a status of the
-//! exit table and one line that names the limit it hit, or what it refused.
+//! `map`, `cassette show` and `cassette import` stay under 64 MiB plus the line limit on any
+//! input, measured as the child's peak RSS: a gzip bomb (one endless line), a gzip of many
+//! valid records, `/dev/zero` as the file and as stdin, a FIFO. Each ends by itself with a
+//! status of the exit table and one line that names the limit it hit, or what it refused.
 //!
 //! Before: the mapper kept the whole text of an open assistant message (219 MB for 128 MB of
 //! text deltas), and a line of raw output past its own 16 MiB cap was skipped without the
 //! summary saying so (`PI_HARNESS_MAX_LINE_BYTES` did not apply to raw output). `show` held
-//! every record (424 MB for 128 MiB of records, 536 MB for 66 MB of a client's lines) and
-//! waited forever on a FIFO with no writer.
+//! every record (424 MB for 128 MiB of records, 536 MB for 66 MB of a client's lines).
+//! `import` read its whole input and built the cassette in memory (2.1 GB for 256 MB of pi's
+//! stdout; a 2 GB gzip bomb or `--stderr /dev/zero` read until memory ran out). `show` and
+//! `import` waited forever on a FIFO with no writer.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -288,6 +290,181 @@ fn show_stays_bounded() {
         &format!("error: <stdin>:1: {LINE_LIMIT}"),
         LINE,
     );
+    assert!(processes_with_marker(test).is_empty());
+}
+
+/// `cassette import ARGS INPUT --out OUT` with the options every import here takes.
+fn import(test: &str, input: &str, out: &Path, extra: &[&str]) -> Command {
+    let mut args = vec!["cassette", "import", input, "--out", path(out)];
+    args.extend([
+        "--pi-version",
+        "0.87.1",
+        "--scenario",
+        "s",
+        "--description",
+        "d",
+        "--exit",
+        "0",
+    ]);
+    args.extend(extra);
+    pih(test, &args, false)
+}
+
+#[test]
+fn import_stays_bounded() {
+    let test = "memory-import";
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.cassette.jsonl");
+    let bomb = dir.path().join("bomb.jsonl.gz");
+    gzip_bomb(&bomb, b"", 2 << 30);
+    let m = run(&import(test, path(&bomb), &out, &[]), None, false);
+    assert_bounded(
+        "import of a gzip bomb",
+        &m,
+        2,
+        &format!("error: {}:1: {LINE_LIMIT}", bomb.display()),
+        LINE,
+    );
+    assert!(!out.exists());
+
+    // A line within the limit whose record would not be: control characters, escaped
+    // six bytes each (before, the written cassette failed to read back, exit 1).
+    let wide = dir.path().join("wide.jsonl");
+    std::fs::write(&wide, "\u{1}".repeat(600_000) + "\n").unwrap();
+    let m = run(&import(test, path(&wide), &out, &[]), None, false);
+    assert_bounded(
+        "import of a line whose record is too long",
+        &m,
+        2,
+        &format!(
+            "error: {}:1: its record would be a line longer than 1000000 bytes (the limit; raise it with PI_HARNESS_MAX_LINE_BYTES=BYTES)",
+            wide.display()
+        ),
+        LINE,
+    );
+
+    let many = dir.path().join("many.jsonl.gz");
+    let n = gzip_lines(&many, "", &pi_line(), MANY, "");
+    let m = run(&import(test, path(&many), &out, &[]), None, true);
+    assert_bounded("import of many lines", &m, 0, "", LINE);
+    assert_eq!(
+        String::from_utf8_lossy(&m.stdout),
+        format!(
+            "{}: {} records ({} bytes of stdout), ends with exit\n",
+            out.display(),
+            n + 1,
+            n * pi_line().len() as u64
+        )
+    );
+    let written = std::fs::read(&out).unwrap();
+    assert_eq!(
+        memchr::memchr_iter(b'\n', &written).count() as u64,
+        n + 2,
+        "header, a record per line, the ending"
+    );
+    assert!(written.ends_with(b"\n{\"dt_ms\":5,\"exit\":0}\n"));
+    drop(written);
+    std::fs::remove_file(&out).unwrap();
+
+    // Not a file, as the capture or as --stderr: refused at once (a FIFO with no writer
+    // blocked import forever, `--stderr /dev/zero` read until memory ran out).
+    let raw = dir.path().join("raw.jsonl");
+    std::fs::write(&raw, pi_line()).unwrap();
+    let pipe = dir.path().join("pipe.jsonl");
+    fifo(&pipe);
+    for (name, kind) in [(path(&pipe), "a FIFO"), ("/dev/zero", "a device")] {
+        let m = run(&import(test, name, &out, &[]), None, false);
+        release(&pipe);
+        assert_bounded(
+            &format!("import {name}"),
+            &m,
+            2,
+            &format!("error: {name}: cannot read: {kind}, not a file (give a file, or `-` to read stdin)"),
+            LINE,
+        );
+        let m = run(
+            &import(test, path(&raw), &out, &["--stderr", name]),
+            None,
+            false,
+        );
+        release(&pipe);
+        assert_bounded(
+            &format!("import --stderr {name}"),
+            &m,
+            2,
+            &format!("error: {name}: cannot read --stderr file: {kind}, not a file"),
+            LINE,
+        );
+    }
+    let m = run(&import(test, "-", &out, &[]), Some(zero()), false);
+    assert_bounded(
+        "import - < /dev/zero",
+        &m,
+        2,
+        &format!("error: <stdin>:1: {LINE_LIMIT}"),
+        LINE,
+    );
+    assert!(!out.exists());
+    assert!(processes_with_marker(test).is_empty());
+}
+
+/// A two-way import (`--mode rpc`) holds its inputs whole, so it reads at most 1 MiB of them
+/// (`PI_HARNESS_MAX_TWO_WAY_BYTES`): the worst it holds, a transcript of that many tiny
+/// entries, stays under the bound; past it, the budget is named (before: read whole).
+#[test]
+fn a_two_way_import_stays_bounded() {
+    let test = "memory-import-rpc";
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.cassette.jsonl");
+    let rpc = ["--mode", "rpc"];
+    let budget = "more than 1048576 bytes in all: a two-way import holds its inputs whole (the limit; raise it with PI_HARNESS_MAX_TWO_WAY_BYTES=BYTES)";
+    let tiny = dir.path().join("tiny.jsonl");
+    let entries = (1 << 20) / 13 - 1;
+    std::fs::write(&tiny, "{\"stdin\":{}}\n".repeat(entries) + "{\"exit\":0}\n").unwrap();
+    let m = run(&import(test, path(&tiny), &out, &rpc), None, true);
+    assert_bounded("a two-way import of 80000 entries", &m, 0, "", LINE);
+    assert!(
+        String::from_utf8_lossy(&m.stdout).contains(&format!("{} records", entries + 1)),
+        "{}",
+        String::from_utf8_lossy(&m.stdout)
+    );
+    std::fs::remove_file(&out).unwrap();
+    let bomb = dir.path().join("bomb.jsonl.gz");
+    gzip_bomb(&bomb, b"", 2 << 30);
+    let many = dir.path().join("many.jsonl.gz");
+    gzip_lines(&many, "", "{\"stdin\":{}}\n", MANY, "");
+    for (name, input) in [("a gzip bomb", &bomb), ("many entries", &many)] {
+        let m = run(&import(test, path(input), &out, &rpc), None, false);
+        assert_bounded(
+            &format!("a two-way import of {name}"),
+            &m,
+            2,
+            &format!("error: {}: cannot read: {budget}", input.display()),
+            LINE,
+        );
+    }
+    let m = run(&import(test, "-", &out, &rpc), Some(zero()), false);
+    assert_bounded(
+        "a two-way import - < /dev/zero",
+        &m,
+        2,
+        &format!("error: -: cannot read: {budget}"),
+        LINE,
+    );
+    let pipe = dir.path().join("pipe.jsonl");
+    fifo(&pipe);
+    for (name, kind) in [(path(&pipe), "a FIFO"), ("/dev/zero", "a device")] {
+        let m = run(&import(test, name, &out, &rpc), None, false);
+        release(&pipe);
+        assert_bounded(
+            &format!("a two-way import of {name}"),
+            &m,
+            2,
+            &format!("error: {name}: cannot read: {kind}, not a file (give a file, or `-` to read stdin)"),
+            LINE,
+        );
+    }
+    assert!(!out.exists());
     assert!(processes_with_marker(test).is_empty());
 }
 
