@@ -19,12 +19,13 @@ const HEADER: &str = r#"{"format":"pi-cassette","version":1,"pi":{"version":"0.8
 const LINE_LIMIT: &str =
     "line longer than 1000000 bytes (the limit; raise it with PI_HARNESS_MAX_LINE_BYTES=BYTES)";
 
-/// fake-pi `--mode json hi` on `cassette`, measured: stdout discarded, address space capped at
+/// fake-pi `--mode json hi` on `cassette` with `env` besides, measured: stdout discarded, address space capped at
 /// 1 GiB, killed after 60 s.
-fn replay(w: &World, cassette: &Path) -> Measured {
+fn replay(w: &World, cassette: &Path, env: &[(&str, &str)]) -> Measured {
     let mut cmd = w.fake_pi(cassette);
     cmd.args(["--mode", "json", "--no-session", "hi"])
-        .env("PI_HARNESS_MAX_LINE_BYTES", LINE.to_string());
+        .env("PI_HARNESS_MAX_LINE_BYTES", LINE.to_string())
+        .envs(env.iter().copied());
     measure(
         &cmd,
         Measure {
@@ -43,7 +44,7 @@ fn any_cassette_is_replayed_or_refused_within_bounded_memory() {
     gzip_bomb(&bomb, b"", 2 << 30);
     assert_bounded(
         "a gzip bomb",
-        &replay(&w, &bomb),
+        &replay(&w, &bomb, &[]),
         98,
         &format!(
             "fake-pi: invalid cassette: {}:1: {LINE_LIMIT}",
@@ -55,7 +56,7 @@ fn any_cassette_is_replayed_or_refused_within_bounded_memory() {
     gzip_bomb(&after_header, format!("{HEADER}\n").as_bytes(), 2 << 30);
     assert_bounded(
         "a gzip bomb after a header",
-        &replay(&w, &after_header),
+        &replay(&w, &after_header, &[]),
         98,
         &format!(
             "fake-pi: invalid cassette: {}:2: {LINE_LIMIT}",
@@ -77,7 +78,18 @@ fn any_cassette_is_replayed_or_refused_within_bounded_memory() {
         128 << 20,
         "{\"dt_ms\":0,\"exit\":3}\n",
     );
-    assert_bounded("many records", &replay(&w, &many), 3, "", LINE);
+    assert_bounded("many records", &replay(&w, &many, &[]), 3, "", LINE);
+    // The same past the total limit: stopped there, naming it.
+    assert_bounded(
+        "many records past the total limit",
+        &replay(&w, &many, &[("PI_HARNESS_MAX_INPUT_BYTES", "64000000")]),
+        97,
+        &format!(
+            "fake-pi: {}: cannot read cassette: more than 64000000 bytes (the limit; raise it with PI_HARNESS_MAX_INPUT_BYTES=BYTES)",
+            many.display()
+        ),
+        LINE,
+    );
 
     let pipe = w.path().join("pipe.cassette.jsonl");
     fifo(&pipe);
@@ -87,7 +99,7 @@ fn any_cassette_is_replayed_or_refused_within_bounded_memory() {
     ] {
         assert_bounded(
             &format!("{}", path.display()),
-            &replay(&w, path),
+            &replay(&w, path, &[]),
             97,
             &format!(
                 "fake-pi: {}: cannot read cassette: {kind}, not a cassette file",

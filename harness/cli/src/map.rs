@@ -48,6 +48,10 @@ const MAP_HELP: &str = "Examples:
 
 A cassette is recognised by its header line; its stdout records are mapped and its final
 `exit`/`signal` record gives the process end. A one-line summary goes to stderr.
+
+The input streams, in constant memory whatever its size: a line of raw output longer than
+PI_HARNESS_MAX_LINE_BYTES (64 MiB) is skipped as an invalid line, which the summary counts;
+one in a cassette is an input error, like more than PI_HARNESS_MAX_INPUT_BYTES (4 GiB).
 Exit status: 0 mapped (whatever the run's outcome), 1 output error, 2 input error (missing
 file, malformed cassette with file:line).";
 
