@@ -8,9 +8,11 @@
 //! `--on-sigterm cleanup-exit:143`, ...) are parsed in `syntax`, re-exported here.
 
 mod error;
+mod file;
 mod syntax;
 
 pub use error::ImportError;
+pub use file::{import_file, read_stderr_file, Imported};
 
 pub use syntax::{
     build_expect, parse_absent_flag, parse_argv_messages, parse_dialect, parse_flag_rule,
@@ -146,101 +148,156 @@ pub fn split_lines(raw: &[u8]) -> Vec<(&[u8], bool)> {
 
 /// Convert captured stdout into a cassette. `input` only names the source in errors.
 pub fn import(input: &Path, raw: &[u8], opts: &ImportOptions) -> Result<Cassette, ImportError> {
-    let dialect = dialect_of(opts)?;
-    if opts.pi_version.is_empty() {
-        return Err(ImportError::Usage("--pi-version is empty".into()));
-    }
-    if opts.scenario.is_empty() {
-        return Err(ImportError::Usage("--scenario is empty".into()));
-    }
-    if !opts.spacing_ms.is_finite() || opts.spacing_ms < 0.0 {
-        return Err(ImportError::Usage(format!(
-            "--spacing-ms must be a non-negative number, found {}",
-            opts.spacing_ms
-        )));
-    }
-    let spacing = opts.spacing_ms;
+    let (mut builder, header) = Builder::new(input, opts)?;
     let mut records = Vec::new();
-    let mut spawn_pending = opts.spawn_at_tool.as_ref();
-    for (idx, (line, newline)) in split_lines(raw).into_iter().enumerate() {
-        records.push(Record::stdout_line(spacing, line, newline));
-        if let Some(spawn) = spawn_pending {
-            if let Some((call_id, command)) = tool_execution_start(line) {
-                let id = spawn
-                    .id
-                    .clone()
-                    .or(call_id)
-                    .unwrap_or_else(|| format!("tool-line-{}", idx + 1));
-                records.push(Record::new(
-                    0.0,
-                    Action::Spawn(Spawn {
-                        id,
-                        own_session: spawn.own_session,
-                        ignore_sigterm: spawn.ignore_sigterm,
-                        hold_stdout: spawn.hold_stdout,
-                        grandchild: spawn.grandchild.clone(),
-                        lifetime_ms: None,
-                        // pi's bash tool runs `/bin/bash -c COMMAND`.
-                        argv: command.map(|c| vec!["/bin/bash".into(), "-c".into(), c]),
-                    }),
-                ));
-                spawn_pending = None;
-            }
-        }
-    }
-    if spawn_pending.is_some() {
-        return Err(ImportError::Input {
-            file: input.to_path_buf(),
-            line: 0,
-            message:
-                "--spawn-at-tool: no line with \"type\":\"tool_execution_start\" in the stream"
-                    .into(),
-        });
-    }
-    if let Some(stderr) = &opts.stderr {
-        if !stderr.is_empty() {
-            records.push(Record::stderr_chunk(spacing, stderr));
-        }
-    }
-    let ending = match &opts.ending {
-        Ending::Exit(code) => {
-            if !(0..=255).contains(code) {
-                return Err(ImportError::Usage(format!(
-                    "--exit: exit codes are 0..=255, found {code}"
-                )));
-            }
-            Action::Exit(*code)
-        }
-        Ending::Signal(name) => Action::Signal(parse_signal_name(name)?),
-        Ending::Hang => Action::Hang,
+    let mut keep = |r: Record| {
+        records.push(r);
+        Ok(())
     };
-    records.push(Record::new(spacing, ending));
-    Ok(Cassette {
-        header: Header {
-            format: FORMAT_NAME.to_string(),
-            version: FORMAT_VERSION,
-            mode: None,
-            pi: PiSource {
-                version: opts.pi_version.clone(),
-                dialect,
-            },
-            scenario: Scenario {
-                name: opts.scenario.clone(),
-                description: opts.description.clone(),
-                tags: opts.tags.clone(),
-            },
-            expect: opts.expect.clone(),
-            process: opts.process.clone(),
-            redactions: opts.redactions.clone(),
-            origin: Origin {
-                kind: OriginKind::Imported,
-                source: opts.source.clone(),
-                timing: TimingKind::Synthetic,
-                notes: opts.notes.clone(),
-            },
+    for (line, newline) in split_lines(raw) {
+        builder.line(line, newline, &mut keep)?;
+    }
+    builder.finish(&mut keep)?;
+    Ok(Cassette { header, records })
+}
+
+/// Where a [`Builder`] puts each record as it is made.
+pub(crate) type Sink<'s> = dyn FnMut(Record) -> Result<(), ImportError> + 's;
+
+/// A captured stdout turned into records one line at a time, the options checked first:
+/// what [`import`] (bytes in memory) and [`import_file`] (a stream) share.
+pub(crate) struct Builder<'a> {
+    input: &'a Path,
+    spacing: f64,
+    spawn_pending: Option<&'a SpawnAtTool>,
+    stderr: Option<&'a [u8]>,
+    ending: Action,
+    /// Lines taken so far.
+    lines: usize,
+}
+
+impl<'a> Builder<'a> {
+    /// Check the options (a usage error names the one that is wrong) and give the header.
+    pub(crate) fn new(
+        input: &'a Path,
+        opts: &'a ImportOptions,
+    ) -> Result<(Builder<'a>, Header), ImportError> {
+        let dialect = dialect_of(opts)?;
+        if opts.pi_version.is_empty() {
+            return Err(ImportError::Usage("--pi-version is empty".into()));
+        }
+        if opts.scenario.is_empty() {
+            return Err(ImportError::Usage("--scenario is empty".into()));
+        }
+        if !opts.spacing_ms.is_finite() || opts.spacing_ms < 0.0 {
+            return Err(ImportError::Usage(format!(
+                "--spacing-ms must be a non-negative number, found {}",
+                opts.spacing_ms
+            )));
+        }
+        let ending = match &opts.ending {
+            Ending::Exit(code) => {
+                if !(0..=255).contains(code) {
+                    return Err(ImportError::Usage(format!(
+                        "--exit: exit codes are 0..=255, found {code}"
+                    )));
+                }
+                Action::Exit(*code)
+            }
+            Ending::Signal(name) => Action::Signal(parse_signal_name(name)?),
+            Ending::Hang => Action::Hang,
+        };
+        let builder = Builder {
+            input,
+            spacing: opts.spacing_ms,
+            spawn_pending: opts.spawn_at_tool.as_ref(),
+            stderr: opts.stderr.as_deref().filter(|s| !s.is_empty()),
+            ending,
+            lines: 0,
+        };
+        Ok((builder, header(opts, dialect)))
+    }
+
+    /// The next line of the capture (without its `\n`; `newline`: one followed it): its
+    /// record, and the spawn after it when it is the first tool start and one is asked for.
+    pub(crate) fn line(
+        &mut self,
+        line: &[u8],
+        newline: bool,
+        out: &mut Sink<'_>,
+    ) -> Result<(), ImportError> {
+        self.lines += 1;
+        out(Record::stdout_line(self.spacing, line, newline))?;
+        let Some(spawn) = self.spawn_pending else {
+            return Ok(());
+        };
+        let Some((call_id, command)) = tool_execution_start(line) else {
+            return Ok(());
+        };
+        let id = spawn
+            .id
+            .clone()
+            .or(call_id)
+            .unwrap_or_else(|| format!("tool-line-{}", self.lines));
+        self.spawn_pending = None;
+        out(Record::new(
+            0.0,
+            Action::Spawn(Spawn {
+                id,
+                own_session: spawn.own_session,
+                ignore_sigterm: spawn.ignore_sigterm,
+                hold_stdout: spawn.hold_stdout,
+                grandchild: spawn.grandchild.clone(),
+                lifetime_ms: None,
+                // pi's bash tool runs `/bin/bash -c COMMAND`.
+                argv: command.map(|c| vec!["/bin/bash".into(), "-c".into(), c]),
+            }),
+        ))
+    }
+
+    /// After the last line: the stderr chunk, if any, and the ending.
+    pub(crate) fn finish(self, out: &mut Sink<'_>) -> Result<(), ImportError> {
+        if self.spawn_pending.is_some() {
+            return Err(ImportError::Input {
+                file: self.input.to_path_buf(),
+                line: 0,
+                message:
+                    "--spawn-at-tool: no line with \"type\":\"tool_execution_start\" in the stream"
+                        .into(),
+            });
+        }
+        if let Some(stderr) = self.stderr {
+            out(Record::stderr_chunk(self.spacing, stderr))?;
+        }
+        out(Record::new(self.spacing, self.ending))
+    }
+}
+
+/// The header of an imported cassette.
+fn header(opts: &ImportOptions, dialect: Dialect) -> Header {
+    Header {
+        format: FORMAT_NAME.to_string(),
+        version: FORMAT_VERSION,
+        mode: None,
+        pi: PiSource {
+            version: opts.pi_version.clone(),
+            dialect,
         },
-        records,
-    })
+        scenario: Scenario {
+            name: opts.scenario.clone(),
+            description: opts.description.clone(),
+            tags: opts.tags.clone(),
+        },
+        expect: opts.expect.clone(),
+        process: opts.process.clone(),
+        redactions: opts.redactions.clone(),
+        origin: Origin {
+            kind: OriginKind::Imported,
+            source: opts.source.clone(),
+            timing: TimingKind::Synthetic,
+            notes: opts.notes.clone(),
+        },
+    }
 }
 
 /// The wire dialect the options give, or the one of their pi version.
@@ -256,18 +313,32 @@ pub(crate) fn dialect_of(opts: &ImportOptions) -> Result<Dialect, ImportError> {
     }
 }
 
-/// An input file (`-` is stdin; gzip recognised by its magic bytes), within the size limits.
-pub(crate) fn read_input(path: &Path) -> Result<Vec<u8>, ImportError> {
+/// An input file read whole (`-` is stdin; gzip recognised by its magic bytes), within the
+/// size limits and what is left of `budget` (the bytes a two-way import may hold, see
+/// [`crate::import_rpc::TwoWayBudget`]); a FIFO or a device is refused at once.
+pub(crate) fn read_input(
+    path: &Path,
+    budget: &mut crate::import_rpc::TwoWayBudget,
+) -> Result<Vec<u8>, ImportError> {
     let input = |message: String| ImportError::Input {
         file: path.to_path_buf(),
         line: 0,
         message,
     };
-    let mut reader = crate::input::open(path, &crate::Limits::from_env())
+    if let Some(kind) = (path.as_os_str() != "-")
+        .then(|| crate::input::not_a_regular_file(path))
+        .flatten()
+    {
+        return Err(input(format!(
+            "cannot read: {kind}, not a file (give a file, or `-` to read stdin)"
+        )));
+    }
+    let reader = crate::input::open(path, &crate::Limits::from_env())
         .map_err(|e| input(format!("cannot read: {e}")))?;
     let mut raw = Vec::new();
-    std::io::Read::read_to_end(&mut reader, &mut raw)
+    std::io::Read::read_to_end(&mut std::io::Read::take(reader, budget.left + 1), &mut raw)
         .map_err(|e| input(format!("cannot read: {e}")))?;
+    budget.take(raw.len() as u64).map_err(input)?;
     Ok(raw)
 }
 
@@ -361,52 +432,6 @@ pub fn verify_round_trip(
         return Err("replayed stderr differs from the --stderr file".into());
     }
     Ok(())
-}
-
-/// Read `raw_path` (and the stderr file, if any, already in `opts`), import it, write
-/// `out` (gzip when it ends in `.gz`), then read `out` back and check it replays the
-/// input byte for byte. On any failure nothing is left at `out`.
-pub fn import_file(
-    raw_path: &Path,
-    out: &Path,
-    opts: &ImportOptions,
-) -> Result<Cassette, ImportError> {
-    let input = |message: String| ImportError::Input {
-        file: raw_path.to_path_buf(),
-        line: 0,
-        message,
-    };
-    if pi_grammar::Grammar::for_version(&opts.pi_version).is_none() {
-        return Err(ImportError::Usage(format!(
-            "--pi-version {}: not a pinned pi version ({}); fake-pi replays only those. A capture of another producer in pi's format (snapshot-only, for example) is imported with the nearest pinned version and --dialect",
-            opts.pi_version,
-            pi_grammar::KNOWN_VERSIONS.join(", ")
-        )));
-    }
-    // `-` is stdin; gzip is recognised by its magic bytes (as `map` does).
-    let raw = read_input(raw_path)?;
-    if raw.is_empty() {
-        return Err(input(
-            "is empty: a captured `pi --mode json` stdout has at least the session line".into(),
-        ));
-    }
-    let first = raw.split(|&b| b == b'\n').next().unwrap_or(&raw);
-    if crate::is_header_line(first) || first.starts_with(b"{\"format\"") {
-        return Err(input(
-            "is already a cassette (its first line is a cassette header); import takes pi's raw stdout".into(),
-        ));
-    }
-    let cassette = import(raw_path, &raw, opts)?;
-    // Encode, read the bytes back and verify them before anything is written: a failed
-    // import leaves no file.
-    let mut inputs: Vec<&Path> = vec![raw_path];
-    if let Some(p) = opts.stderr_path.as_deref() {
-        inputs.push(p);
-    }
-    write_verified(&cassette, out, &inputs, &opts.secret_values, |back| {
-        verify_round_trip(back, &raw, opts.stderr.as_deref())
-    })?;
-    Ok(cassette)
 }
 
 /// `c` with the line numbers `read` got from the file (records built in memory have 0).

@@ -45,6 +45,48 @@ use crate::{
 use inputs::input_err;
 use transcript::Walk;
 
+/// What a two-way import may read in all (its transcript, `--raw-stdout` and `--requests`
+/// together, after decompression): it holds them whole, and the cassette it builds, ten to
+/// forty times their size in memory (the more lines, the more). 1 MiB by default, so that
+/// it stays under 64 MiB (a recorded session's transcript is tens of kilobytes); raised with
+/// [`MAX_TWO_WAY_ENV`].
+pub const DEFAULT_MAX_TWO_WAY_BYTES: u64 = 1 << 20;
+/// Raises [`DEFAULT_MAX_TWO_WAY_BYTES`] (bytes).
+pub const MAX_TWO_WAY_ENV: &str = "PI_HARNESS_MAX_TWO_WAY_BYTES";
+
+/// The bytes a two-way import may still read ([`DEFAULT_MAX_TWO_WAY_BYTES`] in all).
+#[derive(Debug, Clone, Copy)]
+pub struct TwoWayBudget {
+    /// The budget in all.
+    pub max: u64,
+    /// What is left of it.
+    pub left: u64,
+}
+
+impl TwoWayBudget {
+    /// The default budget, or [`MAX_TWO_WAY_ENV`] when set to a positive integer.
+    pub fn from_env() -> TwoWayBudget {
+        let max = std::env::var(MAX_TWO_WAY_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(DEFAULT_MAX_TWO_WAY_BYTES);
+        TwoWayBudget { max, left: max }
+    }
+
+    /// Spend `n` bytes; past the budget, the message that says so.
+    pub fn take(&mut self, n: u64) -> Result<(), String> {
+        if n > self.left {
+            return Err(format!(
+                "cannot read: more than {} bytes in all: a two-way import holds its inputs whole (the limit; raise it with {MAX_TWO_WAY_ENV}=BYTES)",
+                self.max
+            ));
+        }
+        self.left -= n;
+        Ok(())
+    }
+}
+
 /// Convert a transcript into a two-way cassette. `input` only names the source in errors.
 pub fn import_transcript(
     input: &Path,
@@ -220,7 +262,8 @@ pub fn import_transcript_file(
             pi_grammar::KNOWN_VERSIONS.join(", ")
         )));
     }
-    let read = crate::import::read_input;
+    let mut budget = TwoWayBudget::from_env();
+    let mut read = |path: &Path| crate::import::read_input(path, &mut budget);
     let transcript = read(transcript_path)?;
     if transcript.is_empty() {
         return Err(input_err(transcript_path, 0, "is empty".into()));
@@ -236,8 +279,8 @@ pub fn import_transcript_file(
             "is already a cassette (its first line is a cassette header); import takes a client's transcript".into(),
         ));
     }
-    let raw = raw_stdout.map(read).transpose()?;
-    let req = requests.map(read).transpose()?;
+    let raw = raw_stdout.map(&mut read).transpose()?;
+    let req = requests.map(&mut read).transpose()?;
     let more = TwoWayInputs {
         raw_stdout: raw_stdout.zip(raw.as_deref()),
         requests: requests.zip(req.as_deref()),

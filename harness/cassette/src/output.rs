@@ -5,7 +5,9 @@
 //! target replaced (the link stays a link). Anything else that is not a directory (a FIFO,
 //! `/dev/null`, a terminal, `/dev/stdout`) is written through, never replaced by a regular
 //! file. An output that is one of the command's inputs is refused: writing it would destroy
-//! what is being read.
+//! what is being read. A command that writes its output a piece at a time, without holding
+//! it ([`create`], [`Pending`]), gets the same: its bytes go to a temp file (in the temp dir
+//! for a FIFO or a device), which it may read back before the file is put in place.
 
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
@@ -41,6 +43,33 @@ pub fn gzip(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
 
 /// Write `bytes` to `path` (see the module doc); `inputs` are the files the command reads.
 pub fn write(path: &Path, bytes: &[u8], inputs: &[&Path]) -> Result<(), OutputError> {
+    let mut out = create(path, inputs)?;
+    out.file()
+        .write_all(bytes)
+        .and_then(|()| out.file().flush())
+        .map_err(|e| out.error(format!("cannot write: {e}")))?;
+    out.commit()
+}
+
+/// An output being written a piece at a time, for a command that does not hold all of it:
+/// the bytes go to a temp file ([`Pending::file`]; beside the output when it is a regular
+/// file or a new path, in the temp dir when it is a FIFO or a device), which can be read
+/// back ([`Pending::temp_path`]) before [`Pending::commit`] puts it in place (or writes it
+/// through). Dropped without a commit, it leaves nothing.
+#[derive(Debug)]
+pub struct Pending {
+    /// The output as given (named in errors).
+    path: PathBuf,
+    /// Where the bytes go: the path, or a symlink's final target.
+    target: PathBuf,
+    tmp: tempfile::NamedTempFile,
+    /// The target is a FIFO or a device: written through, never replaced.
+    through: bool,
+}
+
+/// Start writing `path` (see [`Pending`]); `inputs` are the files the command reads. The
+/// checks of [`write`] are made first: an empty path, an output that is an input, a directory.
+pub fn create(path: &Path, inputs: &[&Path]) -> Result<Pending, OutputError> {
     let err = |what: String| OutputError(format!("{}: {what}", path.display()));
     if path.as_os_str().is_empty() {
         return Err(OutputError("the output path is empty".into()));
@@ -51,26 +80,21 @@ pub fn write(path: &Path, bytes: &[u8], inputs: &[&Path]) -> Result<(), OutputEr
         ));
     }
     let target = resolve(path);
-    match std::fs::metadata(&target) {
+    let through = match std::fs::metadata(&target) {
         Ok(m) if m.is_dir() => return Err(err("is a directory".into())),
-        Ok(m) if !m.is_file() => {
-            // A FIFO, a device, a terminal: write through, never replace.
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .open(&target)
-                .map_err(|e| err(format!("cannot open: {e}")))?;
-            return f
-                .write_all(bytes)
-                .and_then(|()| f.flush())
-                .map_err(|e| err(format!("cannot write: {e}")));
-        }
-        _ => {}
-    }
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
+        // A FIFO, a device, a terminal: written through at the end, never replaced.
+        Ok(m) => !m.is_file(),
+        Err(_) => false,
     };
-    let mut tmp = tempfile::Builder::new()
+    let dir = if through {
+        std::env::temp_dir()
+    } else {
+        match target.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        }
+    };
+    let tmp = tempfile::Builder::new()
         .prefix(".pi-harness-out-")
         .tempfile_in(&dir)
         .map_err(|e| {
@@ -80,16 +104,56 @@ pub fn write(path: &Path, bytes: &[u8], inputs: &[&Path]) -> Result<(), OutputEr
                 .map_or(e, std::io::Error::from_raw_os_error);
             err(format!("cannot create a file in {}: {e}", dir.display()))
         })?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.flush())
-        .map_err(|e| err(format!("cannot write: {e}")))?;
-    // Keep the permissions of a file being replaced.
-    if let Ok(m) = std::fs::metadata(&target) {
-        let _ = std::fs::set_permissions(tmp.path(), m.permissions());
+    Ok(Pending {
+        path: path.to_path_buf(),
+        target,
+        tmp,
+        through,
+    })
+}
+
+impl Pending {
+    /// The temp file the bytes go to.
+    pub fn file(&mut self) -> &mut std::fs::File {
+        self.tmp.as_file_mut()
     }
-    tmp.persist(&target)
-        .map_err(|e| err(format!("cannot move into place: {}", e.error)))?;
-    Ok(())
+
+    /// The temp file's path, to read back what was written.
+    pub fn temp_path(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    /// An error about this output: `OUTPUT: what`.
+    pub fn error(&self, what: String) -> OutputError {
+        OutputError(format!("{}: {what}", self.path.display()))
+    }
+
+    /// Put the bytes written in place: the temp file renamed over a regular file (keeping
+    /// its permissions), or copied into a FIFO or a device.
+    pub fn commit(self) -> Result<(), OutputError> {
+        if self.through {
+            let copy = || -> std::io::Result<()> {
+                let mut from = std::fs::File::open(self.tmp.path())?;
+                let mut to = std::fs::OpenOptions::new().write(true).open(&self.target)?;
+                std::io::copy(&mut from, &mut to)?;
+                to.flush()
+            };
+            return copy().map_err(|e| self.error(format!("cannot write: {e}")));
+        }
+        // Keep the permissions of a file being replaced.
+        if let Ok(m) = std::fs::metadata(&self.target) {
+            let _ = std::fs::set_permissions(self.tmp.path(), m.permissions());
+        }
+        let (path, target) = (self.path, self.target);
+        self.tmp.persist(&target).map_err(|e| {
+            OutputError(format!(
+                "{}: cannot move into place: {}",
+                path.display(),
+                e.error
+            ))
+        })?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

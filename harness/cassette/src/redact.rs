@@ -228,11 +228,7 @@ pub const MIN_SECRET_BYTES: usize = 6;
 /// (raw or JSON-escaped) or in a payload's bytes however the line stores them (text, JSON,
 /// base64). Values shorter than [`MIN_SECRET_BYTES`] are skipped.
 pub fn lines_holding(c: &crate::Cassette, secrets: &[(String, String)]) -> Vec<(usize, String)> {
-    let secrets: Vec<&(String, String)> = secrets
-        .iter()
-        .filter(|(_, v)| v.len() >= MIN_SECRET_BYTES)
-        .collect();
-    if secrets.is_empty() {
+    if !secrets.iter().any(|(_, v)| v.len() >= MIN_SECRET_BYTES) {
         return Vec::new();
     }
     let text = c.to_jsonl();
@@ -241,19 +237,37 @@ pub fn lines_holding(c: &crate::Cassette, secrets: &[(String, String)]) -> Vec<(
         let payload = i
             .checked_sub(1)
             .and_then(|r| c.records.get(r))
-            .and_then(|r| match &r.action {
-                crate::Action::Stdout(b) | crate::Action::Stderr(b) => Some(&b.data[..]),
-                _ => None,
-            });
-        for (name, value) in &secrets {
-            if contains_secret(line.as_bytes(), value)
-                || payload.is_some_and(|p| contains_secret(p, value))
-            {
-                found.push((i + 1, name.clone()));
-            }
+            .and_then(|r| payload(&r.action));
+        for name in secrets_in_line(line.as_bytes(), payload, secrets) {
+            found.push((i + 1, name.to_string()));
         }
     }
     found
+}
+
+/// The bytes a stdout or stderr record writes (the payload [`secrets_in_line`] looks in).
+pub fn payload(action: &crate::Action) -> Option<&[u8]> {
+    match action {
+        crate::Action::Stdout(b) | crate::Action::Stderr(b) => Some(&b.data[..]),
+        _ => None,
+    }
+}
+
+/// The names of the `secrets` (a name, and its value) that one line of a cassette holds, in
+/// their order: in its JSON text (raw or JSON-escaped) or in `payload`, the bytes its stdout
+/// or stderr record writes, however the line stores them. Values shorter than
+/// [`MIN_SECRET_BYTES`] are skipped.
+pub fn secrets_in_line<'s>(
+    line: &[u8],
+    payload: Option<&[u8]>,
+    secrets: &'s [(String, String)],
+) -> Vec<&'s str> {
+    secrets
+        .iter()
+        .filter(|(_, v)| v.len() >= MIN_SECRET_BYTES)
+        .filter(|(_, v)| contains_secret(line, v) || payload.is_some_and(|p| contains_secret(p, v)))
+        .map(|(name, _)| name.as_str())
+        .collect()
 }
 
 #[cfg(test)]

@@ -52,7 +52,7 @@ impl Cassette {
 
 impl Record {
     /// Write the record as one JSON line (without its `\n`), its payload in its stored form.
-    fn write_to(&self, out: &mut impl Write) -> std::io::Result<()> {
+    pub(crate) fn write_to(&self, out: &mut impl Write) -> std::io::Result<()> {
         let mut raw = RawRecord {
             dt_ms: Some(self.dt_ms),
             reply: self.reply,

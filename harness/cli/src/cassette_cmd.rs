@@ -3,8 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use pi_cassette::import::{
-    build_expect, import_file, parse_dialect, parse_redaction, parse_signal_action, Ending,
-    ImportError, ImportOptions, SpawnAtTool, DEFAULT_SPACING_MS,
+    build_expect, import_file, parse_dialect, parse_redaction, parse_signal_action,
+    read_stderr_file, Ending, ImportError, ImportOptions, Imported, SpawnAtTool,
+    DEFAULT_SPACING_MS,
 };
 use pi_cassette::import_rpc;
 use pi_cassette::{Dialect, Grandchild, ProcessBehaviour, SignalAction};
@@ -189,11 +190,7 @@ impl ImportArgs {
         }
         o.spacing_ms = self.spacing_ms;
         if let Some(path) = &self.stderr {
-            o.stderr = Some(std::fs::read(path).map_err(|e| ImportError::Input {
-                file: path.clone(),
-                line: 0,
-                message: format!("cannot read --stderr file: {e}"),
-            })?);
+            o.stderr = Some(read_stderr_file(path)?);
             o.stderr_path = Some(path.clone());
         }
         if self.spawn_at_tool {
@@ -253,6 +250,7 @@ pub fn run_import(args: ImportArgs) -> i32 {
                         protocol,
                     },
                 )
+                .map(|c| Imported::of(&c))
             } else {
                 import_file(&raw, &out, &o)
             }
@@ -263,9 +261,9 @@ pub fn run_import(args: ImportArgs) -> i32 {
             crate::say(format_args!(
                 "{}: {} records ({} bytes of stdout), ends with {}",
                 out.display(),
-                c.records.len(),
-                c.stdout_bytes().len(),
-                c.ending().key()
+                c.records,
+                c.stdout_bytes,
+                c.ending.key()
             ));
             EXIT_OK
         }

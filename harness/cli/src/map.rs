@@ -2,7 +2,9 @@
 //!
 //! Streams: the input is read in 64 KiB chunks (raw JSONL) or one cassette line at a time
 //! ([`CassetteReader`]), gzip is recognised by its magic bytes, and nothing but the current
-//! chunk or line is held, so a 500 MB capture maps in constant memory. The normalized stream
+//! chunk or line (at most the line limit, `PI_HARNESS_MAX_LINE_BYTES`: a longer line of raw
+//! output is skipped as invalid, one of a cassette refused) and the mapper's state (a line's
+//! worth of an assistant message) is held, so a capture of any size maps in constant memory. The normalized stream
 //! goes to stdout (human text or JSONL with `--json`); a one-line summary (lines, bytes,
 //! invalid lines, time, MB/s, peak memory) goes to stderr.
 
@@ -46,6 +48,10 @@ const MAP_HELP: &str = "Examples:
 
 A cassette is recognised by its header line; its stdout records are mapped and its final
 `exit`/`signal` record gives the process end. A one-line summary goes to stderr.
+
+The input streams, in constant memory whatever its size: a line of raw output longer than
+PI_HARNESS_MAX_LINE_BYTES (64 MiB) is skipped as an invalid line, which the summary counts;
+one in a cassette is an input error, like more than PI_HARNESS_MAX_INPUT_BYTES (4 GiB).
 Exit status: 0 mapped (whatever the run's outcome), 1 output error, 2 input error (missing
 file, malformed cassette with file:line).";
 
@@ -56,8 +62,12 @@ pub struct Summary {
     pub lines: u64,
     /// Bytes of pi's stdout the mapper read (a cassette's stdout records, not the file).
     pub bytes: u64,
-    /// Lines the mapper could not use (not JSON, not an event).
+    /// Lines the mapper could not use (not JSON, not an event, too long).
     pub invalid_lines: u64,
+    /// Of those, the lines longer than the line limit (skipped, not held).
+    pub oversized_lines: u64,
+    /// The line limit ([`pi_cassette::Limits::max_line_bytes`]).
+    pub max_line_bytes: usize,
     /// Wall-clock time of the pass.
     pub seconds: f64,
     /// The input was a cassette.
@@ -72,8 +82,16 @@ impl Summary {
         } else {
             0.0
         };
+        let oversized = match self.oversized_lines {
+            0 => String::new(),
+            n => format!(
+                " ({n} over the line limit of {} bytes; raise it with {}=BYTES)",
+                self.max_line_bytes,
+                pi_cassette::input::MAX_LINE_ENV
+            ),
+        };
         let mut s = format!(
-            "map: {} lines, {} bytes{}, {} invalid lines, {:.3} s, {:.1} MB/s",
+            "map: {} lines, {} bytes{}, {} invalid lines{oversized}, {:.3} s, {:.1} MB/s",
             self.lines,
             self.bytes,
             if self.cassette {
@@ -166,8 +184,11 @@ pub fn map_stream<W: Write>(
         .read_until(b'\n', &mut first)
         .map_err(read_err)?;
     let is_cassette = looks_like_cassette(&first);
+    // A line of raw output past the line limit is skipped as an invalid line, as `run` skips
+    // one past its cap: nothing longer than the limit is held.
     let mut mapper = Mapper::new(MapperOptions {
         resumed_session: resumed,
+        max_line_bytes: limits.max_line_bytes,
         ..MapperOptions::default()
     });
     let mut exit: Option<ExitInfo> = None;
@@ -241,6 +262,8 @@ pub fn map_stream<W: Write>(
         lines: stats.lines,
         bytes: stats.bytes,
         invalid_lines: stats.invalid_lines,
+        oversized_lines: stats.oversized_lines,
+        max_line_bytes: limits.max_line_bytes,
         seconds: started.elapsed().as_secs_f64(),
         cassette: is_cassette,
     })
@@ -391,12 +414,22 @@ mod tests {
             lines: 10,
             bytes: 2_000_000,
             invalid_lines: 1,
+            oversized_lines: 0,
+            max_line_bytes: 1000,
             seconds: 0.5,
             cassette: false,
         };
         assert_eq!(
             s.line(Some(2048)),
             "map: 10 lines, 2000000 bytes, 1 invalid lines, 0.500 s, 4.0 MB/s, peak RSS 2.0 MB"
+        );
+        let s = Summary {
+            oversized_lines: 1,
+            ..s
+        };
+        assert_eq!(
+            s.line(None),
+            "map: 10 lines, 2000000 bytes, 1 invalid lines (1 over the line limit of 1000 bytes; raise it with PI_HARNESS_MAX_LINE_BYTES=BYTES), 0.500 s, 4.0 MB/s"
         );
     }
 }

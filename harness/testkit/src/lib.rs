@@ -22,7 +22,8 @@
 //! pi-supervisor are), [`records`] (cassette lines for hand-made runs), `invariants`
 //! (the normalized stream's rules, checked independently of the mapper), [`messages`]
 //! (reading a message list in assertions), [`process`]
-//! (reading a process's state while a test runs), `rpc` (a client that does what a two-way
+//! (reading a process's state while a test runs, a run's peak memory), [`hostile`] (gzip
+//! bombs, FIFOs: inputs that test a reader's bounds), `rpc` (a client that does what a two-way
 //! cassette's client did).
 //!
 //! Features (all on by default; the workspace's dependency turns them off, so each user
@@ -33,6 +34,7 @@
 //! - `rpc`: the `rpc` module (pulls in the cassette reader).
 
 pub mod bins;
+pub mod hostile;
 #[cfg(feature = "invariants")]
 pub mod invariants;
 pub mod messages;

@@ -41,14 +41,44 @@ pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) {
 /// What [`run_measured`] saw of a command run to its end.
 #[derive(Debug)]
 pub struct Measured {
-    /// Its exit code (`None`: killed by a signal, for example past the memory cap).
+    /// Its exit code (`None`: killed by a signal, for example past the memory cap, or
+    /// past the time limit).
     pub code: Option<i32>,
-    /// Its stdout.
+    /// Its stdout (empty when it was discarded).
     pub stdout: Vec<u8>,
     /// Its stderr.
     pub stderr: Vec<u8>,
     /// Its peak resident memory, in KiB.
     pub peak_rss_kib: u64,
+    /// It was killed at the time limit ([`Measure::timeout`]).
+    pub timed_out: bool,
+}
+
+/// How [`measure`] runs a command besides the command itself.
+#[derive(Debug)]
+pub struct Measure {
+    /// Its stdin.
+    pub stdin: std::process::Stdio,
+    /// Its address space is capped here (bytes): a run that would grow past it fails (its
+    /// allocation does) instead of taking the machine's memory.
+    pub cap_bytes: u64,
+    /// It is killed (SIGKILL) past this long, and [`Measured::timed_out`] says so.
+    pub timeout: Option<std::time::Duration>,
+    /// Its stdout goes to `/dev/null` instead of [`Measured::stdout`] (a command that writes
+    /// hundreds of megabytes).
+    pub discard_stdout: bool,
+}
+
+impl Measure {
+    /// `stdin`, `cap_bytes`, no time limit, stdout kept.
+    pub fn new(stdin: std::process::Stdio, cap_bytes: u64) -> Measure {
+        Measure {
+            stdin,
+            cap_bytes,
+            timeout: None,
+            discard_stdout: false,
+        }
+    }
 }
 
 /// Run `cmd` (its program, arguments, environment and working directory; stdin is `stdin`)
@@ -62,14 +92,25 @@ pub fn run_measured(
     stdin: std::process::Stdio,
     cap_bytes: u64,
 ) -> Measured {
+    measure(cmd, Measure::new(stdin, cap_bytes))
+}
+
+/// [`run_measured`] with the choices of [`Measure`]: a time limit, stdout discarded.
+pub fn measure(cmd: &std::process::Command, how: Measure) -> Measured {
     const PARENT: &str = r#"
 import resource, subprocess, sys
 cap = int(sys.argv[2])
+timeout = float(sys.argv[3]) if sys.argv[3] != "-" else None
+out = subprocess.DEVNULL if sys.argv[4] == "discard" else None
 def limit():
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-r = subprocess.run(sys.argv[3:], preexec_fn=limit)
+try:
+    code = subprocess.run(sys.argv[5:], preexec_fn=limit, timeout=timeout, stdout=out).returncode
+    late = 0
+except subprocess.TimeoutExpired:
+    code, late = -9, 1
 with open(sys.argv[1], "w") as f:
-    f.write("%d %d\n" % (r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+    f.write("%d %d %d\n" % (code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, late))
 "#;
     let report = tempfile::NamedTempFile::new().expect("a temp file");
     let mut parent = std::process::Command::new("python3");
@@ -77,10 +118,19 @@ with open(sys.argv[1], "w") as f:
         .arg("-c")
         .arg(PARENT)
         .arg(report.path())
-        .arg(cap_bytes.to_string())
+        .arg(how.cap_bytes.to_string())
+        .arg(
+            how.timeout
+                .map_or("-".to_string(), |t| t.as_secs_f64().to_string()),
+        )
+        .arg(if how.discard_stdout {
+            "discard"
+        } else {
+            "keep"
+        })
         .arg(cmd.get_program())
         .args(cmd.get_args())
-        .stdin(stdin);
+        .stdin(how.stdin);
     for (k, v) in cmd.get_envs() {
         match v {
             Some(v) => parent.env(k, v),
@@ -96,10 +146,12 @@ with open(sys.argv[1], "w") as f:
         .split_whitespace()
         .map(|w| w.parse::<i64>().unwrap_or(-1));
     let code = words.next().unwrap_or(-1);
+    let peak = words.next().unwrap_or(-1).max(0) as u64;
     Measured {
         code: (code >= 0).then_some(code as i32),
         stdout: out.stdout,
         stderr: out.stderr,
-        peak_rss_kib: words.next().unwrap_or(-1).max(0) as u64,
+        peak_rss_kib: peak,
+        timed_out: words.next() == Some(1),
     }
 }

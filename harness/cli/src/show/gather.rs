@@ -1,17 +1,18 @@
-//! Reading a cassette's meaning: [`facts`] turns a parsed cassette into the [`Facts`] model,
+//! Reading a cassette's meaning: [`facts`] turns what `show` read of a cassette
+//! ([`Recording`]) into the [`Facts`] model,
 //! with the effective values of `pi_cassette::matching::expected` (the same rule fake-pi
 //! applies) checked against the cassette's pi version first.
 
 use std::path::Path;
 
 use pi_cassette::matching;
-use pi_cassette::{Action, Cassette, EffectiveExpect, Expect, SignalAction};
+use pi_cassette::{Action, EffectiveExpect, Expect, SignalAction};
 use pi_grammar::Grammar;
 
-use super::client_steps;
 use super::model::{
     Ending, Expects, Facts, Grandchild, Output, Process, Program, Scenario, SignalAnswer, Signals,
 };
+use super::read::Recording;
 use super::replay::{self, Replay};
 
 /// What the call is compared on: the effective values, the follow-ups and where the prompt was.
@@ -22,7 +23,7 @@ struct Call {
 }
 
 /// Gather the facts; an error (the header's expectations cannot hold) as `header field ...`.
-pub fn facts(c: &Cassette, path: Option<&Path>) -> Result<Facts, String> {
+pub fn facts(c: &Recording, path: Option<&Path>) -> Result<Facts, String> {
     if c.header.is_claude() {
         // Nothing of pi's matching: the recorded options are the command line.
         let grammar = Grammar::nearest(pi_grammar::KNOWN_VERSIONS[0]);
@@ -68,7 +69,7 @@ pub fn facts(c: &Cassette, path: Option<&Path>) -> Result<Facts, String> {
 
 /// The whole model, from the cassette and what its call means.
 fn assemble(
-    c: &Cassette,
+    c: &Recording,
     path: Option<&Path>,
     grammar: &Grammar,
     replayable: bool,
@@ -76,8 +77,7 @@ fn assemble(
     replay: Replay,
 ) -> Facts {
     let h = &c.header;
-    let times = times(c);
-    let total = times.last().copied().unwrap_or(0.0);
+    let total = c.duration_ms;
     Facts {
         file: path.map(Path::to_path_buf),
         scenario: Scenario {
@@ -93,7 +93,7 @@ fn assemble(
         },
         origin: h.origin.clone(),
         expects: expects(&h.expect, grammar, call),
-        ending: match c.ending() {
+        ending: match &c.ending {
             Action::Exit(code) => Ending::Exit {
                 code: *code,
                 after_ms: total,
@@ -105,19 +105,20 @@ fn assemble(
             _ => Ending::Hang { after_ms: total },
         },
         signals: signals(c),
-        processes: processes(c, &times),
+        processes: processes(c),
+        processes_left_out: c.spawns.left_out(),
         placeholders: h.redactions.clone(),
         output: Output {
-            stdout_lines: c
-                .records
-                .iter()
-                .filter(|r| matches!(r.action, Action::Stdout(_)))
-                .count(),
-            stdout_bytes: c.stdout_bytes().len(),
-            stderr_bytes: c.stderr_bytes().len(),
+            stdout_lines: c.stdout_lines,
+            stdout_bytes: c.stdout_bytes,
+            stderr_bytes: c.stderr_bytes,
             duration_ms: total,
         },
-        client: h.mode.is_some().then(|| client_steps(c)),
+        client: c.client.as_ref().map(|client| client.steps.kept.clone()),
+        client_left_out: c
+            .client
+            .as_ref()
+            .map_or(0, |client| client.steps.left_out()),
         replay,
     }
 }
@@ -140,45 +141,30 @@ fn expects(e: &Expect, grammar: &Grammar, call: Call) -> Expects {
     }
 }
 
-/// Sum of the delays up to and including each record, in milliseconds to a tenth (no
-/// float noise such as 835.5999999999999).
-fn times(c: &Cassette) -> Vec<f64> {
-    let mut t = 0.0;
-    c.records
+/// The processes started, as listed.
+fn processes(c: &Recording) -> Vec<Process> {
+    c.spawns
+        .kept
         .iter()
-        .map(|r| {
-            t += r.dt_ms;
-            (t * 10.0).round() / 10.0
-        })
-        .collect()
-}
-
-fn processes(c: &Cassette, times: &[f64]) -> Vec<Process> {
-    c.records
-        .iter()
-        .zip(times)
-        .filter_map(|(r, &at_ms)| match &r.action {
-            Action::Spawn(s) => Some(Process {
-                id: s.id.clone(),
-                at_ms,
-                argv: s.argv.clone(),
-                own_session: s.own_session,
-                ignore_sigterm: s.ignore_sigterm,
-                hold_stdout: s.hold_stdout,
-                lifetime_ms: s.lifetime_ms,
-                grandchild: s.grandchild.as_ref().map(|g| Grandchild {
-                    argv: g.argv.clone(),
-                    own_session: g.own_session,
-                    ignore_sigterm: g.ignore_sigterm,
-                    hold_stdout: g.hold_stdout,
-                }),
+        .map(|(at_ms, s)| Process {
+            id: s.id.clone(),
+            at_ms: *at_ms,
+            argv: s.argv.clone(),
+            own_session: s.own_session,
+            ignore_sigterm: s.ignore_sigterm,
+            hold_stdout: s.hold_stdout,
+            lifetime_ms: s.lifetime_ms,
+            grandchild: s.grandchild.as_ref().map(|g| Grandchild {
+                argv: g.argv.clone(),
+                own_session: g.own_session,
+                ignore_sigterm: g.ignore_sigterm,
+                hold_stdout: g.hold_stdout,
             }),
-            _ => None,
         })
         .collect()
 }
 
-fn signals(c: &Cassette) -> Signals {
+fn signals(c: &Recording) -> Signals {
     let p = &c.header.process;
     let answer = |action: &SignalAction, pi: SignalAction| SignalAnswer {
         action: action.clone(),

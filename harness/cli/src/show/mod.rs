@@ -9,7 +9,9 @@
 //!   session, the environment rules, how the run ends and how each signal is answered, the
 //!   processes it starts, the placeholders, and the replay. `--json` prints it serialized
 //!   ([`render_json`]);
-//! - `gather`: [`facts`], reading that model off a parsed cassette;
+//! - `read`: [`Recording`], what `show` keeps of a cassette read one record at a time
+//!   (bounded: the first processes and client actions are listed, the rest counted);
+//! - `gather`: [`facts`], reading that model off a [`Recording`];
 //! - `replay`: [`Replay`], a command line that replays the cassette with fake-pi, checked
 //!   against the matching contract before it is printed;
 //! - `text`: [`render_text`], the model as text for a person.
@@ -19,8 +21,6 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use pi_cassette::two_way::ClientStep;
-use pi_cassette::Cassette;
 use serde_json::Value;
 
 use crate::exit::{EXIT_FAILED, EXIT_OK};
@@ -28,6 +28,7 @@ use crate::{use_color, CliError};
 
 mod gather;
 mod model;
+mod read;
 mod replay;
 #[cfg(test)]
 mod tests;
@@ -38,6 +39,7 @@ pub use model::{
     Ending, Expects, Facts, Grandchild, Output, Process, Program, Scenario, SignalAnswer, Signals,
     Word,
 };
+pub use read::{Client, Listed, Recording, MAX_LISTED, MAX_LISTED_BYTES};
 pub use replay::{meaning_flags, prompts, sh_quote, Prompts, Replay, SESSION_FILE};
 pub use text::{action_text, render_text};
 
@@ -91,7 +93,13 @@ unless the cassette says `syntax: true`. The replay command runs fake-pi (on PAT
                 CWD stands for the directory the replay runs in),
                 hangs, notes: [...]}
 
-Exit status: 0 printed; 2 missing or unreadable file, invalid cassette (FILE:LINE: what).";
+The cassette is read one record at a time, in constant memory whatever its size: at most
+1000 processes and 1000 client actions (1 MiB of their command lines or lines) are listed,
+and a note says how many more there are. A FIFO or a device is refused (use `-` for a pipe).
+
+Exit status: 0 printed; 2 missing or unreadable file, a FIFO or device, invalid cassette
+(FILE:LINE: what), a line or input past the limits (PI_HARNESS_MAX_LINE_BYTES,
+PI_HARNESS_MAX_INPUT_BYTES).";
 
 /// Run `pi-harness cassette show`; returns the exit status.
 pub fn show_command(args: &ShowArgs) -> i32 {
@@ -128,21 +136,16 @@ pub fn show_command(args: &ShowArgs) -> i32 {
     }
 }
 
-/// Read the cassette (`-`: stdin, gzip recognised by its magic bytes); its absolute path.
-pub fn load(file: &Path) -> Result<(Cassette, Option<PathBuf>), CliError> {
+/// Read the cassette (`-`: stdin, gzip recognised by its magic bytes) one record at a time,
+/// keeping what `show` tells ([`Recording`]); its absolute path. A FIFO or a device is
+/// refused at once.
+pub fn load(file: &Path) -> Result<(Recording, Option<PathBuf>), CliError> {
+    let c = Recording::read(file).map_err(|e| CliError::usage(e.to_string()))?;
     if file == Path::new("-") {
-        let c = Cassette::read_from(Path::new("<stdin>"), std::io::stdin())
-            .map_err(|e| CliError::usage(e.to_string()))?;
         return Ok((c, None));
     }
-    let c = Cassette::load(file).map_err(|e| CliError::usage(e.to_string()))?;
     let abs = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
     Ok((c, Some(abs)))
-}
-
-/// The client's actions of a two-way cassette, in order (none for a json-mode cassette).
-pub fn client_steps(c: &Cassette) -> Vec<ClientStep> {
-    pi_cassette::two_way::client_steps(&c.records)
 }
 
 /// The facts as one JSON object (see the command's help for the fields): the model

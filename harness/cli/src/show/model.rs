@@ -31,16 +31,24 @@ pub struct Facts {
     pub ending: Ending,
     /// How the process answers SIGTERM, SIGINT and SIGHUP.
     pub signals: Signals,
-    /// The processes it starts (like pi's bash tool), in order.
+    /// The processes it starts (like pi's bash tool), in order: the first ones, within
+    /// `show`'s bounds ([`super::MAX_LISTED`]).
     pub processes: Vec<Process>,
+    /// How many processes it starts past those listed.
+    #[serde(skip)]
+    pub processes_left_out: usize,
     /// Each placeholder in the data and what it replaced.
     pub placeholders: BTreeMap<String, String>,
     /// How much the process writes and how long the run takes.
     pub output: Output,
     /// A two-way cassette's client actions, in order; `None` for a json-mode cassette
     /// (`[]` in `--json`).
+    /// Listed within `show`'s bounds, like the processes.
     #[serde(serialize_with = "client_json")]
     pub client: Option<Vec<ClientStep>>,
+    /// How many client actions there are past those listed.
+    #[serde(skip)]
+    pub client_left_out: usize,
     /// A command line that replays the cassette with fake-pi.
     pub replay: Replay,
 }

@@ -9,12 +9,12 @@ use std::path::Path;
 
 use pi_cassette::matching;
 use pi_cassette::two_way::{ClientAction, ClientStep};
-use pi_cassette::{Action, Cassette, EffectiveExpect, Expect, FlagRule, SessionUse};
+use pi_cassette::{Action, EffectiveExpect, Expect, FlagRule, SessionUse};
 use pi_grammar::{AgentSettings, FlagKind, Grammar, DEFAULT_THINKING, DEFAULT_TOOLS};
 use serde::{Serialize, Serializer};
-use serde_json::Value;
 
-use super::{client_steps, quoted};
+use super::quoted;
+use super::read::{Client, Recording, MAX_LISTED, MAX_LISTED_BYTES};
 
 /// How the recording gave pi its prompts, and what a replay passes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -206,24 +206,15 @@ fn literal_flags(e: &Expect, grammar: &Grammar) -> Vec<String> {
 
 /// The session file's first line for a replay that continues a session: the recorded
 /// `session` line with concrete values.
-fn session_seed(c: &Cassette) -> String {
-    let recorded = c.records.iter().find_map(|r| match &r.action {
-        Action::Stdout(b) => serde_json::from_slice::<Value>(b.data.trim_ascii_end())
-            .ok()
-            .filter(|v| v["type"] == "session"),
-        _ => None,
-    });
+fn session_seed(c: &Recording) -> String {
+    let recorded = c.session_line.as_ref();
     let field = |k: &str| {
         recorded
-            .as_ref()
             .and_then(|v| v[k].as_str())
             .filter(|s| !s.starts_with('<'))
             .map(str::to_string)
     };
-    let version = recorded
-        .as_ref()
-        .and_then(|v| v["version"].as_u64())
-        .unwrap_or(3);
+    let version = recorded.and_then(|v| v["version"].as_u64()).unwrap_or(3);
     let id = field("id").unwrap_or_else(|| "01900000-0000-7000-8000-000000000000".into());
     // pi's key order: type, version, id, timestamp, cwd.
     format!(
@@ -259,16 +250,30 @@ fn client_lines(client: &[ClientStep]) -> Vec<String> {
         .collect()
 }
 
-fn sends_a_signal(client: &[ClientStep]) -> bool {
-    client
-        .iter()
-        .any(|s| matches!(s.action, ClientAction::Signal(_)))
+/// What `show` did not list (more processes or client actions than it lists), in words.
+fn listing_notes(c: &Recording) -> Vec<String> {
+    let mut notes = Vec::new();
+    if c.spawns.left_out() > 0 {
+        notes.push(format!(
+            "the cassette starts {} processes, more than show lists (the first {MAX_LISTED}, at most {MAX_LISTED_BYTES} bytes of command lines): {} are not listed",
+            c.spawns.total,
+            c.spawns.left_out()
+        ));
+    }
+    if let Some(client) = c.client.as_ref().filter(|cl| cl.steps.left_out() > 0) {
+        notes.push(format!(
+            "the client's {} actions are more than show lists (the first {MAX_LISTED}, at most {MAX_LISTED_BYTES} bytes of lines): the list and this command stop after {}; pipe the rest of its lines from the cassette",
+            client.steps.total,
+            client.steps.kept.len()
+        ));
+    }
+    notes
 }
 
 /// The replay of a pi cassette: flags by meaning (or literally, with `syntax`), the
 /// session to seed, the prompts where the recording had them.
 pub(super) fn replay(
-    c: &Cassette,
+    c: &Recording,
     grammar: &Grammar,
     want: &EffectiveExpect,
     prompts: &Prompts,
@@ -304,23 +309,20 @@ pub(super) fn replay(
         notes.push("the cassette came on stdin: put its path in FAKE_PI_CASSETTE".into());
     }
     notes.extend(contract_notes(e, grammar, &argv, prompts, &env));
-    let hangs = matches!(c.ending(), Action::Hang);
+    let hangs = matches!(c.ending, Action::Hang);
     if hangs {
         notes.push(
             "the replay hangs like the recording: end it with a signal (Ctrl-C is SIGINT)".into(),
         );
     }
-    if c.records
-        .iter()
-        .any(|r| matches!(r.action, Action::Spawn(_)))
-    {
+    if c.spawns.total > 0 {
         notes.push("it starts processes that may outlive it: `pi-harness leftovers -- sh -c '...'` around the command finds and kills them".into());
     }
-    let client = client_steps(c);
-    let stdin_lines = c.header.mode.is_some().then(|| client_lines(&client));
-    if sends_a_signal(&client) {
+    let stdin_lines = c.client.as_ref().map(|cl| client_lines(&cl.steps.kept));
+    if c.client.as_ref().is_some_and(|cl| cl.signals) {
         notes.push("the recording's client sends a signal (see above): a pipe cannot; send it by hand at that point".into());
     }
+    notes.extend(listing_notes(c));
     Replay {
         env,
         argv,
@@ -398,23 +400,25 @@ fn contract_notes(
 
 /// The replay of a Claude Code cassette: its recorded options as the command line, the
 /// host's lines piped, nothing of pi's matching.
-pub(super) fn claude_replay(c: &Cassette, path: Option<&Path>) -> Replay {
+pub(super) fn claude_replay(c: &Recording, path: Option<&Path>) -> Replay {
     let e = &c.header.expect;
     let mut notes = vec![
         "fake-pi answers to any name: put a `claude` symlink to it on the host's PATH".to_string(),
     ];
-    let client = client_steps(c);
-    if sends_a_signal(&client) {
+    let none = Client::default();
+    let client = c.client.as_ref().unwrap_or(&none);
+    if client.signals {
         notes.push("the recording's host sends a signal (see above): a pipe cannot; send it by hand at that point".into());
     }
-    if !matches!(client.last().map(|s| &s.action), Some(ClientAction::Close)) {
+    if !client.ends_with_close {
         notes.push("the recording's host keeps stdin open to the end: a pipe closes it, which the replay reports as a mismatch after the last recorded line".into());
     }
+    notes.extend(listing_notes(c));
     Replay {
         env: replay_env(e, path),
         argv: e.claude_argv(),
         stdin: None,
-        stdin_lines: Some(client_lines(&client)),
+        stdin_lines: Some(client_lines(&client.steps.kept)),
         session_file: None,
         hangs: false,
         notes,

@@ -31,7 +31,7 @@ pub fn render_text(f: &Facts, color: bool) -> String {
     ending(&mut page, f);
     client(&mut page, f);
     page.blank();
-    processes(&mut page, &f.processes);
+    processes(&mut page, &f.processes, f.processes_left_out);
     page.blank();
     placeholders(&mut page, f);
     page.blank();
@@ -430,7 +430,12 @@ fn client(page: &mut Page, f: &Facts) {
             &format!("after {} stdout lines: {what}", s.after_stdout_lines),
         );
     }
-    if steps.is_empty() {
+    if f.client_left_out > 0 {
+        page.line(&format!(
+            "  ... and {} more, not listed (see the note below)",
+            f.client_left_out
+        ));
+    } else if steps.is_empty() {
         page.line("  nothing");
     }
 }
@@ -463,8 +468,8 @@ fn spawn_traits(own_session: bool, ignore_sigterm: bool, hold_stdout: bool) -> V
 }
 
 /// The processes the run starts, with their traits and grandchildren.
-fn processes(page: &mut Page, spawned: &[Process]) {
-    if spawned.is_empty() {
+fn processes(page: &mut Page, spawned: &[Process], left_out: usize) {
+    if spawned.is_empty() && left_out == 0 {
         let heading = page.bold("Processes it starts: none");
         page.line(&heading);
         return;
@@ -486,6 +491,11 @@ fn processes(page: &mut Page, spawned: &[Process]) {
         if let Some(g) = &s.grandchild {
             page.line(&format!("    grandchild: {}", grandchild_text(g, s)));
         }
+    }
+    if left_out > 0 {
+        page.line(&format!(
+            "  ... and {left_out} more, not listed (see the note below)"
+        ));
     }
 }
 

@@ -20,6 +20,7 @@ mod cli_show;
 mod closed_stdout;
 mod corpus_clients;
 mod lint_bounds;
+mod memory;
 mod one_reader;
 mod readme;
 mod real_pi_faults;

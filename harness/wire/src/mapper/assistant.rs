@@ -77,12 +77,18 @@ impl State {
     pub(super) fn close_unfinished(&mut self) {
         if let Some(open) = self.open.take() {
             self.kept = format!("{}{}", open.replayed.unwrap_or_default(), open.emitted);
-            self.pending_thoughts.extend(
-                open.thoughts
-                    .into_iter()
-                    .map(|t| t.1)
-                    .filter(|t| !t.is_empty()),
-            );
+            self.note_thoughts_cut(open.thoughts_cut);
+            self.keep_thoughts(open.thoughts.into_iter().map(|t| t.1));
+        }
+    }
+
+    /// Say that the thinking streamed for a message was cut by `cut` bytes, when it was.
+    fn note_thoughts_cut(&mut self, cut: u64) {
+        if cut > 0 {
+            let cap = self.opts.max_line_bytes;
+            self.note(format!(
+                "{cut} bytes of thinking dropped: past the {cap} bytes the mapper keeps of a message (its line cap)"
+            ));
         }
     }
 
@@ -167,14 +173,12 @@ impl State {
         out: &mut Vec<Message>,
     ) {
         self.sends_deltas = true;
+        let cap = self.opts.max_line_bytes;
         let open = self.open.get_or_insert_with(OpenMessage::default);
         if thinking {
-            match open.thoughts.iter_mut().rev().find(|t| t.0 == index) {
-                Some(t) => t.1.push_str(d),
-                None => open.thoughts.push((index, d.to_string())),
-            }
+            open.keep(true, d, index, cap);
         } else if !d.is_empty() {
-            open.emitted.push_str(d);
+            open.keep(false, d, None, cap);
             out.push(Message::Assistant {
                 text: d.to_string(),
             });
@@ -273,24 +277,29 @@ impl State {
                 None => 0,
             };
             let own = &text[replayed_len..];
-            match own.strip_prefix(open.emitted.as_str()) {
-                Some(rest) => {
-                    if !rest.is_empty() {
-                        out.push(Message::Assistant {
-                            text: rest.to_string(),
-                        });
-                    }
+            if open.text_cut > 0 {
+                // More was streamed than a line holds: the final text cannot continue it.
+                let problem = format!(
+                    "`message_end` not compared with the streamed text: {} bytes streamed, past the {} bytes the mapper keeps of a message (its line cap); nothing more emitted for this message",
+                    open.emitted.len() as u64 + open.text_cut,
+                    self.opts.max_line_bytes
+                );
+                self.invalid.record(n, raw.len() as u64, problem, raw);
+            } else if let Some(rest) = own.strip_prefix(open.emitted.as_str()) {
+                if !rest.is_empty() {
+                    out.push(Message::Assistant {
+                        text: rest.to_string(),
+                    });
                 }
-                None => {
-                    self.stats.text_divergences += 1;
-                    let problem = format!(
-                        "`message_end` text does not continue the streamed text (streamed {} bytes, final {} bytes, equal for the first {}); nothing more emitted for this message",
-                        open.emitted.len(),
-                        own.len(),
-                        common_prefix(own, &open.emitted)
-                    );
-                    self.invalid.record(n, raw.len() as u64, problem, raw);
-                }
+            } else {
+                self.stats.text_divergences += 1;
+                let problem = format!(
+                    "`message_end` text does not continue the streamed text (streamed {} bytes, final {} bytes, equal for the first {}); nothing more emitted for this message",
+                    open.emitted.len(),
+                    own.len(),
+                    common_prefix(own, &open.emitted)
+                );
+                self.invalid.record(n, raw.len() as u64, problem, raw);
             }
             set_text(&mut self.kept, text);
             // message_end is authoritative for thoughts too.
@@ -302,13 +311,9 @@ impl State {
             }
         } else {
             self.kept = format!("{}{}", open.replayed.unwrap_or_default(), open.emitted);
+            self.note_thoughts_cut(open.thoughts_cut);
         }
-        self.pending_thoughts.extend(
-            open.thoughts
-                .into_iter()
-                .map(|t| t.1)
-                .filter(|t| !t.is_empty()),
-        );
+        self.keep_thoughts(open.thoughts.into_iter().map(|t| t.1));
         let stop = m.stop_reason.as_str().map(str::to_string);
         if stop.as_deref() != Some("toolUse") {
             self.drain_thoughts(out);

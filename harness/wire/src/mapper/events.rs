@@ -38,6 +38,7 @@ impl State {
                 head,
             } => {
                 self.stats.invalid_lines += 1;
+                self.stats.oversized_lines += 1;
                 let problem = format!("over the line cap of {} bytes", self.opts.max_line_bytes);
                 self.invalid.record(number, bytes, problem, head);
             }

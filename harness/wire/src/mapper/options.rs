@@ -43,6 +43,9 @@ pub struct MapperStats {
     /// Lines that were not a usable event: not JSON, not an object, no `type`, over the cap,
     /// or a known event missing what it needs.
     pub invalid_lines: u64,
+    /// Lines over the line cap ([`MapperOptions::max_line_bytes`]), skipped (counted in
+    /// `invalid_lines` too).
+    pub oversized_lines: u64,
     /// Events of a type the mapper does not know (not counted in `invalid_lines`).
     pub unknown_events: u64,
     /// Assistant messages whose `message_end` text did not continue what had been streamed.

@@ -26,7 +26,8 @@ pub(super) struct State {
     /// The run-level text snapshot-only producers are compared against: the whole text
     /// of the previous assistant message as the producer gave it.
     pub(super) kept: String,
-    /// Thoughts waiting for a non-`toolUse` end, in order.
+    /// Thoughts waiting for a non-`toolUse` end, in order: at most
+    /// [`MapperOptions::max_line_bytes`] in all (see [`State::keep_thoughts`]).
     pub(super) pending_thoughts: Vec<String>,
     pub(super) tools: HashMap<String, ToolState>,
     /// Ends of tools that made nested calls, waiting for their toolResult message (which
@@ -53,12 +54,18 @@ pub(super) struct State {
     pub(super) fast_memo: fast::Memo,
 }
 
-/// The assistant message being streamed.
+/// The assistant message being streamed. What it keeps of its text and thinking is at most
+/// [`MapperOptions::max_line_bytes`] in all (a `message_end` line could not hold more); the
+/// bytes past that are emitted as they come but not kept, only counted.
 #[derive(Debug, Default)]
 pub(super) struct OpenMessage {
     pub(super) timestamp: Option<Stamp>,
-    /// Text emitted for this message so far.
+    /// Text emitted for this message so far (its first bytes, when `text_cut`).
     pub(super) emitted: String,
+    /// Bytes of text streamed past what `emitted` keeps.
+    pub(super) text_cut: u64,
+    /// Bytes of thinking streamed past what `thoughts` keeps.
+    pub(super) thoughts_cut: u64,
     /// Snapshot-only producers: the replayed previous text this message starts with,
     /// once decided (`Some("")` when it does not replay).
     pub(super) replayed: Option<String>,
@@ -118,6 +125,76 @@ impl State {
         self.stats.invalid_lines += 1;
         self.invalid.record(line, raw.len() as u64, problem, raw);
     }
+}
+
+impl OpenMessage {
+    /// Bytes of text and thinking kept.
+    fn kept_bytes(&self) -> usize {
+        self.emitted.len() + self.thoughts.iter().map(|t| t.1.len()).sum::<usize>()
+    }
+
+    /// Keep `d` (a text delta, or a thinking delta of block `index`) within `cap` bytes kept
+    /// in all; what does not fit is counted. Returns false when something was not kept.
+    pub(super) fn keep(&mut self, thinking: bool, d: &str, index: Option<u64>, cap: usize) -> bool {
+        let room = cap.saturating_sub(self.kept_bytes());
+        let fits = prefix_within(d, room);
+        let cut = (d.len() - fits.len()) as u64;
+        if thinking {
+            self.thoughts_cut += cut;
+            match self.thoughts.iter_mut().rev().find(|t| t.0 == index) {
+                Some(t) => t.1.push_str(fits),
+                None if !fits.is_empty() => self.thoughts.push((index, fits.to_string())),
+                None => {}
+            }
+        } else {
+            self.text_cut += cut;
+            self.emitted.push_str(fits);
+        }
+        cut == 0
+    }
+}
+
+impl State {
+    /// Queue `thoughts` to be emitted at the next non-`toolUse` end, within
+    /// [`MapperOptions::max_line_bytes`] queued in all; what does not fit is dropped and a
+    /// note says how much.
+    pub(super) fn keep_thoughts(&mut self, thoughts: impl IntoIterator<Item = String>) {
+        let cap = self.opts.max_line_bytes;
+        let mut queued: usize = self.pending_thoughts.iter().map(String::len).sum();
+        let mut dropped = 0u64;
+        for t in thoughts.into_iter().filter(|t| !t.is_empty()) {
+            let fits = prefix_within(&t, cap.saturating_sub(queued)).len();
+            dropped += (t.len() - fits) as u64;
+            if fits > 0 {
+                queued += fits;
+                let mut t = t;
+                t.truncate(fits);
+                self.pending_thoughts.push(t);
+            }
+        }
+        if dropped > 0 {
+            self.note(format!(
+                "{dropped} bytes of thinking dropped: past the {cap} bytes of thinking the mapper queues (its line cap)"
+            ));
+        }
+    }
+
+    /// A note in the bad lines a `terminal.failed` carries, at the line being read.
+    pub(super) fn note(&mut self, problem: String) {
+        self.invalid.record(self.stats.lines, 0, problem, b"");
+    }
+}
+
+/// The longest prefix of `s` of at most `max` bytes that ends on a char boundary.
+pub(super) fn prefix_within(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 impl Held {

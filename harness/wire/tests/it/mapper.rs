@@ -423,6 +423,95 @@ fn p3_divergent_message_end_emits_nothing_and_is_reported() {
     );
 }
 
+/// A message streams more than a line could hold: every delta is emitted as it comes, but
+/// the mapper keeps only a line's worth of the text and thinking (it grew with the stream
+/// before: 219 MB for 128 MB of deltas); `message_end` is then not compared, and a note says
+/// so, as it does for the thinking it drops.
+#[test]
+fn p3_a_message_longer_than_the_line_cap_is_streamed_not_kept() {
+    let opts = MapperOptions {
+        max_line_bytes: 400,
+        ..MapperOptions::default()
+    };
+    let deltas: Vec<String> = (0..20)
+        .map(|i| format!("{i:02}{}", "x".repeat(48)))
+        .collect();
+    let mut body: Vec<Value> = deltas.iter().map(|d| text_delta(1, d)).collect();
+    body.extend((0..20).map(|_| thinking_delta(0, &"t".repeat(50))));
+    // Its message_end has no content: the thinking streamed is what is queued, cut.
+    let end = json!({"type":"message_end","message":{"role":"assistant","stopReason":"stop",
+        "timestamp":1,"usage":usage_json(10,5)}});
+    let stdout = simple_run(&body, end);
+    let mut m = Mapper::new(opts.clone());
+    let mut out = Vec::new();
+    m.push(stdout.as_bytes(), &mut out);
+    assert_eq!(
+        texts(&out),
+        deltas.iter().map(String::as_str).collect::<Vec<_>>()
+    );
+    let thought: Vec<&str> = out
+        .iter()
+        .filter_map(|m| match m {
+            Message::AssistantThought { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    // The text kept took all 400 bytes: no thinking fits beside it.
+    assert!(thought.is_empty(), "{thought:?}");
+    assert_eq!(m.stats().text_divergences, 0);
+    m.finish(
+        StreamEnd {
+            exit: None,
+            stderr_tail: None,
+            cause: EndCause::Failed {
+                reason: FailureReason::Timeout,
+                message: "timed out".into(),
+            },
+        },
+        &mut out,
+    );
+    let problems: Vec<String> = failure(&out)
+        .invalid_lines
+        .iter()
+        .map(|l| l.problem.clone())
+        .collect();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].starts_with(
+            "1000 bytes of thinking dropped: past the 400 bytes the mapper keeps of a message"
+        ),
+        "{problems:?}"
+    );
+
+    // With a final text: not compared (it could not continue 1000 bytes), nothing repeated.
+    let stdout = simple_run(
+        &body[..20],
+        assistant_end(1, json!([text(&deltas.concat()[..100])]), "stop"),
+    );
+    let mut m = Mapper::new(opts);
+    let mut out = Vec::new();
+    m.push(stdout.as_bytes(), &mut out);
+    assert_eq!(texts(&out).len(), 20);
+    m.finish(
+        StreamEnd {
+            exit: None,
+            stderr_tail: None,
+            cause: EndCause::Failed {
+                reason: FailureReason::Timeout,
+                message: "timed out".into(),
+            },
+        },
+        &mut out,
+    );
+    let f = failure(&out);
+    assert!(
+        f.invalid_lines[0].problem.starts_with(
+            "`message_end` not compared with the streamed text: 1000 bytes streamed, past the 400 bytes"
+        ),
+        "{f:?}"
+    );
+}
+
 #[test]
 fn p3_invariant_holds_on_every_cassette() {
     let all = all_cassettes();
