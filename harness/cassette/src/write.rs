@@ -76,19 +76,25 @@ impl Record {
                 }
                 Form::Text { newline } => {
                     let body = strip_newline(&b.data, newline);
-                    raw.stdout_text =
-                        Some(String::from_utf8(body.to_vec()).map_err(std::io::Error::other)?);
+                    raw.stdout_text = Some(
+                        std::str::from_utf8(body)
+                            .map_err(std::io::Error::other)?
+                            .into(),
+                    );
                     if !newline {
                         raw.newline = Some(false);
                     }
                 }
-                Form::Base64 => raw.stdout_b64 = Some(b64.encode(&b.data)),
+                Form::Base64 => raw.stdout_b64 = Some(b64.encode(&b.data).into()),
             },
             Action::Stderr(b) => match b.form {
-                Form::Base64 => raw.stderr_b64 = Some(b64.encode(&b.data)),
+                Form::Base64 => raw.stderr_b64 = Some(b64.encode(&b.data).into()),
                 _ => {
-                    raw.stderr =
-                        Some(String::from_utf8(b.data.clone()).map_err(std::io::Error::other)?)
+                    raw.stderr = Some(
+                        std::str::from_utf8(&b.data)
+                            .map_err(std::io::Error::other)?
+                            .into(),
+                    )
                 }
             },
             Action::Exit(code) => raw.exit = Some(*code),

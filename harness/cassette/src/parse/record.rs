@@ -178,7 +178,7 @@ fn decode_output<'a>(raw: RawRecord<'a>, key: &str) -> Result<ActionRef<'a>, Str
             form: Form::Json { newline },
         },
         "stdout_text" => ActionRef::Stdout {
-            body: Cow::Owned(raw.stdout_text.unwrap().into_bytes()),
+            body: cow_bytes(raw.stdout_text.unwrap()),
             form: Form::Text { newline },
         },
         "stdout_b64" => ActionRef::Stdout {
@@ -186,7 +186,7 @@ fn decode_output<'a>(raw: RawRecord<'a>, key: &str) -> Result<ActionRef<'a>, Str
             form: Form::Base64,
         },
         "stderr" => ActionRef::Stderr {
-            body: Cow::Owned(raw.stderr.unwrap().into_bytes()),
+            body: cow_bytes(raw.stderr.unwrap()),
             form: Form::Text { newline: false },
         },
         "stderr_b64" => ActionRef::Stderr {
@@ -195,6 +195,14 @@ fn decode_output<'a>(raw: RawRecord<'a>, key: &str) -> Result<ActionRef<'a>, Str
         },
         _ => unreachable!("decode_action sends only output keys here"),
     })
+}
+
+/// Text as bytes, still borrowed when it was.
+fn cow_bytes(text: Cow<'_, str>) -> Cow<'_, [u8]> {
+    match text {
+        Cow::Borrowed(t) => Cow::Borrowed(t.as_bytes()),
+        Cow::Owned(t) => Cow::Owned(t.into_bytes()),
+    }
 }
 
 /// How the process ends: an exit status, a signal it dies by, or a hang.
