@@ -1,149 +1,209 @@
-//! Claude Code's command line (2.1.330), as data: the options a headless host uses, which
-//! take a value, their allowed choices, and the checks the CLI makes before it reads stdin,
-//! with its exact diagnostics (measured with the real binary: commander's `error: ...`
-//! lines for argument parsing, `Error: ...` lines for the later checks; all exit 1 with
-//! nothing on stdout).
+//! Claude Code's command line per release, as data: every option its parser takes (the
+//! help's and hidden ones), how each reads its value, the choices it names and the values it
+//! takes, its `--version` and `--help` output, and the checks the CLI makes before it reads
+//! stdin, with its exact diagnostics (commander's `error: ...` lines while parsing,
+//! `Error: ...` lines for the later checks; all exit 1 with nothing on stdout).
+//!
+//! The data is `data/claude/VERSION/` in this crate (`version.txt`, `help.txt`, `grammar.tsv`;
+//! the format in `data/claude/README.md`), written by `scripts/claude-grammar.sh` from an
+//! installed CLI and embedded at build time. Supporting a new release is a data change: run
+//! the script on it and commit the directory. A version with no data is read with the newest
+//! release not newer than it ([`Claude::nearest`]), as pi's grammar does for pi.
 //!
 //! ```
-//! use pi_grammar::claude::{parse, Stop};
+//! use pi_grammar::claude::{Claude, Stop};
 //!
+//! let cc = Claude::nearest("2.1.330");
 //! let argv: Vec<String> = ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
 //!     .iter().map(|s| s.to_string()).collect();
-//! let parsed = parse(&argv, false).unwrap();
+//! let parsed = cc.parse(&argv, false).unwrap();
 //! assert_eq!(parsed.value("input-format"), Some("stream-json"));
 //! assert!(parsed.has("verbose"));
 //!
 //! let argv: Vec<String> = ["-p", "--output-format", "stream-json", "hi"].iter().map(|s| s.to_string()).collect();
-//! let Err(Stop { stderr, code, .. }) = parse(&argv, false) else { panic!() };
+//! let Err(Stop { stderr, code, .. }) = cc.parse(&argv, false) else { panic!() };
 //! assert_eq!(stderr, "Error: When using --print, --output-format=stream-json requires --verbose\n");
 //! assert_eq!(code, 1);
 //! ```
 
 use std::collections::BTreeMap;
 
-/// `claude --version`.
-pub const VERSION_LINE: &str = "2.1.330 (Claude Code)\n";
+mod checks;
+mod commander;
+mod data;
 
-/// How an option is read: long name (without dashes), short alias, kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Switch,
-    Value(Option<&'static [&'static str]>),
-    /// Takes every following argument up to the next one starting with `-`.
-    Variadic,
+pub use data::{Check, ClaudeOption, OptionKind, Release};
+
+/// One release's command line (see the module docs).
+#[derive(Debug, Clone, Copy)]
+pub struct Claude {
+    release: &'static Release,
 }
 
-const OPTIONS: &[(&str, Option<char>, Kind)] = &[
-    ("print", Some('p'), Kind::Switch),
-    ("verbose", None, Kind::Switch),
-    ("include-partial-messages", None, Kind::Switch),
-    ("replay-user-messages", None, Kind::Switch),
-    ("no-session-persistence", None, Kind::Switch),
-    ("dangerously-skip-permissions", None, Kind::Switch),
-    ("continue", Some('c'), Kind::Switch),
-    ("fork-session", None, Kind::Switch),
-    ("debug", Some('d'), Kind::Switch),
-    ("help", Some('h'), Kind::Switch),
-    ("version", Some('v'), Kind::Switch),
-    (
-        "input-format",
-        None,
-        Kind::Value(Some(&["text", "stream-json"])),
-    ),
-    (
-        "output-format",
-        None,
-        Kind::Value(Some(&["text", "json", "stream-json"])),
-    ),
-    (
-        "permission-mode",
-        None,
-        Kind::Value(Some(&[
-            "acceptEdits",
-            "auto",
-            "bypassPermissions",
-            "manual",
-            "dontAsk",
-            "plan",
-        ])),
-    ),
-    ("permission-prompt-tool", None, Kind::Value(None)),
-    ("permission-prompts", None, Kind::Value(None)),
-    ("model", None, Kind::Value(None)),
-    ("fallback-model", None, Kind::Value(None)),
-    ("session-id", None, Kind::Value(None)),
-    ("resume", Some('r'), Kind::Value(None)),
-    ("max-turns", None, Kind::Value(None)),
-    ("max-budget-usd", None, Kind::Value(None)),
-    ("system-prompt", None, Kind::Value(None)),
-    ("append-system-prompt", None, Kind::Value(None)),
-    ("effort", None, Kind::Value(None)),
-    ("settings", None, Kind::Value(None)),
-    ("json-schema", None, Kind::Value(None)),
-    ("allowedTools", None, Kind::Variadic),
-    ("allowed-tools", None, Kind::Variadic),
-    ("disallowedTools", None, Kind::Variadic),
-    ("disallowed-tools", None, Kind::Variadic),
-    ("tools", None, Kind::Variadic),
-    ("add-dir", None, Kind::Variadic),
-    ("mcp-config", None, Kind::Variadic),
-];
+/// The measured releases, oldest first (`2.1.330`).
+pub fn known_versions() -> Vec<&'static str> {
+    data::releases().iter().map(|r| r.version).collect()
+}
+
+fn version_key(v: &str) -> Option<Vec<u32>> {
+    let key: Option<Vec<u32>> = v.trim().split('.').map(|p| p.parse().ok()).collect();
+    key.filter(|k| k.len() == 3)
+}
+
+impl Claude {
+    /// The release measured at exactly `version` (`2.1.330`, or `claude --version`'s line).
+    pub fn for_version(version: &str) -> Option<Claude> {
+        let v = version.split_whitespace().next().unwrap_or("");
+        data::releases()
+            .iter()
+            .find(|r| r.version == v)
+            .map(|release| Claude { release })
+    }
+
+    /// The release closest to any version: the newest measured one not newer than it, else
+    /// the oldest (for a version with no data, or none at all).
+    pub fn nearest(version: &str) -> Claude {
+        let want = version_key(version.split_whitespace().next().unwrap_or(""));
+        let releases = data::releases();
+        let pick = want.and_then(|w| {
+            releases
+                .iter()
+                .rev()
+                .find(|r| version_key(r.version).is_some_and(|k| k <= w))
+        });
+        Claude {
+            release: pick.unwrap_or(&releases[0]),
+        }
+    }
+
+    /// The newest measured release.
+    pub fn latest() -> Claude {
+        let releases = data::releases();
+        Claude {
+            release: &releases[releases.len() - 1],
+        }
+    }
+
+    /// Its version (`2.1.330`).
+    pub fn version(&self) -> &'static str {
+        self.release.version
+    }
+
+    /// What `claude --version` prints (`2.1.330 (Claude Code)` and a newline).
+    pub fn version_line(&self) -> &'static str {
+        self.release.version_line
+    }
+
+    /// What `claude --help` prints (as the CLI prints it to a pipe: 80 columns).
+    pub fn help_text(&self) -> &'static str {
+        self.release.help
+    }
+
+    /// Every option the parser takes.
+    pub fn options(&self) -> &'static [ClaudeOption] {
+        &self.release.options
+    }
+
+    /// The option spelled `flag` (`-p`, `--print`), or named `flag` (`print`).
+    pub fn option(&self, flag: &str) -> Option<&'static ClaudeOption> {
+        let dashed;
+        let flag = if flag.starts_with('-') {
+            flag
+        } else {
+            dashed = format!("--{flag}");
+            &dashed
+        };
+        self.release.options.iter().find(|o| o.is(flag))
+    }
+
+    /// Read `argv` (without the program name) as this release does and make the checks it
+    /// makes before it reads stdin. `stdout_tty`: a terminal stdout (a non-terminal one
+    /// implies `--print`). `Err` is what the CLI prints instead (also for `--version` and
+    /// `--help`).
+    pub fn parse(&self, argv: &[String], stdout_tty: bool) -> Result<Parsed, Stop> {
+        let parsed = commander::parse(self.release, argv)?;
+        checks::check(&parsed, stdout_tty)?;
+        Ok(parsed)
+    }
+}
+
+/// The option named `name` (without dashes, any of its spellings) in the newest release that
+/// has it.
+fn any_option(name: &str) -> Option<&'static ClaudeOption> {
+    let flag = format!("--{}", name.trim_start_matches('-'));
+    data::releases()
+        .iter()
+        .rev()
+        .find_map(|r| r.options.iter().find(|o| o.is(&flag)))
+}
+
+/// The name [`Parsed::options`] keys an option by (its first long flag without dashes:
+/// `allowedTools` for `--allowed-tools` too); `name` itself when no release knows it.
+pub fn canonical(name: &str) -> String {
+    any_option(name).map_or_else(|| name.to_string(), |o| o.name().to_string())
+}
 
 /// A command line as Claude Code reads it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Parsed {
-    /// Long name -> values (a switch has one empty value per occurrence).
+    /// Option name ([`canonical`]) -> values, one per occurrence (a switch, or an optional
+    /// value not given, has an empty one; a variadic option one per value).
     pub options: BTreeMap<String, Vec<String>>,
     /// Positional arguments (the prompt).
     pub prompt: Vec<String>,
 }
 
 impl Parsed {
-    /// Whether the option (long name, without dashes) was given.
+    /// Whether the option (name without dashes, any spelling) was given.
     pub fn has(&self, name: &str) -> bool {
-        self.options.contains_key(name)
+        self.options.contains_key(&canonical(name))
     }
 
     /// The last value given for `name`.
     pub fn value(&self, name: &str) -> Option<&str> {
         self.options
-            .get(name)
+            .get(&canonical(name))
             .and_then(|v| v.last())
             .map(String::as_str)
     }
 
-    /// The option as a cassette's `expect.flags` states it: `None` for a switch, else the
-    /// value (the values of a variadic option joined with `\n`; see [`option_argv`]).
+    /// The option as a cassette's `expect.flags` states it: `None` for a switch (or an
+    /// optional value never given), else the value (the values of a variadic or repeated
+    /// option joined with `\n`; see [`option_argv`]).
     pub fn flag_value(&self, name: &str) -> Option<String> {
-        let kind = OPTIONS.iter().find(|o| o.0 == name).map(|o| o.2)?;
-        match kind {
-            Kind::Switch => None,
-            _ => self.options.get(name).map(|v| v.join("\n")),
+        let opt = any_option(name)?;
+        let values = self.options.get(opt.name())?;
+        match opt.kind {
+            k if !k.takes_value() => None,
+            k if k.value_optional() && values.iter().all(String::is_empty) => None,
+            _ => Some(values.join("\n")),
         }
     }
 
     /// Is the option a switch (takes no value)?
     pub fn is_switch(name: &str) -> bool {
-        OPTIONS.iter().any(|o| o.0 == name && o.2 == Kind::Switch)
+        any_option(name).is_some_and(|o| !o.kind.takes_value())
     }
 }
 
 /// The arguments that give option `name` with `value` as [`Parsed::flag_value`] states it
-/// (`None`: a switch): `--name`, then the value, or each value of a variadic option.
+/// (`None`: a switch): `--name`, then the value, or each value of a variadic option (an
+/// optional value as `--name=value`).
 pub fn option_argv(name: &str, value: Option<&str>) -> Vec<String> {
-    let mut argv = vec![format!("--{name}")];
-    let variadic = OPTIONS.iter().any(|o| o.0 == name && o.2 == Kind::Variadic);
-    match value {
-        None => {}
-        Some(v) if variadic => argv.extend(v.split('\n').map(str::to_string)),
-        Some(v) => argv.push(v.to_string()),
+    let kind = any_option(name).map(|o| o.kind);
+    match (value, kind) {
+        (None, _) => vec![format!("--{name}")],
+        (Some(v), Some(k)) if k.value_optional() => vec![format!("--{name}={v}")],
+        (Some(v), Some(k)) if k.variadic() => std::iter::once(format!("--{name}"))
+            .chain(v.split('\n').map(str::to_string))
+            .collect(),
+        (Some(v), _) => vec![format!("--{name}"), v.to_string()],
     }
-    argv
 }
 
-/// Is `name` a long option the CLI knows (without dashes)?
+/// Is `name` a long option (without dashes) some measured release knows?
 pub fn knows(name: &str) -> bool {
-    OPTIONS.iter().any(|o| o.0 == name)
+    any_option(name).is_some()
 }
 
 /// What the CLI does instead of running: print this and exit.
@@ -165,137 +225,10 @@ fn error(stderr: String) -> Stop {
     }
 }
 
-/// Read `argv` (without the program name) and make the checks the CLI makes before it
-/// reads stdin. `stdout_tty`: a terminal stdout (a non-terminal one implies `--print`).
-/// `Err` is what the CLI prints instead (also for `--version` and `--help`).
+/// [`Claude::parse`] with the newest measured release, for callers that do not know which
+/// release they face.
 pub fn parse(argv: &[String], stdout_tty: bool) -> Result<Parsed, Stop> {
-    let mut p = Parsed::default();
-    let mut i = 0;
-    let mut options_done = false;
-    while i < argv.len() {
-        let arg = &argv[i];
-        i += 1;
-        if options_done || !arg.starts_with('-') || arg == "-" {
-            p.prompt.push(arg.clone());
-            continue;
-        }
-        if arg == "--" {
-            options_done = true;
-            continue;
-        }
-        let (name, inline) = match arg.strip_prefix("--") {
-            Some(long) => match long.split_once('=') {
-                Some((n, v)) => (n.to_string(), Some(v.to_string())),
-                None => (long.to_string(), None),
-            },
-            None => {
-                let mut chars = arg[1..].chars();
-                let c = chars.next().unwrap_or('-');
-                match OPTIONS.iter().find(|o| o.1 == Some(c)) {
-                    Some(o) if chars.as_str().is_empty() => (o.0.to_string(), None),
-                    Some(o) => (o.0.to_string(), Some(chars.as_str().to_string())),
-                    None => return Err(error(format!("error: unknown option '{arg}'\n"))),
-                }
-            }
-        };
-        let Some(&(long, _, kind)) = OPTIONS.iter().find(|o| o.0 == name) else {
-            return Err(error(format!("error: unknown option '--{name}'\n")));
-        };
-        let values = p.options.entry(long.to_string()).or_default();
-        match kind {
-            Kind::Switch => values.push(String::new()),
-            Kind::Value(choices) => {
-                let v = match inline {
-                    Some(v) => v,
-                    None if i < argv.len() => {
-                        i += 1;
-                        argv[i - 1].clone()
-                    }
-                    None => {
-                        return Err(error(format!(
-                            "error: option '--{long} <value>' argument missing\n"
-                        )))
-                    }
-                };
-                if let Some(choices) = choices {
-                    if !choices.contains(&v.as_str()) {
-                        let what = match long {
-                            "permission-mode" => "mode",
-                            _ => "format",
-                        };
-                        return Err(error(format!(
-                            "error: option '--{long} <{what}>' argument '{v}' is invalid. Allowed choices are {}.\n",
-                            choices.join(", ")
-                        )));
-                    }
-                }
-                values.push(v);
-            }
-            Kind::Variadic => {
-                if let Some(v) = inline {
-                    values.push(v);
-                }
-                while i < argv.len() && !argv[i].starts_with('-') {
-                    values.push(argv[i].clone());
-                    i += 1;
-                }
-            }
-        }
-    }
-    if p.has("version") {
-        return Err(Stop {
-            stdout: VERSION_LINE.into(),
-            stderr: String::new(),
-            code: 0,
-        });
-    }
-    if p.has("help") {
-        return Err(Stop {
-            stdout: "Usage: claude [options] [command] [prompt]\n\nClaude Code (imitated by pi-harness's fake: only the headless options are known)\n".into(),
-            stderr: String::new(),
-            code: 0,
-        });
-    }
-    let print = p.has("print") || !stdout_tty;
-    let input = p.value("input-format").unwrap_or("text");
-    let output = p.value("output-format").unwrap_or("text");
-    if let Some(id) = p.value("session-id") {
-        if !is_uuid(id) {
-            return Err(error(
-                "Error: Invalid session ID. Must be a valid UUID.\n".into(),
-            ));
-        }
-    }
-    if input == "stream-json" && output != "stream-json" {
-        return Err(error(
-            "Error: --input-format=stream-json requires output-format=stream-json.\n".into(),
-        ));
-    }
-    if print && output == "stream-json" && !p.has("verbose") {
-        return Err(error(
-            "Error: When using --print, --output-format=stream-json requires --verbose\n".into(),
-        ));
-    }
-    if p.has("include-partial-messages") && !(print && output == "stream-json") {
-        return Err(error(
-            "Error: --include-partial-messages requires --print and --output-format=stream-json.\n"
-                .into(),
-        ));
-    }
-    if p.has("replay-user-messages") && !(input == "stream-json" && output == "stream-json") {
-        return Err(error("Error: --replay-user-messages requires both --input-format=stream-json and --output-format=stream-json.\n".into()));
-    }
-    Ok(p)
-}
-
-/// `8-4-4-4-12` hex digits.
-fn is_uuid(s: &str) -> bool {
-    let parts: Vec<&str> = s.split('-').collect();
-    parts.len() == 5
-        && parts
-            .iter()
-            .zip([8, 4, 4, 4, 12])
-            .all(|(p, n)| p.len() == n && p.bytes().all(|b| b.is_ascii_hexdigit()))
+    Claude::latest().parse(argv, stdout_tty)
 }
 
 #[cfg(test)]
@@ -385,7 +318,7 @@ mod tests {
         );
         assert_eq!(
             parse(&argv("--version"), false).unwrap_err().stdout,
-            VERSION_LINE
+            Claude::latest().version_line()
         );
     }
 }
