@@ -1,8 +1,10 @@
 //! fake-pi as Claude Code: a `stream-json` cassette (header `mode: "stream-json"`) makes
 //! fake-pi behave like the Claude Code CLI it was recorded from.
 //!
-//! The command line is read as the CLI reads it ([`pi_grammar::claude`]: its option errors
-//! and checks, with its exact messages and exit 1; `--version`); then it is compared with
+//! The command line is read as the recorded release of the CLI reads it
+//! ([`pi_grammar::claude`], chosen by the header's `claude.version`, or the newest measured
+//! release before it: its option errors and checks, with its exact messages and exit 1;
+//! `--version` and `--help` print that release's own text); then it is compared with
 //! the recording's (`expect.flags`: every option the recording had, with its value, and no
 //! other); `ANTHROPIC_API_KEY` must be set as the CLI needs it, and every other variable of
 //! `expect.env` too (the CLI would run on, differently: without `CLAUDE_CODE_MAX_RETRIES` it
@@ -36,7 +38,8 @@ pub(crate) fn run(
     speed: Option<&str>,
 ) -> i32 {
     let stdout_tty = std::io::stdout().is_terminal();
-    let parsed = match claude::parse(argv, stdout_tty) {
+    let cli = claude::Claude::nearest(&header.pi.version);
+    let parsed = match cli.parse(argv, stdout_tty) {
         Ok(p) => p,
         Err(stop) => {
             let mut out = std::io::stdout().lock();
@@ -227,7 +230,12 @@ fn mismatches(header: &Header, parsed: &claude::Parsed) -> Vec<String> {
         }
     }
     for name in parsed.options.keys() {
-        if !header.expect.flags.contains_key(name) {
+        if !header
+            .expect
+            .flags
+            .keys()
+            .any(|k| claude::canonical(k) == *name)
+        {
             out.push(format!(
                 "--{name}: the recording ran without it (it changes what the CLI does)"
             ));

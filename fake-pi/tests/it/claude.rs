@@ -466,3 +466,65 @@ fn a_terminal_on_stdin_is_answered_at_once_and_a_pipe_instead_is_refused() {
     );
     world.assert_none_left();
 }
+
+/// `--help` and `--version` print what the recorded release prints, byte for byte (bridges
+/// probe `--help` for options: one adds `--include-hook-events` when it is listed).
+#[test]
+fn help_and_version_print_the_recorded_release_s_own_text() {
+    let world = World::new("claude_help");
+    let path = claude("claude_text");
+    let version = Cassette::load(&path).unwrap().header.pi.version;
+    let data = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../harness/grammar/data/claude")
+        .join(&version);
+    let help = std::fs::read(data.join("help.txt")).unwrap();
+    assert!(String::from_utf8_lossy(&help).contains("  --include-hook-events "));
+    for flag in ["--help", "-h"] {
+        let out = world.fake_pi(&path).arg(flag).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{flag}");
+        assert!(out.stderr.is_empty(), "{flag}");
+        assert!(
+            out.stdout == help,
+            "{flag}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    let out = world.fake_pi(&path).arg("--version").output().unwrap();
+    assert_eq!(out.stdout, std::fs::read(data.join("version.txt")).unwrap());
+    world.assert_none_left();
+}
+
+/// `--permission-mode default` is taken (the help does not list `default`, the parser
+/// does): a recording made with it is replayed for a call that has it.
+#[test]
+fn permission_mode_default_is_taken() {
+    let world = World::new("claude_permission_default");
+    let text = std::fs::read_to_string(claude("claude_text")).unwrap();
+    let (header, rest) = text.split_once('\n').unwrap();
+    let mut header: serde_json::Value = serde_json::from_str(header).unwrap();
+    header["expect"]["flags"]["permission-mode"] = "default".into();
+    let path = world.write("claude_default.cassette.jsonl", format!("{header}\n{rest}"));
+    let mut args: Vec<&str> = ARGS.to_vec();
+    args.extend(["--permission-mode", "default"]);
+    let out = world
+        .fake_pi(&path)
+        .args(&args)
+        .env_remove("ANTHROPIC_API_KEY")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    // Read, matched with the recording, and then the CLI's own word on the missing key.
+    assert_eq!(
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        ),
+        (
+            Some(1),
+            "Not logged in · Please run /login\n".into(),
+            String::new()
+        )
+    );
+    world.assert_none_left();
+}

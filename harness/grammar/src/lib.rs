@@ -53,7 +53,9 @@
 //!   refuses one ([`Rejection`]);
 //! - `session`: session file names and the session ids pi accepts;
 //! - `prompt`: piped stdin and the first prompt ([`stdin_content`], [`join_prompt`]);
-//! - [`claude`]: Claude Code's command line, on its own.
+//! - [`claude`]: Claude Code's command line per release, on its own: the data in
+//!   `data/claude/VERSION/` (written by `scripts/claude-grammar.sh` from the CLI, embedded at
+//!   build time; a new release is a new directory), read as its parser (commander) reads argv.
 
 pub mod claude;
 
