@@ -72,9 +72,10 @@ fn every_recorded_session_replays_byte_for_byte_to_the_same_host() {
             continue;
         }
         let (input, close, signal) = host_input(&c);
+        // The recording's own options (the bridges' shapes have theirs).
         let mut child = world
             .fake_pi(&path)
-            .args(ARGS)
+            .args(c.header.expect.claude_argv())
             .env("FAKE_PI_VALUES", "recorded")
             .env("FAKE_PI_SPEED", "0")
             .env("ANTHROPIC_API_KEY", "k")
@@ -526,5 +527,91 @@ fn permission_mode_default_is_taken() {
             String::new()
         )
     );
+    world.assert_none_left();
+}
+
+/// A bridge's two live calls (`--permission-mode default --permission-prompt-tool stdio`,
+/// and the same with `--include-hook-events`, which it adds when `--help` lists it), recorded
+/// from Claude Code with that argv: the bridge writes its prompt, answers the permission
+/// prompt, keeps stdin open until the `result` and then closes it; it gets the recorded
+/// stream and exit, on each pinned release.
+#[test]
+fn a_bridges_live_calls_replay_as_recorded() {
+    use std::io::BufRead as _;
+    let world = World::new("claude_bridge_live");
+    let mut seen = 0;
+    for path in corpus() {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !(name.starts_with("claude_bridge_live.") || name.starts_with("claude_bridge_hooks.")) {
+            continue;
+        }
+        seen += 1;
+        let c = Cassette::load(&path).unwrap();
+        let argv = c.header.expect.claude_argv();
+        assert!(
+            argv.contains(&"--permission-mode".to_string())
+                && argv.contains(&"default".to_string())
+        );
+        assert_eq!(
+            argv.contains(&"--include-hook-events".to_string()),
+            name.starts_with("claude_bridge_hooks."),
+            "{name}"
+        );
+        let mut child = world
+            .fake_pi(&path)
+            .args(&argv)
+            .env("FAKE_PI_VALUES", "recorded")
+            .env("FAKE_PI_SPEED", "0")
+            .env("FAKE_PI_RPC_WAIT_MS", "20000")
+            .env("ANTHROPIC_API_KEY", "k")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = Some(child.stdin.take().unwrap());
+        // The host's lines, each once the CLI asked for it (the prompt at once, the allow
+        // when the permission prompt came), as a live bridge writes them.
+        let mut lines = client_steps(&c.records)
+            .into_iter()
+            .filter_map(|s| match s.action {
+                ClientAction::Line(l) => Some((s.after_stdout_lines, l)),
+                _ => None,
+            });
+        let mut next = lines.next();
+        let mut out = Vec::new();
+        let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut count = 0u64;
+        let mut line = String::new();
+        loop {
+            while let Some((after, l)) = next.as_ref().filter(|(after, _)| *after <= count) {
+                let _ = after;
+                let w = stdin.as_mut().unwrap();
+                w.write_all(l.as_bytes()).unwrap();
+                w.write_all(b"\n").unwrap();
+                next = lines.next();
+            }
+            line.clear();
+            if reader.read_line(&mut line).unwrap() == 0 {
+                break;
+            }
+            count += 1;
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if v["type"] == "result" {
+                drop(stdin.take());
+            }
+            out.extend_from_slice(line.as_bytes());
+        }
+        let status = child.wait().unwrap();
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            String::from_utf8_lossy(&c.stdout_bytes()),
+            "{name}: {err}"
+        );
+        assert_eq!(status.code(), Some(0), "{name}: {err}");
+    }
+    assert_eq!(seen, 4, "two shapes on each pinned release");
     world.assert_none_left();
 }
