@@ -12,12 +12,14 @@
 //! [`OUT_QUEUE`] + 3 text buffers exist at once, whatever the size of the input.
 //!
 //! The byte cap (`input::Capped`) and the decoder's errors (a bad CRC, a truncated
-//! stream) are met on the thread, in the order of the text, and reported by the read that
-//! reaches them with the same error as on one thread; the reads after an error see the end,
-//! as they do from the decoder itself. The thread never waits on anything but the two
-//! queues: dropping the reader closes them, and the drop waits for the thread, which then
-//! ends within one buffer of work. The thread blocks every signal, so a program that takes
-//! its signals on a thread of its own (`sigwait`, as fake-pi does) still gets them all.
+//! stream, the input's own error) are met on the thread, in the order of the text, and
+//! reported by the read that reaches them with the same error as on one thread; the reads
+//! after an error see the end (as they do from the decoder after a bad CRC). The thread
+//! never waits on anything but the two queues: dropping the reader closes them, and the
+//! drop waits for the thread, which then ends within one buffer of work. The thread blocks
+//! every signal, so a program that takes its signals on a thread of its own (`sigwait`, as
+//! fake-pi does) still gets them all. When the process may run on one CPU only, or no
+//! thread can be started, the caller's thread inflates, as before.
 
 use std::io::{self, BufRead, Read};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError, TrySendError};
@@ -30,8 +32,12 @@ mod tests;
 const IN_CHUNK: usize = 64 << 10;
 /// Compressed chunks waiting for the thread (besides the one it inflates).
 const IN_QUEUE: usize = 2;
-/// Bytes of text per buffer.
+/// Bytes of text per buffer, at most.
 const OUT_CHUNK: usize = 256 << 10;
+/// Bytes of text in the first buffer; each new one is twice the last, up to [`OUT_CHUNK`]
+/// (a reader that takes only the first lines, as fake-pi's look at the header does, leaves
+/// less inflated for nothing).
+const FIRST_CHUNK: usize = 16 << 10;
 /// Buffers of text waiting for the reader (besides the one it reads and the one being filled).
 const OUT_QUEUE: usize = 4;
 
@@ -100,8 +106,13 @@ impl BufRead for Feed {
 
 /// The thread: inflate into the emptied buffers (or new ones) until the end or an error.
 fn inflate(mut text: impl Read, out: SyncSender<Out>, emptied: Receiver<Vec<u8>>) {
+    let mut size = FIRST_CHUNK;
     loop {
-        let mut buf = emptied.try_recv().unwrap_or_else(|_| vec![0; OUT_CHUNK]);
+        let mut buf = match emptied.try_recv() {
+            Ok(b) if b.len() >= size => b,
+            _ => vec![0; size],
+        };
+        size = (size * 2).min(OUT_CHUNK);
         let msg = loop {
             match text.read(&mut buf) {
                 Ok(0) => break Out::End,
@@ -137,8 +148,8 @@ pub(crate) struct Inflating<'a> {
 impl<'a> Inflating<'a> {
     /// Start inflating `raw` (which starts with gzip's magic bytes) through `decoder` on a
     /// thread of its own: `decoder` turns the compressed input into text (a gzip decoder,
-    /// with the byte cap on top). When no thread can be started, `raw` is given back and
-    /// the caller inflates on its own thread.
+    /// with the byte cap on top). When no thread can be started, or the process may run on
+    /// one CPU only, `raw` is given back and the caller inflates on its own thread.
     pub(crate) fn start<D, F>(
         raw: Box<dyn Read + Send + 'a>,
         decoder: F,
@@ -147,6 +158,10 @@ impl<'a> Inflating<'a> {
         D: Read,
         F: FnOnce(Box<dyn BufRead + Send>) -> D + Send + 'static,
     {
+        // One CPU (affinity, a cgroup quota): two threads could only take turns.
+        if std::thread::available_parallelism().map_or(true, |n| n.get() < 2) {
+            return Err(raw);
+        }
         let (chunk_tx, chunk_rx) = mpsc::sync_channel(IN_QUEUE);
         let (out_tx, out_rx) = mpsc::sync_channel(OUT_QUEUE);
         let (emptied_tx, emptied_rx) = mpsc::channel();
@@ -219,7 +234,7 @@ impl<'a> Inflating<'a> {
             match msg {
                 Out::Text(buf, len) => {
                     let old = std::mem::replace(&mut self.buf, buf);
-                    if old.len() == OUT_CHUNK {
+                    if !old.is_empty() {
                         let _ = self.emptied.send(old);
                     }
                     (self.len, self.pos) = (len, 0);

@@ -152,21 +152,21 @@ fn errors_come_after_the_text_before_them_then_the_end() {
         fail_at: Some(data.len() / 2),
         given: 0,
     };
-    let mut r = open(raw, &Limits::default());
-    let (out, err) = drain(&mut r);
+    let (out, err) = drain(open(raw, &Limits::default()));
     let err = err.expect("the input's error");
     assert_eq!(err.kind(), io::ErrorKind::ConnectionReset);
     assert_eq!(err.to_string(), "the disk went");
     assert!(!out.is_empty() && out[..] == plain[..out.len()]);
-    // Reads after an error see the end, as from the decoder itself.
-    assert_eq!(r.fill_buf().unwrap(), b"");
-    // A bad CRC: every byte of text, then the error.
+    // A bad CRC: every byte of text, then the error, then the end, as from the decoder
+    // itself (which is why `CassetteReader` never takes an error lightly).
     let mut bad = data.clone();
     let at = bad.len() - 8;
     bad[at] ^= 0xff;
-    let (out, err) = drain(open(&bad[..], &Limits::default()));
+    let mut r = open(&bad[..], &Limits::default());
+    let (out, err) = drain(&mut r);
     assert!(err.is_some());
     assert_eq!(out, plain);
+    assert_eq!(r.fill_buf().unwrap(), b"");
 }
 
 #[test]
@@ -196,6 +196,9 @@ fn a_reader_dropped_early_ends_its_thread() {
 
 #[test]
 fn the_thread_blocks_every_signal() {
+    if std::thread::available_parallelism().map_or(true, |n| n.get() < 2) {
+        return; // One CPU: no thread (see `Inflating::start`).
+    }
     let data = gz(&vec![b'x'; 100 << 20]);
     let mut r = open(&data[..], &Limits::default());
     assert!(!r.fill_buf().unwrap().is_empty());
