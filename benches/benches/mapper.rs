@@ -2,7 +2,9 @@
 //!
 //! One group per input (see [`benches::inputs`]); in each, `mapper` (lines in, normalized
 //! messages out), `validate_ignored_any` (memchr + `serde_json` `IgnoredAny`, the floor of
-//! any validating design) and `naive_value` (each line into `serde_json::Value`).
+//! any validating design) and `naive_value` (each line into `serde_json::Value`); beside them
+//! the SIMD JSON crates of `benches::simd`: `sonic_rs_validate`, `simd_json_validate` and
+//! `sonic_rs_extract`.
 //! Throughput is in bytes; events/s and the ratios, all measured in one run, come from
 //! `cargo run --release -p benches --bin ratios`. Sample sizes are small so `cargo bench`
 //! ends in a few minutes on a shared 2-core machine.
@@ -29,6 +31,20 @@ fn contenders(c: &mut Criterion) {
         });
         group.bench_function("naive_value", |b| {
             b.iter(|| benches::naive_input(black_box(input)))
+        });
+        let each = |f: fn(&[u8]) -> u64| {
+            move || -> u64 { (0..input.repeat).map(|_| f(black_box(&input.stdout))).sum() }
+        };
+        group.bench_function("sonic_rs_validate", |b| {
+            b.iter(each(|s| benches::simd::sonic_validate_lines(s).lines))
+        });
+        group.bench_function("simd_json_validate", |b| {
+            b.iter(each(|s| benches::simd::simd_json_validate_lines(s).lines))
+        });
+        group.bench_function("sonic_rs_extract", |b| {
+            b.iter(each(|s| {
+                benches::simd::sonic_extract_lines(s).text_delta_bytes
+            }))
         });
         group.finish();
     }

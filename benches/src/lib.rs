@@ -1,7 +1,7 @@
 //! Baselines the mapper is measured against, and the inputs of the benchmarks.
 //!
 //! Everything here is pure (no clock, no I/O) except [`inputs`], which loads the recorded
-//! cassettes from `cassettes/recorded/`. The three contenders run over the same bytes:
+//! cassettes from `cassettes/recorded/`. The contenders run over the same bytes:
 //!
 //! - [`map_input`]: the real mapper ([`pi_wire::mapper::Mapper`]), lines in, normalized
 //!   messages out;
@@ -10,7 +10,9 @@
 //! - [`naive_map`]: a straightforward mapper that parses each line into a
 //!   `serde_json::Value` and then extracts the same information the mapper emits (session,
 //!   text deltas, tool calls/updates/results, usage, terminal); it lives in the `naive`
-//!   module.
+//!   module;
+//! - [`simd`]: SIMD JSON crates as contenders (sonic-rs and simd-json validating each line,
+//!   sonic-rs validating and extracting what the mapper's one-pass path reads).
 //!
 //! ```
 //! let inputs = benches::inputs().unwrap();
@@ -29,6 +31,7 @@ use pi_wire::message::{ExitInfo, Message};
 use serde::de::IgnoredAny;
 
 mod naive;
+pub mod simd;
 
 pub use naive::naive_map;
 

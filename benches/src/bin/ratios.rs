@@ -3,9 +3,11 @@
 //! `cargo build --release -p fake-pi -p pi-harness && cargo run --release -p benches --bin ratios`
 //!
 //! Prints, per input: bytes, lines, MB/s and events/s of the mapper, of memchr + `IgnoredAny`
-//! validation and of the naive `Value` mapper (median of interleaved repetitions, so the three
+//! validation and of the naive `Value` mapper (median of interleaved repetitions, so all
 //! see the same machine load), and the ratios mapper/validation and mapper/naive as speedups
-//! (above 1 = the mapper is faster). Then allocations per line of the mapper (a counting
+//! (above 1 = the mapper is faster); beside it, from the same repetitions, the mapper against
+//! SIMD JSON crates (sonic-rs and simd-json validating each line, sonic-rs validating and
+//! extracting; [`throughput`]). Then allocations per line of the mapper (a counting
 //! global allocator, switched on only for that part) on 0.73.1 and 0.87.1, first 10% of the
 //! lines against the last 10%, with the peak of live heap; then the end-to-end figure:
 //! fake-pi at `FAKE_PI_SPEED=0` driven by `pi_provider::Provider` on the 0.73.1 long
@@ -25,13 +27,15 @@
 
 #[path = "ratios/replay.rs"]
 mod replay;
+#[path = "ratios/throughput.rs"]
+mod throughput;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
-use benches::{map_input, naive_input, validate_input, Input};
+use benches::Input;
 use pi_provider::{Provider, ProviderOptions, Request};
 use pi_wire::mapper::{Mapper, MapperOptions};
 use pi_wire::message::Message;
@@ -95,23 +99,6 @@ fn counted<R>(f: impl FnOnce() -> R) -> (R, u64, u64) {
 // ---------------------------------------------------------------------------
 // Timing.
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Contender {
-    Mapper,
-    Validate,
-    Naive,
-}
-
-const CONTENDERS: [Contender; 3] = [Contender::Mapper, Contender::Validate, Contender::Naive];
-
-fn run(c: Contender, input: &Input) -> u64 {
-    match c {
-        Contender::Mapper => map_input(input) as u64,
-        Contender::Validate => validate_input(input).lines,
-        Contender::Naive => naive_input(input) as u64,
-    }
-}
-
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -159,69 +146,8 @@ fn main() {
     if cfg!(debug_assertions) {
         eprintln!("ratios: WARNING: debug build; run with --release for meaningful figures");
     }
-
-    // Interleaved: each repetition runs every contender on every input once.
-    let mut times = vec![vec![Vec::new(); CONTENDERS.len()]; inputs.len()];
-    for _ in 0..reps {
-        for (i, input) in inputs.iter().enumerate() {
-            for (k, &c) in CONTENDERS.iter().enumerate() {
-                let t = Instant::now();
-                std::hint::black_box(run(c, std::hint::black_box(input)));
-                times[i][k].push(t.elapsed());
-            }
-        }
-    }
-    // Ratios are paired: each repetition's own ratio (the contenders ran back to back on
-    // the same input), then the median; a machine that speeds up or slows down between
-    // repetitions moves both sides of a pair together.
-    let paired = |i: usize, k: usize| -> f64 {
-        let mut r: Vec<f64> = times[i][k]
-            .iter()
-            .zip(&times[i][0])
-            .map(|(other, mapper)| other.as_secs_f64() / mapper.as_secs_f64())
-            .collect();
-        r.sort_by(f64::total_cmp);
-        r[r.len() / 2]
-    };
-    let ratios: Vec<[f64; 2]> = (0..inputs.len())
-        .map(|i| [paired(i, 1), paired(i, 2)])
-        .collect();
-    let med: Vec<Vec<Duration>> = times
-        .into_iter()
-        .map(|per| per.into_iter().map(median).collect())
-        .collect();
-
-    println!(
-        "## Throughput (median of {reps} interleaved repetitions; speedup > 1 = mapper faster, the median of each repetition's own ratio)"
-    );
-    println!();
-    println!("| input | bytes | lines | mapper MB/s | mapper ev/s | validate MB/s | validate ev/s | naive MB/s | naive ev/s | mapper vs validate | mapper vs naive |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for (i, input) in inputs.iter().enumerate() {
-        let (b, e) = (input.total_bytes(), input.total_events());
-        let [m, v, n] = [med[i][0], med[i][1], med[i][2]];
-        let evs = |t: Duration| e as f64 / t.as_secs_f64();
-        println!(
-            "| {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.2}x | {:.2}x |",
-            input.name,
-            b,
-            e,
-            mbps(b, m),
-            evs(m),
-            mbps(b, v),
-            evs(v),
-            mbps(b, n),
-            evs(n),
-            ratios[i][0],
-            ratios[i][1],
-        );
-    }
-    println!();
-    for input in &inputs {
-        println!("- `{}`: {}", input.name, input.description);
-    }
-    println!();
-    // `ratios mapper`: only the throughput table above.
+    let med = throughput::tables(&inputs, reps);
+    // `ratios mapper`: only the throughput tables above.
     if args.first().map(String::as_str) == Some("mapper") {
         return;
     }
@@ -230,7 +156,7 @@ fn main() {
     let mapper_alone = inputs
         .iter()
         .position(|i| i.name == "long_answer_pi73")
-        .map(|i| med[i][0]);
+        .map(|i| med[i]);
     let ok = end_to_end(&inputs, mapper_alone);
     let cli_ok = cli_run_vs_map();
     let replay_ok = replay_section();
@@ -260,19 +186,14 @@ fn replay_section() -> bool {
 }
 
 fn profile(inputs: &[Input], args: &[String]) -> i32 {
-    let usage = "usage: ratios profile mapper|validate|naive INPUT SECONDS";
+    let usage = "usage: ratios profile mapper|validate|naive|sonic-validate|simd-json-validate|sonic-extract INPUT SECONDS";
     let [c, name, secs] = args else {
         eprintln!("{usage}");
         return 2;
     };
-    let c = match c.as_str() {
-        "mapper" => Contender::Mapper,
-        "validate" => Contender::Validate,
-        "naive" => Contender::Naive,
-        other => {
-            eprintln!("unknown contender {other:?}; {usage}");
-            return 2;
-        }
+    let Some(c) = throughput::Contender::named(c) else {
+        eprintln!("unknown contender {c:?}; {usage}");
+        return 2;
     };
     let Some(input) = inputs.iter().find(|i| i.name == name) else {
         let names: Vec<&str> = inputs.iter().map(|i| i.name).collect();
@@ -286,7 +207,7 @@ fn profile(inputs: &[Input], args: &[String]) -> i32 {
     let end = Instant::now() + Duration::from_secs_f64(secs);
     let mut n = 0u64;
     while Instant::now() < end {
-        std::hint::black_box(run(c, std::hint::black_box(input)));
+        std::hint::black_box(c.run(std::hint::black_box(input)));
         n += 1;
     }
     println!("{n} iterations");

@@ -5,3 +5,4 @@ mod util;
 
 mod fast_paths_agree;
 mod mapper_validates;
+mod simd_contenders;

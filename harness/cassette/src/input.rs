@@ -110,7 +110,8 @@ pub fn require_regular_file(path: &Path) -> Result<(), CassetteError> {
 }
 
 /// `raw` as lines: decompressed when it starts with gzip's magic bytes, and cut off with an
-/// error past `limits.max_bytes`.
+/// error past `limits.max_bytes`. Gzip is inflated on a thread of its own beside the caller
+/// (the crate's `inflate` module); the compressed bytes are still read on the caller's thread.
 pub fn decompress<'a>(
     path: &Path,
     raw: Box<dyn Read + Send + 'a>,
@@ -121,21 +122,36 @@ pub fn decompress<'a>(
         path: path.to_path_buf(),
         source,
     })?;
-    let inner: Box<dyn Read + Send + 'a> = if head.starts_with(&[0x1f, 0x8b]) {
-        // Every member of a multi-member stream; anything after the last that is not
-        // gzip is an error, not ignored.
-        Box::new(flate2::read::MultiGzDecoder::new(peek))
-    } else {
-        Box::new(peek)
-    };
-    Ok(Box::new(BufReader::with_capacity(
-        64 << 10,
-        Capped {
-            inner,
-            left: limits.max_bytes,
-            max: limits.max_bytes,
-        },
-    )))
+    let max = limits.max_bytes;
+    if !head.starts_with(&[0x1f, 0x8b]) {
+        return Ok(Box::new(BufReader::with_capacity(
+            64 << 10,
+            capped(peek, max),
+        )));
+    }
+    // Every member of a multi-member stream; anything after the last that is not gzip is
+    // an error, not ignored.
+    let gunzip = move |compressed| capped(flate2::bufread::MultiGzDecoder::new(compressed), max);
+    match crate::inflate::Inflating::start(Box::new(peek), gunzip) {
+        Ok(on_a_thread) => Ok(Box::new(on_a_thread)),
+        // No thread to be had: inflate here.
+        Err(peek) => Ok(Box::new(BufReader::with_capacity(
+            64 << 10,
+            capped(
+                flate2::bufread::MultiGzDecoder::new(BufReader::new(peek)),
+                max,
+            ),
+        ))),
+    }
+}
+
+/// `inner`, failing once more than `max` bytes came through.
+fn capped<R: Read>(inner: R, max: u64) -> Capped<R> {
+    Capped {
+        inner,
+        left: max,
+        max,
+    }
 }
 
 /// A reader that fails once more than `max` bytes came through.

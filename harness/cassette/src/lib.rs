@@ -44,6 +44,7 @@
 mod error;
 pub mod import;
 pub mod import_rpc;
+mod inflate;
 pub mod input;
 pub mod lint;
 pub mod matching;

@@ -8,15 +8,19 @@
 //! of both processes (median of the repetitions):
 //!
 //! - `cat raw.stdout | cat > /dev/null`, the floor;
-//! - `fake-pi ... | cat > /dev/null` on the plain and on the gzipped cassette, with realistic
-//!   values for the placeholders (the default), and on the plain one with
-//!   `FAKE_PI_VALUES=recorded` (the file's bytes as they are);
-//! - `fake-pi --version` on the tiny and on the large cassette.
+//! - `fake-pi ... | cat > /dev/null` on the plain and on the gzipped cassette, each with
+//!   realistic values for the placeholders (the default) and with `FAKE_PI_VALUES=recorded`
+//!   (the file's bytes as they are);
+//! - `fake-pi --version` on the large and on the tiny cassette.
+//!
+//! The summary line gives paired ratios (the median of each repetition's own ratio): the
+//! `.gz` against `cat | cat` and against the plain cassette, in both values modes, and the
+//! plain cassette against `cat | cat`.
 //!
 //! Peak RSS is fake-pi's `ru_maxrss` from `wait4` (writing to `/dev/null`), started by
 //! `ratios rss` (see [`peak_rss`]).
 //! Before timing, one replay with `FAKE_PI_VALUES=recorded` must give the raw stdout byte for
-//! byte; the timed runs replay with realistic values (the default).
+//! byte (plain and `.gz`).
 //!
 //! `RATIOS_FAKE_PI_BASELINE=PATH` adds the same rows for another fake-pi binary (an older
 //! build, say), timed in the same interleaved repetitions, for before/after figures.
@@ -269,149 +273,219 @@ pub fn replay_speed(fake: &Path, marker: &str) -> bool {
     }
 }
 
+/// One timed command of the replay section: what it is, how to make it, and whether its
+/// stdout goes through `| cat` (else to /dev/null).
+struct Row<'a> {
+    what: String,
+    make: Box<dyn Fn() -> Command + 'a>,
+    piped: bool,
+}
+
+/// The rows timed for one fake-pi binary (`who`: empty for the one under test, else a
+/// label), in this order: plain, `.gz`, plain recorded, `.gz` recorded (all `| cat`), then
+/// `--version` on the large cassette and, for the binary under test, on the tiny one.
+fn fake_rows<'a>(who: &str, fake: &'a Path, files: &'a Files, marker: &'a str) -> Vec<Row<'a>> {
+    let replay = move |cassette: &'a Path, recorded: bool| {
+        Box::new(move || {
+            let mut c = fake_pi_cmd(fake, files, cassette, marker);
+            if recorded {
+                c.env("FAKE_PI_VALUES", "recorded");
+            }
+            c
+        }) as Box<dyn Fn() -> Command + 'a>
+    };
+    let version = move |cassette: &'a Path| {
+        Box::new(move || {
+            let mut c = fake_pi_cmd(fake, files, cassette, marker);
+            c.arg("--version");
+            c
+        }) as Box<dyn Fn() -> Command + 'a>
+    };
+    let rec = ", `FAKE_PI_VALUES=recorded`";
+    let mut rows = vec![
+        (
+            format!("{who}`fake-pi \\| cat`, plain cassette"),
+            replay(&files.plain, false),
+            true,
+        ),
+        (
+            format!("{who}`fake-pi \\| cat`, committed .gz"),
+            replay(&files.gz, false),
+            true,
+        ),
+        (
+            format!("{who}`fake-pi \\| cat`, plain cassette{rec}"),
+            replay(&files.plain, true),
+            true,
+        ),
+        (
+            format!("{who}`fake-pi \\| cat`, committed .gz{rec}"),
+            replay(&files.gz, true),
+            true,
+        ),
+        (
+            format!("{who}`fake-pi --version`, large cassette"),
+            version(&files.large),
+            false,
+        ),
+    ];
+    if who.is_empty() {
+        rows.push((
+            "`fake-pi --version`, tiny cassette".into(),
+            version(&files.tiny),
+            false,
+        ));
+    }
+    rows.into_iter()
+        .map(|(what, make, piped)| Row { what, make, piped })
+        .collect()
+}
+
+/// The median over the repetitions of `t[a][k] / t[b][k]`: each repetition's own ratio
+/// (the two ran in the same repetition, close in time), as the mapper's ratios are taken.
+fn paired(t: &[Vec<Duration>], a: usize, b: usize) -> f64 {
+    let mut r: Vec<f64> = t[a]
+        .iter()
+        .zip(&t[b])
+        .map(|(x, y)| x.as_secs_f64() / y.as_secs_f64())
+        .collect();
+    r.sort_by(f64::total_cmp);
+    r[r.len() / 2]
+}
+
 fn measure(fake: &Path, files: &Files, marker: &str) -> Result<(), String> {
     check_bytes(fake, files, marker)?;
     let reps = env_usize("RATIOS_REPLAY_REPS", 11).max(1);
-    let cat = || {
-        let mut c = Command::new("cat");
-        c.arg(&files.raw);
-        c
-    };
-    let version = |cassette: &Path| {
-        let mut c = fake_pi_cmd(fake, files, cassette, marker);
-        c.arg("--version");
-        c
-    };
     let baseline = std::env::var_os("RATIOS_FAKE_PI_BASELINE").map(PathBuf::from);
-    let mut t_base = Vec::new();
-    let mut t_base_recorded = Vec::new();
-    let mut t_base_v_large = Vec::new();
-    let mut t_cat = Vec::new();
-    let mut t_plain = Vec::new();
-    let mut t_gz = Vec::new();
-    let mut t_recorded = Vec::new();
-    let recorded = || {
-        let mut c = fake_pi_cmd(fake, files, &files.plain, marker);
-        c.env("FAKE_PI_VALUES", "recorded");
-        c
-    };
-    let mut t_v_tiny = Vec::new();
-    let mut t_v_large = Vec::new();
+    let mut rows = vec![Row {
+        what: "`cat raw.stdout \\| cat`".into(),
+        make: Box::new(|| {
+            let mut c = Command::new("cat");
+            c.arg(&files.raw);
+            c
+        }),
+        piped: true,
+    }];
+    rows.extend(fake_rows("", fake, files, marker));
+    let base_at = rows.len();
+    if let Some(b) = &baseline {
+        rows.extend(fake_rows(
+            &format!("baseline `{}`: ", b.display()),
+            b,
+            files,
+            marker,
+        ));
+    }
+    // Interleaved: each repetition runs every row once, in order.
+    let mut t: Vec<Vec<Duration>> = vec![Vec::new(); rows.len()];
     for _ in 0..reps {
-        t_cat.push(piped(cat())?);
-        t_plain.push(piped(fake_pi_cmd(fake, files, &files.plain, marker))?);
-        t_gz.push(piped(fake_pi_cmd(fake, files, &files.gz, marker))?);
-        t_recorded.push(piped(recorded())?);
-        t_v_tiny.push(alone(version(&files.tiny))?);
-        t_v_large.push(alone(version(&files.large))?);
-        if let Some(b) = &baseline {
-            t_base.push(piped(fake_pi_cmd(b, files, &files.plain, marker))?);
-            let mut c = fake_pi_cmd(b, files, &files.plain, marker);
-            c.env("FAKE_PI_VALUES", "recorded");
-            t_base_recorded.push(piped(c)?);
-            let mut c = fake_pi_cmd(b, files, &files.large, marker);
-            c.arg("--version");
-            t_base_v_large.push(alone(c)?);
+        for (row, times) in rows.iter().zip(&mut t) {
+            times.push(if row.piped {
+                piped((row.make)())?
+            } else {
+                alone((row.make)())?
+            });
         }
     }
-    let rss_plain = peak_rss(&fake_pi_cmd(fake, files, &files.plain, marker))?;
-    let rss_gz = peak_rss(&fake_pi_cmd(fake, files, &files.gz, marker))?;
-    let rss_large = peak_rss(&fake_pi_cmd(fake, files, &files.large, marker))?;
-    let rss_tiny = peak_rss(&fake_pi_cmd(fake, files, &files.tiny, marker))?;
+    let med: Vec<Duration> = t.iter().cloned().map(median).collect();
     let plain_len = std::fs::metadata(&files.plain).map_or(0, |m| m.len());
-    let [cat, plain, gz, recorded, v_tiny, v_large] =
-        [t_cat, t_plain, t_gz, t_recorded, t_v_tiny, t_v_large].map(median);
     let b = files.raw_len;
-    println!("Median of {reps} interleaved repetitions; {b} bytes of stdout ({plain_len} bytes of cassette).");
+    println!("Median of {reps} interleaved repetitions; {b} bytes of stdout ({plain_len} bytes of cassette). `vs cat`: ratio of the medians.");
     println!();
     println!("| what | time | stdout MB/s | vs cat |");
     println!("|---|---:|---:|---:|");
-    let row = |what: &str, t: Duration| {
+    for (row, &m) in rows.iter().zip(&med).filter(|(r, _)| r.piped) {
         println!(
-            "| {what} | {:.1} ms | {:.0} | {:.2}x |",
-            t.as_secs_f64() * 1e3,
-            mbps(b, t),
-            t.as_secs_f64() / cat.as_secs_f64()
-        )
-    };
-    row("`cat raw.stdout \\| cat`", cat);
-    row("`fake-pi \\| cat`, plain cassette", plain);
-    row("`fake-pi \\| cat`, committed .gz", gz);
-    row(
-        "`fake-pi \\| cat`, plain cassette, `FAKE_PI_VALUES=recorded`",
-        recorded,
-    );
-    if let Some(b) = &baseline {
-        row(
-            &format!("baseline `{}` \\| cat, plain cassette", b.display()),
-            median(t_base),
-        );
-        row(
-            &format!(
-                "baseline `{}` \\| cat, plain cassette, `FAKE_PI_VALUES=recorded`",
-                b.display()
-            ),
-            median(t_base_recorded),
+            "| {} | {:.1} ms | {:.0} | {:.2}x |",
+            row.what,
+            m.as_secs_f64() * 1e3,
+            mbps(b, m),
+            m.as_secs_f64() / med[0].as_secs_f64()
         );
     }
     println!();
     println!("| what | cassette bytes | time |");
     println!("|---|---:|---:|");
     let tiny_len = std::fs::metadata(&files.tiny).map_or(0, |m| m.len());
-    println!(
-        "| `fake-pi --version`, tiny cassette | {tiny_len} | {:.2} ms |",
-        v_tiny.as_secs_f64() * 1e3
-    );
-    println!(
-        "| `fake-pi --version`, large cassette | {} | {:.2} ms |",
-        files.large_len,
-        v_large.as_secs_f64() * 1e3
-    );
-    if let Some(b) = &baseline {
-        println!(
-            "| baseline `{}` --version, large cassette | {} | {:.2} ms |",
-            b.display(),
-            files.large_len,
-            median(t_base_v_large).as_secs_f64() * 1e3
-        );
+    for (row, &m) in rows.iter().zip(&med).filter(|(r, _)| !r.piped) {
+        let len = if row.what.contains("tiny") {
+            tiny_len
+        } else {
+            files.large_len
+        };
+        println!("| {} | {len} | {:.2} ms |", row.what, m.as_secs_f64() * 1e3);
     }
     println!();
-    println!("| fake-pi replaying (stdout on /dev/null) | cassette bytes | peak RSS |");
-    println!("|---|---:|---:|");
-    let mib = |kib: u64| kib as f64 / 1024.0;
-    println!("| tiny cassette | {tiny_len} | {:.1} MiB |", mib(rss_tiny));
+    let rss_large = rss_table(fake, files, marker, baseline.as_deref())?;
+    // Rows of the binary under test: 0 cat, 1 plain, 2 gz, 3 plain recorded, 4 gz
+    // recorded, 5 --version large, 6 --version tiny.
     println!(
-        "| long answer, plain | {plain_len} | {:.1} MiB |",
-        mib(rss_plain)
-    );
-    println!(
-        "| long answer, committed .gz | {} (compressed) | {:.1} MiB |",
-        std::fs::metadata(&files.gz).map_or(0, |m| m.len()),
-        mib(rss_gz)
-    );
-    println!(
-        "| large (long answer's records repeated) | {} | {:.1} MiB |",
-        files.large_len,
-        mib(rss_large)
-    );
-    if let Some(b) = &baseline {
-        let rss = peak_rss(&fake_pi_cmd(b, files, &files.large, marker))?;
-        println!(
-            "| baseline `{}`, large | {} | {:.1} MiB |",
-            b.display(),
-            files.large_len,
-            mib(rss)
-        );
-    }
-    println!();
-    println!(
-        "fake-pi | cat vs cat | cat: {:.2}x (target: within 2x); peak RSS on {:.0} MB: {:.1} MiB (target: under 16 MB); --version large/tiny: {:.1}x",
-        plain.as_secs_f64() / cat.as_secs_f64(),
+        "Paired ratios (median of each repetition's own): .gz vs cat | cat: {:.2}x, recorded {:.2}x (target: within 2.5x); .gz vs plain: {:.2}x, recorded {:.2}x (target: within 1.25x); plain vs cat | cat: {:.2}x, recorded {:.2}x (aim: 1.5x); peak RSS on {:.0} MB: {:.1} MiB (target: under 16 MB); --version large/tiny: {:.1}x",
+        paired(&t, 2, 0),
+        paired(&t, 4, 0),
+        paired(&t, 2, 1),
+        paired(&t, 4, 3),
+        paired(&t, 1, 0),
+        paired(&t, 3, 0),
         files.large_len as f64 / 1e6,
-        mib(rss_large),
-        v_large.as_secs_f64() / v_tiny.as_secs_f64()
+        rss_large as f64 / 1024.0,
+        paired(&t, 5, 6),
     );
+    if let Some(bl) = &baseline {
+        let k = base_at;
+        println!(
+            "Baseline `{}`, same repetitions: .gz vs cat | cat: {:.2}x, recorded {:.2}x; .gz vs plain: {:.2}x, recorded {:.2}x; plain vs cat | cat: {:.2}x, recorded {:.2}x",
+            bl.display(),
+            paired(&t, k + 1, 0),
+            paired(&t, k + 3, 0),
+            paired(&t, k + 1, k),
+            paired(&t, k + 3, k + 2),
+            paired(&t, k, 0),
+            paired(&t, k + 2, 0),
+        );
+    }
     println!();
     let _ = std::io::stdout().flush();
     Ok(())
+}
+
+/// fake-pi's peak RSS replaying each cassette (stdout on /dev/null), and the baseline's on
+/// the large one and the `.gz`; returns the first's on the large cassette (KiB).
+fn rss_table(
+    fake: &Path,
+    files: &Files,
+    marker: &str,
+    baseline: Option<&Path>,
+) -> Result<u64, String> {
+    let rss = |cassette: &Path| peak_rss(&fake_pi_cmd(fake, files, cassette, marker));
+    let len = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    println!("| fake-pi replaying (stdout on /dev/null) | cassette bytes | peak RSS |");
+    println!("|---|---:|---:|");
+    let mut large = 0;
+    for (what, cassette, note) in [
+        ("tiny cassette", &files.tiny, ""),
+        ("long answer, plain", &files.plain, ""),
+        ("long answer, committed .gz", &files.gz, " (compressed)"),
+        ("large (long answer's records repeated)", &files.large, ""),
+    ] {
+        let kib = rss(cassette)?;
+        if cassette == &files.large {
+            large = kib;
+        }
+        println!("| {what} | {}{note} | {:.1} MiB |", len(cassette), mib(kib));
+    }
+    if let Some(b) = baseline {
+        for (what, cassette) in [("large", &files.large), ("committed .gz", &files.gz)] {
+            let kib = peak_rss(&fake_pi_cmd(b, files, cassette, marker))?;
+            println!(
+                "| baseline `{}`, {what} | {} | {:.1} MiB |",
+                b.display(),
+                len(cassette),
+                mib(kib)
+            );
+        }
+    }
+    println!();
+    Ok(large)
 }
