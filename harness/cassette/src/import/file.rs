@@ -266,7 +266,8 @@ impl Tally {
 /// Where the cassette's bytes go: the temp file, gzipped or not.
 enum Sink {
     Plain(BufWriter<std::fs::File>),
-    Gzip(flate2::write::GzEncoder<BufWriter<std::fs::File>>),
+    /// Boxed: the encoder's state is large beside a plain writer.
+    Gzip(Box<flate2::write::GzEncoder<BufWriter<std::fs::File>>>),
 }
 
 impl Sink {
@@ -280,7 +281,7 @@ impl Sink {
     fn finish(self) -> std::io::Result<()> {
         match self {
             Sink::Plain(mut w) => w.flush(),
-            Sink::Gzip(w) => w.finish()?.flush(),
+            Sink::Gzip(w) => (*w).finish()?.flush(),
         }
     }
 }
@@ -319,10 +320,10 @@ impl<'a> Writer<'a> {
             })?;
         let file = BufWriter::with_capacity(64 << 10, file);
         let sink = if out.to_string_lossy().ends_with(".gz") {
-            Sink::Gzip(flate2::write::GzEncoder::new(
+            Sink::Gzip(Box::new(flate2::write::GzEncoder::new(
                 file,
                 flate2::Compression::best(),
-            ))
+            )))
         } else {
             Sink::Plain(file)
         };
