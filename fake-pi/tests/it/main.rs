@@ -9,6 +9,7 @@ mod contract;
 mod process;
 mod real_pi_parity;
 mod replay_corpus;
+mod report;
 mod rpc;
 mod streaming;
 mod util;
