@@ -118,6 +118,23 @@ test('node --test: a test whose wrapper leaves a process behind fails, naming it
   assert.deepEqual(withArg(secs), []);
 });
 
+test('vitest: a test whose wrapper leaves a process behind fails, naming it', (t) => {
+  let vitest;
+  try { vitest = path.join(path.dirname(require.resolve('vitest/package.json')), 'vitest.mjs'); } catch {
+    t.skip('vitest is not installed in this project');
+    return;
+  }
+  const secs = uniqueSecs();
+  const r = spawnSync(process.execPath, [vitest, 'run', '--dir', path.join(here, '..', 'vitest-fixtures')], {
+    env: envWith({ SECS: secs }), encoding: 'utf8', timeout: 60000,
+  });
+  const output = r.stdout + r.stderr;
+  assert.equal(r.status, 1, output);
+  assert.match(output, new RegExp(`leftover: \\d+ sleep ${secs.replace('.', '\\.')} \\(session`));
+  assert.match(output, /Tests {2}1 failed \| 1 passed/);
+  assert.deepEqual(withArg(secs), []);
+});
+
 test('a leftover that cleared its environment: caught by running the suite under pi-harness leftovers', () => {
   // No marker and orphaned to init: invisible to the helper alone (Node cannot make itself a
   // subreaper); `pi-harness leftovers -- node --test` is one, and finds it.
