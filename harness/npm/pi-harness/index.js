@@ -35,14 +35,21 @@ class LeftoverError extends Error {
   constructor(message, leftovers) { super(message); this.name = 'LeftoverError'; this.leftovers = leftovers; }
 }
 
+let glibc = null;
+
+/** Whether this Node runs on glibc (asked once: a diagnostic report is not free). */
+function onGlibc() {
+  if (glibc === null) {
+    const report = process.report && typeof process.report.getReport === 'function' ? process.report.getReport() : null;
+    glibc = !report || Boolean((report.header || {}).glibcVersionRuntime);
+  }
+  return glibc;
+}
+
 /** This machine as the packages name platforms: `linux-x64`, `darwin-arm64`, `linux-x64-musl`. */
 function platformName(platform = process.platform, arch = process.arch) {
-  let name = `${platform}-${arch}`;
-  if (platform === 'linux' && process.report && typeof process.report.getReport === 'function') {
-    const header = process.report.getReport().header || {};
-    if (!header.glibcVersionRuntime) name += '-musl';
-  }
-  return name;
+  const name = `${platform}-${arch}`;
+  return platform === 'linux' && !onGlibc() ? `${name}-musl` : name;
 }
 
 /**

@@ -26,7 +26,8 @@ from ._world import (
     check_record_mode,
 )
 
-_WORLD = pytest.StashKey[World]()
+# The test item's world, for its reports (an attribute: any pytest version has one).
+_WORLD = "_pi_harness_world"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -88,7 +89,7 @@ def pi_world(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
         problem = f"pi_world: {e}"
     if problem is not None:
         pytest.fail(problem, pytrace=False)
-    request.node.stash[_WORLD] = world
+    setattr(request.node, _WORLD, world)
     for key, value in world.variables.items():
         monkeypatch.setenv(key, value)
     yield world
@@ -105,7 +106,7 @@ def pi_world(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
     outcome = yield
     report = outcome.get_result()
-    world = item.stash.get(_WORLD, None)
+    world = getattr(item, _WORLD, None)
     if world is None or not report.failed:
         return
     lines = world.mismatches()
