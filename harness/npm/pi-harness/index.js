@@ -200,6 +200,14 @@ function descendants(root) {
   return out;
 }
 
+/** The value of `variable` in the environment `pid` started with (null: unset or unreadable). */
+function envValue(pid, variable) {
+  let env;
+  try { env = fs.readFileSync(`/proc/${pid}/environ`, 'utf8'); } catch { return null; }
+  const kv = env.split('\0').find((e) => e.startsWith(`${variable}=`));
+  return kv === undefined ? null : kv.slice(variable.length + 1);
+}
+
 function marked(variable, value) {
   const needle = `${variable}=${value}`;
   const mine = selfAndAncestors();
@@ -274,11 +282,16 @@ class PiWorld {
     return this.report().flatMap((e) => e.lines || []);
   }
 
-  /** The live processes the test started: new descendants of this process, and marked ones. */
+  /**
+   * The live processes the test started: new descendants of this process (but those carrying
+   * another world's marker: a test running beside this one started them), and marked ones.
+   */
   alive() {
     const found = new Map();
     for (const p of descendants(process.pid)) {
-      if (!this.before.has(`${p.pid}:${p.start}`) && !gone(p)) found.set(p.pid, p);
+      if (this.before.has(`${p.pid}:${p.start}`) || gone(p)) continue;
+      const m = envValue(p.pid, MARKER_VAR);
+      if (m === null || m === this.marker) found.set(p.pid, p);
     }
     for (const p of marked(MARKER_VAR, this.marker)) if (!found.has(p.pid)) found.set(p.pid, p);
     return [...found.values()].sort((a, b) => a.pid - b.pid);

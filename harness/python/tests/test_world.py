@@ -96,6 +96,21 @@ class WorldTest(unittest.TestCase):
             w.close()
         self.assertIn(f"sleep {secs}", str(caught.exception))
 
+    def test_two_worlds_at_once_each_claim_their_own(self) -> None:
+        a = pi_harness.World("recorded/text_only.pi87", name="a", grace=0.1)
+        b = pi_harness.World("recorded/text_only.pi87", name="b", grace=0.1)
+        secs = f"{300 + uuid.uuid4().int % 1000}.{os.getpid()}"
+        p = subprocess.Popen(["sleep", secs], env=b.env)
+        try:
+            self.assertEqual(a.alive(), [])
+            self.assertEqual([q.pid for q in b.alive()], [p.pid])
+            a.close()
+            with self.assertRaises(pi_harness.LeftoverError):
+                b.close()
+        finally:
+            p.kill()
+            p.wait()
+
     def test_a_world_started_before_a_process_does_not_claim_it(self) -> None:
         outside = subprocess.Popen(["sleep", "30"])
         self.addCleanup(outside.wait)

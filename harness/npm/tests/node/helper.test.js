@@ -109,6 +109,22 @@ test('close(): a leftover is named, killed, and the dir removed', async () => {
   assert.equal(fs.existsSync(w.path), false);
 });
 
+test('two worlds at once: each claims its own processes', async () => {
+  const a = new PiWorld({ cassette: 'recorded/text_only.pi87', grace: 100 });
+  const b = new PiWorld({ cassette: 'recorded/text_only.pi87', grace: 100 });
+  const p = spawn('sleep', [uniqueSecs()], { env: b.env, stdio: 'ignore' });
+  const closed = new Promise((resolve) => p.once('close', resolve));
+  try {
+    assert.deepEqual(a.alive(), []);
+    assert.deepEqual(b.alive().map((q) => q.pid), [p.pid]);
+    await a.close();
+    await assert.rejects(b.close(), LeftoverError);
+  } finally {
+    p.kill('SIGKILL');
+    await closed;
+  }
+});
+
 test('node --test: a test whose wrapper leaves a process behind fails, naming it', () => {
   const secs = uniqueSecs();
   const r = nodeTest('leaky.js', { SECS: secs });

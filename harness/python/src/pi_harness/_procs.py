@@ -123,6 +123,19 @@ def descendants(root: int) -> List[Proc]:
     return out
 
 
+def env_value(pid: int, var: str) -> Optional[str]:
+    """The value of ``var`` in the environment ``pid`` started with (None: unset or unreadable)."""
+    prefix = f"{var}=".encode()
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            for kv in f.read().split(b"\0"):
+                if kv.startswith(prefix):
+                    return kv[len(prefix) :].decode("utf-8", "replace")
+    except OSError:
+        pass
+    return None
+
+
 def marked(var: str, value: str) -> List[Proc]:
     """Live processes whose environment holds ``var=value``, this process and its ancestors
     excepted."""
@@ -155,8 +168,13 @@ class Watch:
         self.before = {p.key for p in descendants(os.getpid())}
 
     def alive(self) -> List[Proc]:
-        """The live processes started since: new descendants and marked processes."""
-        found = {p.pid: p for p in descendants(os.getpid()) if p.key not in self.before and not gone(p)}
+        """The live processes started since: new descendants (but those carrying another
+        world's marker: a test running beside this one started them) and marked processes."""
+        found = {
+            p.pid: p
+            for p in descendants(os.getpid())
+            if p.key not in self.before and not gone(p) and env_value(p.pid, self.var) in (None, self.marker)
+        }
         for p in marked(self.var, self.marker):
             found.setdefault(p.pid, p)
         return sorted(found.values(), key=lambda p: p.pid)
