@@ -108,8 +108,9 @@ class WorldTest(unittest.TestCase):
             with self.assertRaises(pi_harness.LeftoverError):
                 b.close()
         finally:
-            p.kill()
-            p.wait()
+            if p.poll() is None:  # b.close() killed and reaped it, unless it failed first
+                p.kill()
+                p.wait()
 
     def test_a_world_started_before_a_process_does_not_claim_it(self) -> None:
         outside = subprocess.Popen(["sleep", "30"])
