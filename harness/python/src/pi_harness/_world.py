@@ -97,7 +97,8 @@ class World:
     block) fails with :class:`LeftoverError` naming every process the test started that is
     still alive ``grace`` seconds later (found below this process, which becomes a child
     subreaper so that detached processes come back to it, and by the marker), after killing
-    them.
+    them. It also reaps this process's dead children started during the test (adopted orphans
+    would stay zombies otherwise): a ``Popen`` the test never waited for then reads exit 0.
     """
 
     def __init__(
