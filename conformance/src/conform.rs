@@ -69,6 +69,8 @@ pub struct ConformOptions {
     /// leftover, killed and reported. A library caller with children of its own leaves this
     /// off: then leftovers are found by the marker alone.
     pub subreaper: bool,
+    /// Run one shard of the selected cases (`--partition K/N`); `None`: all of them.
+    pub partition: Option<crate::junit::Partition>,
 }
 
 /// Where [`conform`] writes, chosen by its caller (`pi-harness conform`: the report on
@@ -81,6 +83,9 @@ pub struct Output<'a> {
     pub json: &'a mut dyn Write,
     /// A line per expected file written by `--export`.
     pub notes: &'a mut dyn Write,
+    /// The JUnit XML report (`--junit FILE`), written when the run ends; a write that fails
+    /// is an error, unlike the report's.
+    pub junit: Option<&'a mut dyn Write>,
 }
 
 /// The bundled suite's (cassettes, expected) directories: embedded in this binary and
@@ -114,7 +119,17 @@ pub fn conform(opts: &ConformOptions, out: Output<'_>) -> Result<bool, String> {
         .clone()
         .unwrap_or_else(|| reference.clone());
     let (cassettes, expected_dir) = suite_dirs(opts)?;
-    let cases = select_cases(&cassettes, &opts.cases)?;
+    let mut cases = select_cases(&cassettes, &opts.cases)?;
+    if let Some(p) = opts.partition {
+        let all = cases.len();
+        cases = cases
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| p.selects(*i))
+            .map(|(_, c)| c)
+            .collect();
+        let _ = writeln!(out.report, "partition {p}: {} of {all} cases", cases.len());
+    }
     let runner = CaseRunner {
         fake_pi: &fake_pi,
         cassettes: &cassettes,
@@ -170,6 +185,11 @@ pub fn conform(opts: &ConformOptions, out: Output<'_>) -> Result<bool, String> {
     }
     let text = summary(&name, &reproduce_command(opts), &results);
     let _ = out.report.write_all(text.as_bytes());
+    if let Some(w) = out.junit {
+        w.write_all(crate::junit::junit(&name, &results).as_bytes())
+            .and_then(|()| w.flush())
+            .map_err(|e| format!("the JUnit report: {e}"))?;
+    }
     Ok(!results
         .iter()
         .any(|r| matches!(r.verdict, Verdict::Failed { .. })))

@@ -14,6 +14,7 @@
 //! - [`compare`]: stream against stream, volatile fields ignored;
 //! - [`verdict`]: the verdict on one case;
 //! - [`report`]: the report's text, with a command that reproduces a failure;
+//! - [`junit`]: the JUnit XML report and `--partition`'s shards, for CI;
 //! - [`expected`]: the expected stream files;
 //! - [`fake_pi`]: where fake-pi is;
 //! - [`bundle`]: the suite embedded in the binary;
@@ -49,6 +50,7 @@ pub mod cross_version;
 pub mod expected;
 pub mod fake_pi;
 pub mod implementation;
+pub mod junit;
 pub mod outline;
 pub mod reference;
 pub mod report;

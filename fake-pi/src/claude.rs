@@ -80,10 +80,10 @@ pub(crate) fn run(
     }
     if !mismatches.is_empty() {
         for m in &mismatches {
-            eprintln!(
+            exit::say(&format!(
                 "fake-pi: expectation mismatch: {m} (cassette {})",
                 path.display()
-            );
+            ));
         }
         return exit::EXPECTATION;
     }

@@ -38,8 +38,14 @@ pub(crate) const STDOUT_CLOSED: i32 = 141;
 
 /// Say `message` as fake-pi's own (`fake-pi: ...` on stderr) and give back `code`.
 pub(crate) fn fail(code: i32, message: String) -> i32 {
-    eprintln!("fake-pi: {message}");
+    say(&format!("fake-pi: {message}"));
     code
+}
+
+/// A line of fake-pi's own on stderr, kept for the report too ([`crate::report`]).
+pub(crate) fn say(line: &str) {
+    eprintln!("{line}");
+    crate::report::note(line);
 }
 
 /// The status and message for a cassette that is not valid ([`INVALID_CASSETTE`]) or

@@ -14,7 +14,7 @@
 //! [`agent`] (pi's agent dir), [`client`] (a two-way replay's client), [`replay`] (the
 //! records in time), [`values`] (realistic values for placeholders), [`signals`] and
 //! [`child`] (real signals and processes), [`environ`] and [`exit`] (the environment read,
-//! the statuses given).
+//! the statuses given), [`report`] (fake-pi's own lines also in `FAKE_PI_REPORT`).
 
 // A command-line program: what it has to say goes to its stdout and stderr.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -30,6 +30,7 @@ mod environ;
 mod exit;
 mod pi;
 mod replay;
+mod report;
 mod session;
 mod signals;
 mod source;
@@ -45,7 +46,9 @@ fn main() {
     if let Ok(spec) = std::env::var(child::SPEC_ENV) {
         child::child_main(&spec);
     }
-    std::process::exit(run());
+    let code = run();
+    report::finish(code);
+    std::process::exit(code);
 }
 
 /// This start: its settings, the cassette it replays, read up to its header; then fake-pi
@@ -69,6 +72,7 @@ fn run() -> i32 {
         Ok(p) => p,
         Err((code, e)) => return fail(code, e),
     };
+    report::cassette(&path);
     if let Some(e) = source::not_a_file(&path) {
         return fail(exit::NO_CASSETTE, e);
     }

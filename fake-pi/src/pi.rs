@@ -272,10 +272,10 @@ fn check_call(header: &Header, grammar: &Grammar, call: &Call<'_>, path: &Path) 
     let mismatches = matching::check(&header.expect, grammar, call);
     if !mismatches.is_empty() {
         for m in &mismatches {
-            eprintln!(
+            exit::say(&format!(
                 "fake-pi: expectation mismatch: {m} (cassette {})",
                 path.display()
-            );
+            ));
         }
         return Err(exit::EXPECTATION);
     }
@@ -294,10 +294,10 @@ fn two_way_client(
     match &header.mode {
         None => Ok(None),
         Some(m) if mode != AppMode::Rpc => {
-            eprintln!(
+            exit::say(&format!(
                 "fake-pi: expectation mismatch: the cassette holds a `--mode {m}` session (its header's `mode`); this call runs pi in another mode (cassette {})",
                 path.display()
-            );
+            ));
             Err(exit::EXPECTATION)
         }
         Some(_) => {

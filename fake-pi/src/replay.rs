@@ -316,6 +316,12 @@ impl Player<'_> {
         Continue(())
     }
 
+    /// A line of fake-pi's own on stderr, kept for the report too ([`crate::report`]).
+    fn own(&mut self, line: &str) {
+        let _ = writeln!(self.err, "{line}");
+        crate::report::note(line);
+    }
+
     /// A record that cannot be read: what came before it has been replayed; stop here,
     /// loudly, and take the children fake-pi started along.
     fn stop_at(&mut self, e: CassetteError) -> i32 {
@@ -324,7 +330,7 @@ impl Player<'_> {
         }
         signals::kill_children();
         let (code, what) = exit::cassette_problem(&e);
-        let _ = writeln!(self.err, "fake-pi: {what} (the replay stopped there)");
+        self.own(&format!("fake-pi: {what} (the replay stopped there)"));
         code
     }
 
@@ -349,11 +355,10 @@ impl Player<'_> {
             let data = self.pending.buf[from..].to_vec();
             self.flush()?;
             if let Err(e) = hooks.session.observe(&data, &hooks.meta) {
-                let _ = writeln!(
-                    self.err,
+                self.own(&format!(
                     "fake-pi: cannot write the session file ({}:{line}): {e}",
                     self.path.display(),
-                );
+                ));
                 return Break(exit::MISUSE);
             }
         } else if self.pending.buf.len() >= BATCH {
@@ -381,12 +386,11 @@ impl Player<'_> {
                 reaped: false,
             }),
             Err(e) => {
-                let _ = writeln!(
-                    self.err,
+                self.own(&format!(
                     "fake-pi: cannot start child `{}` ({}:{line}): {e}",
                     spec.id,
                     self.path.display(),
-                );
+                ));
                 return Break(exit::MISUSE);
             }
         }
@@ -404,11 +408,10 @@ impl Player<'_> {
         self.flush()?;
         let Some(client) = hooks.client.as_mut() else {
             // main only replays a two-way cassette with a client.
-            let _ = writeln!(
-                self.err,
+            self.own(&format!(
                 "fake-pi: {}:{line}: a client record in a replay without a client",
                 self.path.display()
-            );
+            ));
             return Break(exit::MISUSE);
         };
         // Claude Code finishes the turn under way whether its host closes stdin early or
@@ -442,11 +445,10 @@ impl Player<'_> {
             Err(problems) => {
                 signals::kill_children();
                 for p in problems {
-                    let _ = writeln!(
-                        self.err,
+                    self.own(&format!(
                         "fake-pi: client mismatch: {}:{line}: {p}",
                         self.path.display()
-                    );
+                    ));
                 }
                 return Break(exit::EXPECTATION);
             }
@@ -458,11 +460,10 @@ impl Player<'_> {
     fn reap(&mut self, id: &str, line: usize) -> ControlFlow<i32> {
         self.flush()?;
         if !signals::reap_child(id) {
-            let _ = writeln!(
-                self.err,
+            self.own(&format!(
                 "fake-pi: invalid cassette: {}:{line}: record field `reap`: no `spawn` with the id {id:?} before it",
                 self.path.display()
-            );
+            ));
             signals::kill_children();
             return Break(exit::INVALID_CASSETTE);
         }
@@ -472,11 +473,10 @@ impl Player<'_> {
     /// A `request` record: to `FAKE_PI_REQUEST_LOG`, when set.
     fn request(&mut self, request: &str, line: usize, hooks: &mut Hooks) -> ControlFlow<i32> {
         if let Err(e) = hooks.requests.write(request) {
-            let _ = writeln!(
-                self.err,
+            self.own(&format!(
                 "fake-pi: cannot write FAKE_PI_REQUEST_LOG ({}:{line}): {e}",
                 self.path.display()
-            );
+            ));
             return Break(exit::MISUSE);
         }
         Continue(())

@@ -10,6 +10,7 @@
 //! - [`util`]: what they share.
 
 mod cancel_matrix;
+mod ci_output;
 mod conform_cli;
 mod cross_version;
 mod suite;

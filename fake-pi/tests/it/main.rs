@@ -10,6 +10,7 @@ mod memory;
 mod process;
 mod real_pi_parity;
 mod replay_corpus;
+mod report;
 mod rpc;
 mod streaming;
 mod util;

@@ -85,7 +85,7 @@ enum Command {
     },
     /// Run the conformance suite against an implementation (default: the bundled reference provider).
     #[command(
-        after_help = "Examples:\n  pi-harness conform\n  pi-harness conform --impl 'node conformance/examples/node-impl/impl.js'\n  pi-harness conform --impl 'node conformance/examples/node-impl/impl.js' --case recorded/text_only.pi87\n\nSee conformance/README.md for the request document and the capability handshake."
+        after_help = "Examples:\n  pi-harness conform\n  pi-harness conform --impl 'node conformance/examples/node-impl/impl.js'\n  pi-harness conform --impl 'node conformance/examples/node-impl/impl.js' --case recorded/text_only.pi87\n  pi-harness conform --partition 2/4 --junit conform-2.xml   # one CI machine of four\n\nSee conformance/README.md for the request document and the capability handshake."
     )]
     Conform(ConformArgs),
     /// The suite this binary carries (cassettes and expected streams): list or export it.
@@ -232,6 +232,14 @@ struct ConformArgs {
     /// Bytes of stdout a case may produce before the implementation is killed.
     #[arg(long, value_name = "BYTES", default_value_t = conformance::collect::DEFAULT_MAX_OUTPUT_BYTES)]
     max_output: u64,
+    /// Also write the results as JUnit XML to FILE (one testcase per case, the differences
+    /// in each failure), for CI dashboards.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Run shard K of N of the cases (after --case): the cases are dealt round-robin in
+    /// the suite's order, so 1/N .. N/N together run each exactly once (nextest's count:K/N).
+    #[arg(long, value_name = "K/N")]
+    partition: Option<conformance::junit::Partition>,
 }
 
 #[derive(Subcommand)]
@@ -454,10 +462,20 @@ fn conform(a: ConformArgs) -> anyhow::Result<i32> {
     } else {
         Box::new(crate::stdout::Stdout)
     };
+    // The JUnit file is created first: a path that cannot be written stops the run at once.
+    let mut junit = match &a.junit {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path).map_err(|e| {
+                anyhow::anyhow!("--junit {}: cannot create it: {e}", path.display())
+            })?,
+        )),
+        None => None,
+    };
     let output = conformance::conform::Output {
         report: &mut report,
         json: &mut crate::stdout::Stdout,
         notes: &mut std::io::stderr(),
+        junit: junit.as_mut().map(|w| w as &mut dyn std::io::Write),
     };
     let ok = conformance::conform::conform(
         &conformance::conform::ConformOptions {
@@ -472,6 +490,7 @@ fn conform(a: ConformArgs) -> anyhow::Result<i32> {
             max_output: a.max_output,
             // `pi-harness conform` is a process of its own: orphans of a case come to it.
             subreaper: true,
+            partition: a.partition,
         },
         output,
     )

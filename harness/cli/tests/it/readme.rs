@@ -9,6 +9,13 @@
 //! `pi-harness` and `fake-pi` first on PATH (as after `cargo install`) and
 //! `RUST_BACKTRACE=1` set (as in many CIs). A block fenced as ```console,ignore is shown,
 //! not run (it needs real pi or the network).
+//!
+//! A block fenced as ```console,packages installs the built packages (the wheel and the npm
+//! tarballs): [`readme_package_installs_run_as_written`] runs those alone, in a dir with a
+//! `dist` link to `$PI_HARNESS_DIST` (what scripts/build-packages.sh wrote) and with no Rust
+//! toolchain and no freshly built binary on PATH, after writing every file a block fenced
+//! as ```LANG file=NAME shows (the test file a reader would create). CI runs it after
+//! building the packages; without `PI_HARNESS_DIST` it says so and checks nothing more.
 
 use std::path::Path;
 use std::process::Command;
@@ -30,12 +37,38 @@ struct Block {
     steps: Vec<Step>,
 }
 
+/// The ```console blocks of `file` (`fence` "```console"), or its ```console,packages ones.
 fn blocks(file: &str) -> Vec<Block> {
+    blocks_fenced(file, "```console")
+}
+
+/// The files a README shows as ```LANG file=NAME blocks: (name, text).
+fn shown_files(file: &str) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(repo().join(file)).unwrap();
+    let mut out = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let Some(name) = line.trim().strip_prefix("```").and_then(|info| {
+            info.split_whitespace()
+                .find_map(|w| w.strip_prefix("file="))
+        }) else {
+            continue;
+        };
+        let body: Vec<&str> = lines
+            .by_ref()
+            .take_while(|l| !l.starts_with("```"))
+            .collect();
+        out.push((name.to_string(), body.join("\n") + "\n"));
+    }
+    out
+}
+
+fn blocks_fenced(file: &str, fence: &str) -> Vec<Block> {
     let text = std::fs::read_to_string(repo().join(file)).unwrap();
     let mut out = Vec::new();
     let mut lines = text.lines().enumerate();
     while let Some((i, line)) = lines.next() {
-        if line.trim() != "```console" {
+        if line.trim() != fence {
             continue;
         }
         let mut block = Block {
@@ -114,9 +147,42 @@ fn lines_match(expected: &[String], actual: &[&str]) -> bool {
     }
 }
 
-fn run_file(blocks: &[Block], bin: &Path) -> Result<(), String> {
+/// Where a block's commands run: the freshly built binaries first on PATH, or (for the
+/// packages blocks) the built packages as `dist` and no Rust toolchain on PATH.
+enum Setting<'a> {
+    Built(&'a Path),
+    Packages {
+        dist: &'a Path,
+        files: &'a [(String, String)],
+    },
+}
+
+/// `PATH` without a directory holding cargo or rustc.
+fn path_without_rust() -> String {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .filter(|d| !d.join("cargo").exists() && !d.join("rustc").exists())
+        .map(|d| d.display().to_string())
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+fn run_file(blocks: &[Block], setting: &Setting<'_>) -> Result<(), String> {
     let w = World::new("readme");
     std::os::unix::fs::symlink(repo().join("cassettes"), w.path().join("cassettes")).unwrap();
+    let path = match setting {
+        Setting::Built(bin) => format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        ),
+        Setting::Packages { dist, files } => {
+            std::os::unix::fs::symlink(dist, w.path().join("dist")).unwrap();
+            for (name, text) in *files {
+                w.write(name, text);
+            }
+            path_without_rust()
+        }
+    };
     let mut script = String::from("set +e\n");
     let steps: Vec<(&Block, &Step)> = blocks
         .iter()
@@ -130,14 +196,7 @@ fn run_file(blocks: &[Block], bin: &Path) -> Result<(), String> {
         .arg("-c")
         .arg(format!("exec 2>&1\n{script}"))
         .current_dir(w.path())
-        .env(
-            "PATH",
-            format!(
-                "{}:{}",
-                bin.display(),
-                std::env::var("PATH").unwrap_or_default()
-            ),
-        )
+        .env("PATH", path)
         .env("RUST_BACKTRACE", "1")
         .env(MARKER_VAR, w.marker())
         .env("PI_HARNESS_CACHE", w.path().join(".cache"))
@@ -196,10 +255,40 @@ fn readme_console_examples_run_as_written() {
     for file in ["README.md", "fake-pi/README.md"] {
         let blocks = blocks(file);
         count += blocks.iter().map(|b| b.steps.len()).sum::<usize>();
-        if let Err(e) = run_file(&blocks, bin.path()) {
+        if let Err(e) = run_file(&blocks, &Setting::Built(bin.path())) {
             failures.push(e);
         }
     }
     assert!(count >= 10, "only {count} commands found");
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn readme_package_installs_run_as_written() {
+    let blocks = blocks_fenced("README.md", "```console,packages");
+    let files = shown_files("README.md");
+    assert!(
+        blocks.len() >= 2 && !files.is_empty(),
+        "README.md shows no package install (```console,packages) or no file it uses"
+    );
+    let Some(dist) = std::env::var_os("PI_HARNESS_DIST").filter(|d| !d.is_empty()) else {
+        eprintln!(
+            "PI_HARNESS_DIST is not set: the README's package installs are not run \
+             (CI runs them after scripts/build-packages.sh)"
+        );
+        return;
+    };
+    let dist = std::path::absolute(Path::new(&dist)).unwrap();
+    assert!(
+        dist.is_dir(),
+        "PI_HARNESS_DIST {}: not a directory",
+        dist.display()
+    );
+    let setting = Setting::Packages {
+        dist: &dist,
+        files: &files,
+    };
+    if let Err(e) = run_file(&blocks, &setting) {
+        panic!("{e}");
+    }
 }

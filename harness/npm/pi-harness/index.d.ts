@@ -1,0 +1,115 @@
+// Types of the pi-harness Node helper (index.js).
+
+/** The environment variable carrying a world's unique marker. */
+export const MARKER_VAR: 'PI_HARNESS_TEST_MARKER';
+/** The environment variable naming fake-pi's report file. */
+export const REPORT_VAR: 'FAKE_PI_REPORT';
+/** Record modes: only `none` (replay) works today; the others are reserved. */
+export const RECORD_MODES: readonly ['none', 'once', 'new_episodes', 'all'];
+/** This package's version: the workspace's, as `pi-harness --version` says. */
+export const version: string;
+
+export type Agent = 'pi' | 'claude';
+export type RecordMode = (typeof RECORD_MODES)[number];
+
+export interface WorldOptions {
+  /** A cassette file, or a name in the bundled corpus (`recorded/text_only.pi87`). */
+  cassette: string;
+  /** The name fake-pi gets on the private PATH; default: from the cassette's header. */
+  agent?: Agent;
+  /** FAKE_PI_SPEED: `0` (default) instant, `1` recorded timing. */
+  speed?: string | number;
+  /** In the temp dir's name and the marker; default: the test's name, else `test`. */
+  name?: string;
+  /** Milliseconds processes get to go away before they count as left over (default 500). */
+  grace?: number;
+  /** Only `none` works today. */
+  recordMode?: RecordMode;
+}
+
+/** One process in a leftover report. */
+export interface Proc {
+  pid: number;
+  ppid: number;
+  sid: number;
+  state: string;
+  start: string;
+  cmdline: string;
+}
+
+/** One line of fake-pi's report: a start that said something of its own. */
+export interface ReportEntry {
+  fake_pi_report: 1;
+  pid: number;
+  exit: number;
+  cassette: string | null;
+  lines: string[];
+}
+
+export class PiWorld {
+  constructor(options: WorldOptions | string);
+  /** The native fake-pi binary (a real path). */
+  readonly fakePi: string;
+  /** The cassette file replayed. */
+  readonly cassette: string;
+  readonly agent: Agent;
+  /** The world's temp dir (removed by close()). */
+  readonly path: string;
+  /** The private PATH directory holding `pi` or `claude`. */
+  readonly binDir: string;
+  /** The `pi` (or `claude`) link to the native fake-pi. */
+  readonly agentPath: string;
+  /** An empty agent dir (PI_CODING_AGENT_DIR). */
+  readonly agentDir: string;
+  /** FAKE_PI_REPORT. */
+  readonly reportFile: string;
+  /** The unique marker (PI_HARNESS_TEST_MARKER). */
+  readonly marker: string;
+  readonly grace: number;
+  /** The world's variables alone: PATH, FAKE_PI_CASSETTE, FAKE_PI_SPEED, PI_CODING_AGENT_DIR, the marker, FAKE_PI_REPORT. */
+  readonly variables: Record<string, string>;
+  /** process.env with the world's variables: hand it to the wrapper under test. */
+  readonly env: Record<string, string | undefined>;
+  /** fake-pi's report so far. */
+  report(): ReportEntry[];
+  /** Every line fake-pi said of its own, in order. */
+  mismatches(): string[];
+  /** The live processes the test started. */
+  alive(): Proc[];
+  /** Rejects with LeftoverError naming what is alive `grace` ms from now, killed first. */
+  checkNoneLeft(grace?: number): Promise<void>;
+  /** The leftover check, then the temp dir removed; a second call does nothing. */
+  close(): Promise<void>;
+}
+
+/** A test context this helper closes a world with: node:test's `t`, vitest's context. */
+export interface TestContextLike {
+  name?: string;
+  task?: { name?: string };
+  after?(fn: () => unknown): unknown;
+  diagnostic?(message: string): void;
+  onTestFinished?(fn: () => unknown): unknown;
+  onTestFailed?(fn: () => unknown): unknown;
+}
+
+/** A world, closed when the test of `context` ends (its leftovers fail the test). */
+export function piWorld(context: TestContextLike, options: WorldOptions | string): PiWorld;
+/** A world you close yourself (`afterEach(() => world.close())` in jest). */
+export function piWorld(options: WorldOptions | string): PiWorld;
+
+/** The native binaries; throws UnsupportedPlatformError (one line) where there are none. */
+export function binaries(options?: { platform?: string; arch?: string }): { fakePi: string; piHarness: string };
+/** The corpus the binary embeds, exported once per process (cassettes/, expected/). */
+export function corpus(): string;
+/** A cassette path, or a bundled name, as a file path. */
+export function resolveCassette(cassette: string): string;
+/** `linux-x64`, `darwin-arm64`, `linux-x64-musl`, ... */
+export function platformName(platform?: string, arch?: string): string;
+/** `PID COMMAND LINE (session S, parent P)`. */
+export function describe(p: Proc): string;
+
+export class LeftoverError extends Error {
+  readonly leftovers: Proc[];
+}
+export class CassetteNotFoundError extends Error {}
+export class UnsupportedPlatformError extends Error {}

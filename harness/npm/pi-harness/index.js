@@ -1,0 +1,378 @@
+// pi-harness for Node: fake-pi (the native binary, never a Node shim) replaying recorded pi
+// and Claude Code runs for the wrapper you test, and the proof that nothing your test started
+// is left. Works with node:test, vitest and jest alike; typed in index.d.ts.
+'use strict';
+
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const crypto = require('node:crypto');
+const { execFileSync } = require('node:child_process');
+
+const { version } = require('./package.json');
+
+const MARKER_VAR = 'PI_HARNESS_TEST_MARKER';
+const REPORT_VAR = 'FAKE_PI_REPORT';
+const RECORD_MODES = ['none', 'once', 'new_episodes', 'all'];
+const SUPPORTED = 'linux-x64';
+const PLATFORM_PACKAGE = '@pi-harness/linux-x64';
+const SUFFIXES = ['', '.cassette.jsonl', '.cassette.jsonl.gz'];
+
+/** An error that is its own one-line message: test runners print no stack trace for it. */
+function oneLine(ErrorClass, message) {
+  const e = new ErrorClass(message);
+  e.stack = `${e.name}: ${message}`;
+  return e;
+}
+
+class UnsupportedPlatformError extends Error {
+  constructor(message) { super(message); this.name = 'UnsupportedPlatformError'; }
+}
+class CassetteNotFoundError extends Error {
+  constructor(message) { super(message); this.name = 'CassetteNotFoundError'; }
+}
+class LeftoverError extends Error {
+  constructor(message, leftovers) { super(message); this.name = 'LeftoverError'; this.leftovers = leftovers; }
+}
+
+let glibc = null;
+
+/** Whether this Node runs on glibc (asked once: a diagnostic report is not free). */
+function onGlibc() {
+  if (glibc === null) {
+    const report = process.report && typeof process.report.getReport === 'function' ? process.report.getReport() : null;
+    glibc = !report || Boolean((report.header || {}).glibcVersionRuntime);
+  }
+  return glibc;
+}
+
+/** This machine as the packages name platforms: `linux-x64`, `darwin-arm64`, `linux-x64-musl`. */
+function platformName(platform = process.platform, arch = process.arch) {
+  const name = `${platform}-${arch}`;
+  return platform === 'linux' && !onGlibc() ? `${name}-musl` : name;
+}
+
+/**
+ * The native binaries: `{ fakePi, piHarness }`, real paths (a link to fakePi execs the binary
+ * itself). Throws UnsupportedPlatformError, one line, where there are none.
+ */
+function binaries({ platform = process.platform, arch = process.arch } = {}) {
+  const here = platformName(platform, arch);
+  if (here !== SUPPORTED) {
+    throw oneLine(UnsupportedPlatformError,
+      `pi-harness: no fake-pi binary for ${here} (the packages carry ${SUPPORTED} only); ` +
+      'build it from source: cargo install --locked --git <pi-harness repo> fake-pi pi-harness');
+  }
+  let dir;
+  try {
+    dir = path.dirname(require.resolve(`${PLATFORM_PACKAGE}/package.json`));
+  } catch {
+    throw oneLine(UnsupportedPlatformError,
+      `pi-harness: ${PLATFORM_PACKAGE} is not installed (npm skipped the optional dependency?): ` +
+      `npm install ${PLATFORM_PACKAGE}@${version}`);
+  }
+  const found = (name) => {
+    const p = path.join(dir, 'bin', name);
+    try { return fs.realpathSync(p); } catch {
+      throw oneLine(UnsupportedPlatformError, `pi-harness: ${p} is missing: reinstall ${PLATFORM_PACKAGE}@${version}`);
+    }
+  };
+  return { fakePi: found('fake-pi'), piHarness: found('pi-harness') };
+}
+
+let corpusDir = null;
+
+/** The corpus the pi-harness binary embeds (cassettes/, expected/), exported once per process. */
+function corpus() {
+  if (corpusDir === null) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pi-harness-corpus-'));
+    process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+    execFileSync(binaries().piHarness, ['corpus', 'export', dir], { stdio: ['ignore', 'ignore', 'pipe'] });
+    corpusDir = dir;
+  }
+  return corpusDir;
+}
+
+/** A cassette file: the path itself, else a name in the bundled corpus (`recorded/text_only.pi87`). */
+function resolveCassette(cassette) {
+  const given = String(cassette);
+  if (isFile(given)) return path.resolve(given);
+  if (!path.isAbsolute(given) && !given.split(/[\\/]/).includes('..')) {
+    const root = path.join(corpus(), 'cassettes');
+    for (const suffix of SUFFIXES) {
+      const p = path.join(root, given + suffix);
+      if (isFile(p)) return p;
+    }
+  }
+  throw oneLine(CassetteNotFoundError,
+    `no cassette '${given}': not a file, nor a name in the bundled corpus (pi-harness corpus list shows them, e.g. recorded/text_only.pi87)`);
+}
+
+function isFile(p) {
+  try { return fs.statSync(p).isFile(); } catch { return false; }
+}
+
+/** `claude` for a Claude Code (stream-json) cassette, else `pi`: from its header. */
+function agentOf(cassette) {
+  if (cassette.endsWith('.gz')) {
+    const zlib = require('node:zlib');
+    const text = zlib.gunzipSync(fs.readFileSync(cassette)).toString('utf8');
+    return headerAgent(text.slice(0, text.indexOf('\n')));
+  }
+  const fd = fs.openSync(cassette, 'r');
+  try {
+    const buf = Buffer.alloc(64 * 1024);
+    const n = fs.readSync(fd, buf, 0, buf.length, 0);
+    const text = buf.subarray(0, n).toString('utf8');
+    return headerAgent(text.split('\n')[0]);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function headerAgent(line) {
+  try { return JSON.parse(line).mode === 'stream-json' ? 'claude' : 'pi'; } catch { return 'pi'; }
+}
+
+function checkRecordMode(mode) {
+  if (mode === 'none') return;
+  if (RECORD_MODES.includes(mode)) {
+    throw oneLine(Error, `record mode '${mode}' is reserved: recording from tests has not landed yet (only 'none', replay, works)`);
+  }
+  throw oneLine(Error, `record mode '${mode}': expected one of ${RECORD_MODES.join(', ')}`);
+}
+
+// ---- processes, as /proc shows them (the rules of `pi-harness leftovers --marker`) ----
+
+function readProc(pid) {
+  let stat;
+  try { stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8'); } catch { return null; }
+  const close = stat.lastIndexOf(')');
+  const comm = stat.slice(stat.indexOf('(') + 1, close);
+  const f = stat.slice(close + 2).split(' ');
+  let argv = [];
+  try { argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean); } catch { /* gone */ }
+  return {
+    pid, ppid: Number(f[1]), sid: Number(f[3]), state: f[0], start: f[19],
+    cmdline: argv.length ? argv.join(' ') : `[${comm}]`,
+  };
+}
+
+function allPids() {
+  return fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number);
+}
+
+function gone(p) {
+  if (p.state === 'Z' || p.state === 'X') return true;
+  let status;
+  try { status = fs.readFileSync(`/proc/${p.pid}/status`, 'utf8'); } catch { return true; }
+  const bit = 1n << 8n; // SIGKILL (9) pending
+  return status.split('\n').some((l) => {
+    const [key, mask] = l.split(':');
+    return (key === 'SigPnd' || key === 'ShdPnd') && (BigInt(`0x${mask.trim()}`) & bit) !== 0n;
+  });
+}
+
+function selfAndAncestors() {
+  const out = new Set();
+  let pid = process.pid;
+  while (pid > 1 && !out.has(pid)) {
+    out.add(pid);
+    const p = readProc(pid);
+    if (!p) break;
+    pid = p.ppid;
+  }
+  return out;
+}
+
+function descendants(root) {
+  const procs = allPids().map(readProc).filter(Boolean);
+  const children = new Map();
+  for (const p of procs) {
+    if (!children.has(p.ppid)) children.set(p.ppid, []);
+    children.get(p.ppid).push(p);
+  }
+  const out = [];
+  const todo = [root];
+  while (todo.length) {
+    for (const c of children.get(todo.pop()) || []) { out.push(c); todo.push(c.pid); }
+  }
+  return out;
+}
+
+/** The value of `variable` in the environment `pid` started with (null: unset or unreadable). */
+function envValue(pid, variable) {
+  let env;
+  try { env = fs.readFileSync(`/proc/${pid}/environ`, 'utf8'); } catch { return null; }
+  const kv = env.split('\0').find((e) => e.startsWith(`${variable}=`));
+  return kv === undefined ? null : kv.slice(variable.length + 1);
+}
+
+function marked(variable, value) {
+  const needle = `${variable}=${value}`;
+  const mine = selfAndAncestors();
+  const out = [];
+  for (const pid of allPids()) {
+    if (mine.has(pid)) continue;
+    let env;
+    try { env = fs.readFileSync(`/proc/${pid}/environ`, 'utf8'); } catch { continue; }
+    if (!env.split('\0').includes(needle)) continue;
+    const p = readProc(pid);
+    if (p && !gone(p)) out.push(p);
+  }
+  return out;
+}
+
+/** `PID COMMAND LINE (session S, parent P)`, as `pi-harness leftovers` prints it. */
+function describe(p) {
+  return `${p.pid} ${p.cmdline} (session ${p.sid}, parent ${p.ppid})`;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * One test's world: a temp dir, fake-pi on a private PATH under the agent's name, the cassette,
+ * an empty agent dir, instant replay, a unique marker, fake-pi's report file. `close()` rejects
+ * with LeftoverError naming what the test started that is still alive (killed first).
+ */
+class PiWorld {
+  constructor(options) {
+    const opts = typeof options === 'string' ? { cassette: options } : { ...options };
+    if (!opts.cassette) throw oneLine(CassetteNotFoundError, 'piWorld: no cassette given (a path, or a name in the bundled corpus such as recorded/text_only.pi87)');
+    checkRecordMode(opts.recordMode || 'none');
+    this.fakePi = binaries().fakePi;
+    this.cassette = resolveCassette(opts.cassette);
+    this.agent = opts.agent || agentOf(this.cassette);
+    if (this.agent !== 'pi' && this.agent !== 'claude') throw oneLine(Error, `agent '${this.agent}': expected 'pi' or 'claude'`);
+    const clean = String(opts.name || 'test').replace(/[^A-Za-z0-9]/g, '_').slice(0, 60);
+    this.path = fs.mkdtempSync(path.join(os.tmpdir(), `pih-${clean}-`));
+    this.binDir = path.join(this.path, 'bin');
+    fs.mkdirSync(this.binDir);
+    this.agentPath = path.join(this.binDir, this.agent);
+    fs.symlinkSync(this.fakePi, this.agentPath);
+    this.agentDir = path.join(this.path, 'agent');
+    fs.mkdirSync(this.agentDir);
+    this.reportFile = path.join(this.path, 'fake-pi-report.jsonl');
+    this.marker = `${clean}-${process.pid}-${crypto.randomUUID()}`;
+    this.grace = opts.grace === undefined ? 500 : opts.grace;
+    this.variables = {
+      PATH: this.binDir + path.delimiter + (process.env.PATH || ''),
+      FAKE_PI_CASSETTE: this.cassette,
+      FAKE_PI_SPEED: String(opts.speed === undefined ? '0' : opts.speed),
+      PI_CODING_AGENT_DIR: this.agentDir,
+      [MARKER_VAR]: this.marker,
+      [REPORT_VAR]: this.reportFile,
+    };
+    this.env = { ...process.env, ...this.variables };
+    this.before = new Set(descendants(process.pid).map((p) => `${p.pid}:${p.start}`));
+    this.closed = false;
+    this.lastReport = [];
+  }
+
+  /** fake-pi's report: one entry per start that said something of its own (`{pid, exit, cassette, lines}`). */
+  report() {
+    if (this.closed) return this.lastReport;
+    let text;
+    try { text = fs.readFileSync(this.reportFile, 'utf8'); } catch { return []; }
+    return text.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
+  }
+
+  /** Every line fake-pi said of its own, in order (`fake-pi: expectation mismatch: ...`). */
+  mismatches() {
+    return this.report().flatMap((e) => e.lines || []);
+  }
+
+  /**
+   * The live processes the test started: new descendants of this process (but those carrying
+   * another world's marker: a test running beside this one started them), and marked ones.
+   */
+  alive() {
+    const found = new Map();
+    for (const p of descendants(process.pid)) {
+      if (this.before.has(`${p.pid}:${p.start}`) || gone(p)) continue;
+      const m = envValue(p.pid, MARKER_VAR);
+      if (m === null || m === this.marker) found.set(p.pid, p);
+    }
+    for (const p of marked(MARKER_VAR, this.marker)) if (!found.has(p.pid)) found.set(p.pid, p);
+    return [...found.values()].sort((a, b) => a.pid - b.pid);
+  }
+
+  /** Rejects with LeftoverError naming what is alive `grace` ms from now (polled), killed first. */
+  async checkNoneLeft(grace = this.grace) {
+    const end = Date.now() + grace;
+    let left = this.alive();
+    while (left.length && Date.now() < end) { await sleep(10); left = this.alive(); }
+    if (!left.length) return;
+    const killed = new Map();
+    const stop = Date.now() + 2000;
+    while (left.length) {
+      for (const p of left) { try { process.kill(p.pid, 'SIGKILL'); } catch { /* gone */ } killed.set(p.pid, p); }
+      if (Date.now() > stop) break;
+      left = this.alive().filter((p) => !killed.has(p.pid));
+    }
+    const all = [...killed.values()].sort((a, b) => a.pid - b.pid);
+    const what = all.length === 1 ? '1 process' : `${all.length} processes`;
+    const lines = all.map((p) => `  leftover: ${describe(p)}`).join('\n');
+    const e = new LeftoverError(`${what} the test started still running at its end (killed now):\n${lines}`, all);
+    e.stack = `${e.name}: ${e.message}`;
+    throw e;
+  }
+
+  /** The end of the test: the leftover check, then the temp dir removed. A second call does nothing. */
+  async close() {
+    if (this.closed) return;
+    this.lastReport = this.report();
+    this.closed = true;
+    try {
+      await this.checkNoneLeft();
+    } finally {
+      fs.rmSync(this.path, { recursive: true, force: true });
+    }
+  }
+}
+
+/**
+ * A world for one test. `options`: a cassette (path or bundled name) or
+ * `{ cassette, agent, speed, name, grace, recordMode }`. Given a test context (`t` of
+ * node:test, or vitest's/jest's with `onTestFinished`), the world is closed when the test ends
+ * and its leftovers fail it; a failing test gets fake-pi's own lines added to its error.
+ */
+function piWorld(context, options) {
+  if (options === undefined) { options = context; context = undefined; }
+  const opts = typeof options === 'string' ? { cassette: options } : { ...options };
+  if (context && !opts.name) opts.name = context.name || (context.task && context.task.name) || 'test';
+  const world = new PiWorld(opts);
+  if (context && typeof context.after === 'function') {
+    // node:test: what fake-pi said of its own becomes the test's diagnostics.
+    context.after(async () => {
+      for (const line of world.mismatches()) context.diagnostic(line);
+      await world.close();
+    });
+  } else if (context && typeof context.onTestFinished === 'function') {
+    context.onTestFinished(() => world.close());
+  }
+  if (context && typeof context.onTestFailed === 'function') {
+    context.onTestFailed(() => {
+      const lines = world.mismatches();
+      if (lines.length) process.stderr.write(`fake-pi report:\n${lines.join('\n')}\n`);
+    });
+  }
+  return world;
+}
+
+module.exports = {
+  piWorld,
+  PiWorld,
+  binaries,
+  corpus,
+  resolveCassette,
+  platformName,
+  describe,
+  version,
+  MARKER_VAR,
+  REPORT_VAR,
+  RECORD_MODES,
+  LeftoverError,
+  CassetteNotFoundError,
+  UnsupportedPlatformError,
+};

@@ -1,0 +1,210 @@
+// The pi-harness npm packages as a user meets them, installed from their tarballs into a fresh
+// project (scripts/test-packages.sh copies these files there): only the installed packages
+// are used, never the source tree.
+'use strict';
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { execFileSync, spawn, spawnSync } = require('node:child_process');
+
+const harness = require('pi-harness');
+const { piWorld, PiWorld, binaries, LeftoverError } = harness;
+const { ask } = require('../wrapper.js');
+
+const here = __dirname;
+/** A sleep length no other process has: what a leftover line must name. */
+const uniqueSecs = () => `${300 + Math.floor(Math.random() * 1000)}.${process.pid}`;
+
+/** Live processes anywhere whose command line has the argument `arg`. */
+function withArg(arg) {
+  return fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).filter((pid) => {
+    try {
+      const argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      const state = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1][0];
+      return argv.includes(arg) && state !== 'Z';
+    } catch { return false; }
+  });
+}
+
+/** This environment with `extra`, without the variable that tells node:test it runs inside a test. */
+function envWith(extra) {
+  const env = { ...process.env, NO_COLOR: '1', ...extra };
+  delete env.NODE_TEST_CONTEXT;
+  return env;
+}
+
+/** `node --test FILE` in a process of its own; its output and status. */
+function nodeTest(file, env = {}) {
+  const r = spawnSync(process.execPath, ['--test', '--test-reporter=spec', path.join(here, 'fixtures', file)], {
+    env: envWith(env), encoding: 'utf8', timeout: 60000,
+  });
+  return { status: r.status, output: r.stdout + r.stderr };
+}
+
+test('ten lines replay a bundled cassette through a wrapper', async (t) => {
+  const w = piWorld(t, 'recorded/text_only.pi87');
+  const r = await ask('Say hello.', { env: w.env });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.text, 'Hello, world!');
+});
+
+test('the pi the wrapper starts is the native fake-pi', async (t) => {
+  const w = piWorld(t, 'faults/hang_after_output.pi87');
+  const p = spawn('pi', ['--mode', 'json', '--provider', 'fake', '--model', 'fake-model', 'list files'], {
+    env: w.env, stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  await new Promise((resolve) => p.stdout.once('data', resolve));
+  try {
+    const exe = fs.readlinkSync(`/proc/${p.pid}/exe`);
+    assert.equal(exe, binaries().fakePi);
+    assert.equal(fs.realpathSync(w.agentPath), exe);
+    assert.equal(fs.readFileSync(`/proc/${p.pid}/cmdline`, 'utf8').split('\0')[0], 'pi');
+  } finally {
+    p.kill('SIGKILL');
+    await new Promise((resolve) => p.once('close', resolve));
+  }
+});
+
+test('the world: a private PATH, the cassette, instant replay, an empty agent dir, a marker', (t) => {
+  const a = piWorld(t, 'claude/claude_bridge_default.cc21332');
+  const b = piWorld(t, { cassette: 'recorded/text_only.pi87', speed: 1 });
+  assert.equal(a.agent, 'claude');
+  assert.equal(path.basename(a.agentPath), 'claude');
+  assert.equal(b.agent, 'pi');
+  assert.equal(a.env.PATH.split(path.delimiter)[0], a.binDir);
+  assert.equal(a.env.FAKE_PI_CASSETTE, a.cassette);
+  assert.equal(a.env.FAKE_PI_SPEED, '0');
+  assert.equal(b.env.FAKE_PI_SPEED, '1');
+  assert.deepEqual(fs.readdirSync(a.env.PI_CODING_AGENT_DIR), []);
+  assert.equal(a.env.PI_HARNESS_TEST_MARKER, a.marker);
+  assert.equal(a.env.FAKE_PI_REPORT, a.reportFile);
+  assert.notEqual(a.marker, b.marker);
+  assert.notEqual(a.path, b.path);
+});
+
+test('a mismatch is in the report, as fake-pi said it', async (t) => {
+  const w = piWorld(t, 'recorded/text_only.pi87');
+  const r = await ask('Say hello.', { model: 'other-model', env: w.env });
+  assert.equal(r.code, 99);
+  const own = r.stderr.split('\n').filter((l) => l.startsWith('fake-pi: '));
+  assert.deepEqual(w.mismatches(), own);
+  assert.equal(w.report()[0].pid, r.pid);
+  assert.match(own[0], /^fake-pi: expectation mismatch: expect\.effective\.model: expected "fake-model", got "other-model"/);
+});
+
+test('close(): a leftover is named, killed, and the dir removed', async () => {
+  const w = new PiWorld({ cassette: 'recorded/text_only.pi87', grace: 100 });
+  const secs = uniqueSecs();
+  execFileSync('sh', ['-c', `(setsid sleep ${secs} </dev/null >/dev/null 2>&1 &)`], { env: w.env });
+  await assert.rejects(w.close(), (e) => {
+    assert.ok(e instanceof LeftoverError);
+    assert.match(e.message, new RegExp(`^1 process the test started still running at its end \\(killed now\\):\\n  leftover: \\d+ sleep ${secs.replace('.', '\\.')} \\(session \\d+, parent \\d+\\)$`));
+    assert.equal(e.leftovers.length, 1);
+    assert.equal(e.stack, `LeftoverError: ${e.message}`);
+    return true;
+  });
+  assert.deepEqual(withArg(secs), []);
+  assert.equal(fs.existsSync(w.path), false);
+});
+
+test('two worlds at once: each claims its own processes', async () => {
+  const a = new PiWorld({ cassette: 'recorded/text_only.pi87', grace: 100 });
+  const b = new PiWorld({ cassette: 'recorded/text_only.pi87', grace: 100 });
+  const p = spawn('sleep', [uniqueSecs()], { env: b.env, stdio: 'ignore' });
+  const closed = new Promise((resolve) => p.once('close', resolve));
+  try {
+    assert.deepEqual(a.alive(), []);
+    assert.deepEqual(b.alive().map((q) => q.pid), [p.pid]);
+    await a.close();
+    await assert.rejects(b.close(), LeftoverError);
+  } finally {
+    p.kill('SIGKILL');
+    await closed;
+  }
+});
+
+test('node --test: a test whose wrapper leaves a process behind fails, naming it', () => {
+  const secs = uniqueSecs();
+  const r = nodeTest('leaky.js', { SECS: secs });
+  assert.equal(r.status, 1, r.output);
+  assert.match(r.output, new RegExp(`leftover: \\d+ sleep ${secs.replace('.', '\\.')} \\(session`));
+  assert.match(r.output, /[#ℹ] pass 1\n[#ℹ] fail 1/);
+  assert.deepEqual(withArg(secs), []);
+});
+
+test('vitest: a test whose wrapper leaves a process behind fails, naming it', (t) => {
+  let vitest;
+  try { vitest = path.join(path.dirname(require.resolve('vitest/package.json')), 'vitest.mjs'); } catch {
+    t.skip('vitest is not installed in this project');
+    return;
+  }
+  const secs = uniqueSecs();
+  const r = spawnSync(process.execPath, [vitest, 'run', '--dir', path.join(here, '..', 'vitest-fixtures')], {
+    env: envWith({ SECS: secs }), encoding: 'utf8', timeout: 60000,
+  });
+  const output = r.stdout + r.stderr;
+  assert.equal(r.status, 1, output);
+  assert.match(output, new RegExp(`leftover: \\d+ sleep ${secs.replace('.', '\\.')} \\(session`));
+  assert.match(output, /Tests {2}1 failed \| 1 passed/);
+  assert.deepEqual(withArg(secs), []);
+});
+
+test('a leftover that cleared its environment: caught by running the suite under pi-harness leftovers', () => {
+  // No marker and orphaned to init: invisible to the helper alone (Node cannot make itself a
+  // subreaper); `pi-harness leftovers -- node --test` is one, and finds it.
+  const secs = uniqueSecs();
+  const r = spawnSync(binaries().piHarness, ['leftovers', '--', process.execPath, '--test', path.join(here, 'fixtures', 'leaky.js')], {
+    env: envWith({ SECS: secs, CLEAR_ENV: '1' }), encoding: 'utf8', timeout: 60000,
+  });
+  assert.equal(r.status, 1, r.stdout + r.stderr);
+  assert.match(r.stderr, new RegExp(`leftover: \\d+ sleep ${secs.replace('.', '\\.')} \\(session`));
+  assert.deepEqual(withArg(secs), []);
+});
+
+test("node --test: a failing test shows fake-pi's own lines", () => {
+  const r = nodeTest('mismatch.js');
+  assert.equal(r.status, 1, r.output);
+  assert.match(r.output, /[#ℹ] fake-pi: expectation mismatch: expect\.effective\.model: expected "fake-model", got "other-model"/);
+});
+
+test('no binary for the platform: one line, no stack trace', () => {
+  assert.throws(() => binaries({ platform: 'darwin', arch: 'arm64' }), {
+    name: 'UnsupportedPlatformError',
+    message: /^pi-harness: no fake-pi binary for darwin-arm64 \(the packages carry linux-x64 only\); [^\n]+$/,
+  });
+  const r = nodeTest('unsupported.js');
+  assert.equal(r.status, 1, r.output);
+  assert.match(r.output, /UnsupportedPlatformError\]?: pi-harness: no fake-pi binary for darwin-arm64 \(the packages carry linux-x64 only\)/);
+  assert.doesNotMatch(r.output, /at binaries \(|index\.js:\d+/);
+});
+
+test('bad input: one clear line', () => {
+  assert.throws(() => new PiWorld('recorded/no_such_case'), {
+    name: 'CassetteNotFoundError',
+    message: /^no cassette 'recorded\/no_such_case': not a file, nor a name in the bundled corpus/,
+  });
+  assert.throws(() => new PiWorld({ cassette: 'recorded/text_only.pi87', recordMode: 'once' }), {
+    message: /^record mode 'once' is reserved: recording from tests has not landed yet/,
+  });
+  assert.throws(() => new PiWorld({ cassette: 'recorded/text_only.pi87', agent: 'codex' }), {
+    message: "agent 'codex': expected 'pi' or 'claude'",
+  });
+});
+
+test('the version is the binary\'s, and the corpus the one it embeds', () => {
+  const bins = binaries();
+  assert.equal(execFileSync(bins.piHarness, ['--version'], { encoding: 'utf8' }).trim(), `pi-harness ${harness.version}`);
+  const listed = execFileSync(bins.piHarness, ['corpus', 'list'], { encoding: 'utf8' }).split('\n').filter(Boolean).sort();
+  const root = harness.corpus();
+  const onDisk = [];
+  const walk = (d) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p); else onDisk.push(path.relative(root, p));
+    }
+  };
+  walk(root);
+  assert.deepEqual(onDisk.sort(), listed);
+});

@@ -1,0 +1,207 @@
+"""The pytest plugin, as a user meets it: inner pytest runs (pytester, in a subprocess of
+their own) of small test files that use the pi_world fixture."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+import pi_harness
+from pi_harness import _procs
+
+
+def processes_with_arg(arg: str) -> list:
+    """Live processes anywhere whose command line holds ``arg`` (a unique sleep length)."""
+    out = []
+    for pid in _procs.all_pids():
+        p = _procs.read_proc(pid)
+        if p is not None and arg in p.cmdline.split() and not _procs.gone(p):
+            out.append(p)
+    return out
+
+
+def test_ten_lines_replay_a_bundled_cassette_through_a_wrapper(pytester, wrapper_source):
+    pytester.makepyfile(wrapper=wrapper_source)
+    pytester.makepyfile(
+        test_hello="""
+import pytest
+from wrapper import ask
+
+@pytest.mark.pi_cassette("recorded/text_only.pi87")
+def test_hello(pi_world):
+    code, text = ask("Say hello.")
+    assert (code, text) == (0, "Hello, world!")
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
+def test_a_process_left_behind_fails_the_test_naming_it(pytester):
+    # A double fork into its own session with an empty environment: no marker, no parent
+    # left; only the subreaper finds it.
+    secs = f"{300 + uuid.uuid4().int % 1000}.{os.getpid()}"
+    pytester.makepyfile(
+        test_leak=f"""
+import subprocess
+import pytest
+
+@pytest.mark.pi_cassette("recorded/text_only.pi87")
+def test_leaky(pi_world):
+    subprocess.run(["sh", "-c", "(setsid env -i sleep {secs} </dev/null >/dev/null 2>&1 &)"], check=True)
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at teardown of test_leaky*",
+            "1 process the test started still running at its end (killed now):",
+            f"  leftover: * sleep {secs} (session *, parent *)",
+        ]
+    )
+    assert processes_with_arg(secs) == []
+
+
+def test_a_failing_test_shows_fake_pis_mismatch_lines(pytester, wrapper_source):
+    pytester.makepyfile(wrapper=wrapper_source)
+    pytester.makepyfile(
+        test_mismatch="""
+import pytest
+from wrapper import ask
+
+@pytest.mark.pi_cassette("recorded/text_only.pi87")
+def test_other_model(pi_world):
+    code, text = ask("Say hello.", model="other-model")
+    assert text == "Hello, world!"
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- fake-pi report -*",
+            'fake-pi: expectation mismatch: expect.effective.model: expected "fake-model", got "other-model"*',
+        ]
+    )
+
+
+@pytest.mark.pi_cassette("claude/claude_bridge_default.cc21332")
+def test_a_claude_cassette_is_replayed_as_claude(pi_world):
+    assert pi_world.agent == "claude"
+    assert pi_world.agent_path.name == "claude"
+    assert os.path.realpath(pi_world.agent_path) == str(pi_harness.fake_pi_path())
+    assert os.environ["PATH"].split(os.pathsep)[0] == str(pi_world.bin_dir)
+    assert os.environ["FAKE_PI_CASSETTE"] == str(pi_world.cassette)
+    assert os.environ["FAKE_PI_SPEED"] == "0"
+    assert os.listdir(os.environ["PI_CODING_AGENT_DIR"]) == []
+    assert os.environ["PI_HARNESS_TEST_MARKER"] == pi_world.marker
+    assert os.environ["FAKE_PI_REPORT"] == str(pi_world.report_file)
+
+
+def test_markers_are_unique_and_dirs_private(pytester):
+    pytester.makepyfile(
+        test_two="""
+import os, pytest
+
+seen = []
+
+@pytest.mark.parametrize("n", [1, 2])
+@pytest.mark.pi_cassette("recorded/text_only.pi87")
+def test_world(pi_world, n):
+    seen.append((pi_world.marker, str(pi_world.path)))
+    assert os.path.isdir(pi_world.path)
+    if n == 2:
+        assert seen[0][0] != seen[1][0] and seen[0][1] != seen[1][1]
+        assert not os.path.exists(seen[0][1]), "the first test's dir was not removed"
+"""
+    )
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=2)
+
+
+def test_a_cassette_by_path_and_by_indirect_parametrization(pytester):
+    cassette = pi_harness.corpus() / "cassettes" / "recorded" / "auth_401.pi87.cassette.jsonl"
+    pytester.makepyfile(
+        test_param=f"""
+import pytest
+
+@pytest.mark.pi_cassette({str(cassette)!r})
+def test_by_path(pi_world):
+    assert str(pi_world.cassette) == {str(cassette)!r}
+
+@pytest.mark.parametrize("pi_world", ["recorded/text_only.pi73", "recorded/text_only.pi152"], indirect=True)
+def test_by_param(pi_world):
+    assert pi_world.cassette.name.startswith("text_only.pi")
+"""
+    )
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=3)
+
+
+def test_bad_input_is_one_line(pytester):
+    pytester.makepyfile(
+        test_bad="""
+import pytest
+
+def test_no_marker(pi_world):
+    pass
+
+@pytest.mark.pi_cassette("recorded/no_such_case")
+def test_unknown(pi_world):
+    pass
+
+@pytest.mark.pi_cassette("recorded/text_only.pi87", record_mode="all")
+def test_recording(pi_world):
+    pass
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rE")
+    result.assert_outcomes(errors=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at setup of test_no_marker*",
+            "pi_world: no cassette: mark the test @pytest.mark.pi_cassette('recorded/text_only.pi87') *",
+            "*ERROR at setup of test_unknown*",
+            "pi_world: no cassette 'recorded/no_such_case': not a file, nor a name in the bundled corpus *",
+            "*ERROR at setup of test_recording*",
+            "pi_world: record mode 'all' is reserved: recording from tests has not landed yet *",
+            "*short test summary info*",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*Traceback*")
+    result.stdout.no_fnmatch_line("*During handling*")
+
+
+def test_record_mode_option(pytester):
+    pytester.makepyfile(test_x="def test_x(): pass")
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--pi-record-mode", "none").assert_outcomes(passed=1)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--pi-record-mode", "once")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --pi-record-mode: record mode 'once' is reserved: *"])
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--pi-record-mode", "sometimes")
+    result.stderr.fnmatch_lines(["ERROR: --pi-record-mode: record mode 'sometimes': expected one of none, once, new_episodes, all"])
+
+
+def test_no_binary_for_this_platform_fails_the_test_in_one_line(pytester):
+    pytester.makeconftest("import platform\nplatform.machine = lambda: 'aarch64'\n")
+    pytester.makepyfile(
+        test_x="""
+import pytest
+
+@pytest.mark.pi_cassette("recorded/text_only.pi87")
+def test_x(pi_world):
+    pass
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rE")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at setup of test_x*",
+            "pi_world: pi-harness: no fake-pi binary for linux-arm64 (the package carries linux-x64 only); *",
+            "*short test summary info*",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*During handling*")
+    result.stdout.no_fnmatch_line("*Traceback*")
