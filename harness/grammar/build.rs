@@ -13,7 +13,10 @@ fn version_key(v: &str) -> Option<Vec<u32>> {
 }
 
 fn main() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/claude");
+    // Read when the script runs, not when it was compiled: cargo may reuse a script compiled
+    // for the same package in another checkout (a `cargo install --path` of a clone, say).
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let dir = Path::new(&manifest).join("data/claude");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut versions: Vec<(Vec<u32>, String)> = std::fs::read_dir(&dir)
         .expect("data/claude")
