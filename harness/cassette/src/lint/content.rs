@@ -68,15 +68,11 @@ impl Content {
         raw: &[u8],
         payload: Option<&[u8]>,
     ) {
-        for (name, value) in &self.named {
-            if crate::redact::contains_secret(raw, value)
-                || payload.is_some_and(|p| crate::redact::contains_secret(p, value))
-            {
-                report.add(
-                    lineno,
-                    format!("holds the value of {name} (a secret): put a placeholder in its place"),
-                );
-            }
+        for name in crate::redact::secrets_in_line(raw, payload, &self.named) {
+            report.add(
+                lineno,
+                format!("holds the value of {name} (a secret): put a placeholder in its place"),
+            );
         }
     }
 
