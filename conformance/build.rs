@@ -41,6 +41,7 @@ fn main() {
         ("cassettes", &cassettes, &|n: &str| {
             n.ends_with(".cassette.jsonl")
                 || n.ends_with(".cassette.jsonl.gz")
+                || n.ends_with(".cassette.jsonl.zst")
                 || n.ends_with(".sequence")
         }),
         ("expected", &expected, &|n: &str| {

@@ -128,7 +128,12 @@ mod tests {
         };
         let cassettes = count(
             &src.join("../cassettes"),
-            &[".cassette.jsonl", ".cassette.jsonl.gz", ".sequence"],
+            &[
+                ".cassette.jsonl",
+                ".cassette.jsonl.gz",
+                ".cassette.jsonl.zst",
+                ".sequence",
+            ],
         );
         let expected = count(&src.join("expected"), &[".json", ".json.gz"]);
         let bundled = |p: &str| files().iter().filter(|(f, _)| f.starts_with(p)).count();

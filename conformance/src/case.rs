@@ -52,7 +52,7 @@ pub fn rpc_steps(steps: &[ClientStep]) -> Vec<RpcStep> {
 #[derive(Debug, Clone)]
 pub struct Case {
     /// The case name: the cassette's path below the cassettes directory, without
-    /// `.cassette.jsonl[.gz]` (`recorded/text_only.pi87`).
+    /// `.cassette.jsonl[.gz|.zst]` (`recorded/text_only.pi87`).
     pub name: String,
     /// The cassette file.
     pub cassette: PathBuf,
@@ -64,7 +64,7 @@ pub struct Case {
 pub fn case_name(root: &Path, path: &Path) -> String {
     let rel = path.strip_prefix(root).unwrap_or(path);
     let s = rel.to_string_lossy();
-    s.trim_end_matches(".gz")
+    pi_cassette::input::without_compression_suffix(&s)
         .trim_end_matches(".cassette.jsonl")
         .to_string()
 }
@@ -80,9 +80,11 @@ pub fn cassette_files(root: &Path) -> Result<Vec<PathBuf>, String> {
             let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
             if path.is_dir() {
                 dirs.push(path);
-            } else if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                n.ends_with(".cassette.jsonl") || n.ends_with(".cassette.jsonl.gz")
-            }) {
+            } else if path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(pi_cassette::input::is_cassette_file_name)
+            {
                 // A FIFO would block the run until some writer came; a device never ends.
                 if let Some(kind) = pi_cassette::input::not_a_regular_file(&path) {
                     return Err(format!("{}: {kind}, not a cassette file", path.display()));
@@ -259,7 +261,7 @@ mod tests {
         assert_eq!(
             case_name(
                 root,
-                Path::new("/c/recorded/long_answer.pi73.cassette.jsonl.gz")
+                Path::new("/c/recorded/long_answer.pi73.cassette.jsonl.zst")
             ),
             "recorded/long_answer.pi73"
         );

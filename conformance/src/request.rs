@@ -20,7 +20,7 @@ pub const REQUEST_VERSION: u32 = 1;
 pub struct RequestDoc {
     /// The document's version: [`REQUEST_VERSION`]; an implementation refuses others.
     pub version: u32,
-    /// The case name (the cassette's path under `cassettes/` without `.cassette.jsonl[.gz]`).
+    /// The case name (the cassette's path under `cassettes/` without `.cassette.jsonl[.zst|.gz]`).
     pub case: String,
     /// The prompt; give it to pi on stdin (or as a message argument).
     pub prompt: String,

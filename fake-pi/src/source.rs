@@ -8,7 +8,7 @@
 //! allow-listed environment still gets its cassette.
 //!
 //! `FAKE_PI_CASSETTE` names a cassette (replayed on every start), a directory (its
-//! `*.cassette.jsonl[.gz]` files in name order, one per start) or a sequence file
+//! `*.cassette.jsonl[.gz|.zst]` files in name order, one per start) or a sequence file
 //! (`*.sequence`: one cassette path per line, one per start). A sequence counts starts
 //! in a state file (`FAKE_PI_STATE`, default `<sequence>.state`, or `.fake-pi-state` in a
 //! directory), locked while counting, so concurrent starts take different entries; a
@@ -115,7 +115,7 @@ pub(crate) fn settings(
 fn is_cassette_name(p: &Path) -> bool {
     p.file_name()
         .and_then(|n| n.to_str())
-        .is_some_and(|n| n.ends_with(".cassette.jsonl") || n.ends_with(".cassette.jsonl.gz"))
+        .is_some_and(pi_cassette::input::is_cassette_file_name)
 }
 
 /// The cassettes of a sequence, in order; `None` when `path` is a single cassette.
@@ -130,7 +130,7 @@ pub(crate) fn sequence(path: &Path) -> Result<Option<Vec<PathBuf>>, String> {
         list.sort();
         if list.is_empty() {
             return Err(format!(
-                "{}: no *.cassette.jsonl(.gz) files in this directory",
+                "{}: no *.cassette.jsonl(.gz|.zst) files in this directory",
                 path.display()
             ));
         }
@@ -213,7 +213,7 @@ pub(crate) fn choose(settings: &Settings) -> Result<PathBuf, (i32, String)> {
         return Err((
             exit::NO_CASSETTE,
             format!(
-                "no cassette: set FAKE_PI_CASSETTE to a .cassette.jsonl(.gz) file, a directory or a .sequence file, or put a {} beside this program",
+                "no cassette: set FAKE_PI_CASSETTE to a .cassette.jsonl(.gz|.zst) file, a directory or a .sequence file, or put a {} beside this program",
                 CONF
             ),
         ));

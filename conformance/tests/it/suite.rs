@@ -101,7 +101,7 @@ fn every_case_has_an_expected_file_and_no_file_is_orphaned() {
                     .to_string_lossy()
                     .into_owned();
                 files.push(
-                    rel.trim_end_matches(".gz")
+                    pi_cassette::input::without_compression_suffix(&rel)
                         .trim_end_matches(".json")
                         .to_string(),
                 );

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use pi_testkit::hostile::{assert_bounded, fifo, gzip_bomb, gzip_lines};
+use pi_testkit::hostile::{assert_bounded, bomb, compressed_lines, fifo};
 use pi_testkit::process::{measure, Measure, Measured};
 
 use crate::util::*;
@@ -40,20 +40,23 @@ fn replay(w: &World, cassette: &Path, env: &[(&str, &str)]) -> Measured {
 #[test]
 fn any_cassette_is_replayed_or_refused_within_bounded_memory() {
     let w = World::new("memory-fake-pi");
-    let bomb = w.path().join("bomb.cassette.jsonl.gz");
-    gzip_bomb(&bomb, b"", 2 << 30);
-    assert_bounded(
-        "a gzip bomb",
-        &replay(&w, &bomb, &[]),
-        98,
-        &format!(
-            "fake-pi: invalid cassette: {}:1: {LINE_LIMIT}",
-            bomb.display()
-        ),
-        LINE,
-    );
+    // gzip, and zstd: the recorder's format for a large run.
+    for name in ["bomb.cassette.jsonl.gz", "bomb.cassette.jsonl.zst"] {
+        let file = w.path().join(name);
+        bomb(&file, b"", 2 << 30);
+        assert_bounded(
+            name,
+            &replay(&w, &file, &[]),
+            98,
+            &format!(
+                "fake-pi: invalid cassette: {}:1: {LINE_LIMIT}",
+                file.display()
+            ),
+            LINE,
+        );
+    }
     let after_header = w.path().join("late-bomb.cassette.jsonl.gz");
-    gzip_bomb(&after_header, format!("{HEADER}\n").as_bytes(), 2 << 30);
+    bomb(&after_header, format!("{HEADER}\n").as_bytes(), 2 << 30);
     assert_bounded(
         "a gzip bomb after a header",
         &replay(&w, &after_header, &[]),
@@ -71,7 +74,7 @@ fn any_cassette_is_replayed_or_refused_within_bounded_memory() {
         "{{\"dt_ms\":0,\"stdout\":{{\"type\":\"message_update\",\"pad\":\"{}\"}}}}\n",
         "p".repeat(400)
     );
-    gzip_lines(
+    compressed_lines(
         &many,
         &format!("{HEADER}\n"),
         &record,

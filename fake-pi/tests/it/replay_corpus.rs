@@ -1,4 +1,4 @@
-//! Every cassette in the repository (`cassettes/**/*.cassette.jsonl[.gz]`) replayed through
+//! Every cassette in the repository (`cassettes/**/*.cassette.jsonl[.gz|.zst]`) replayed through
 //! fake-pi as a real subprocess at instant speed, with its expectations satisfied from its
 //! own header: stdout must equal the cassette's stdout byte for byte, stderr its stderr,
 //! and the process must end as recorded. Cassettes that end in `hang` (runs ended by a
@@ -32,7 +32,7 @@ fn find(dir: &Path, out: &mut Vec<PathBuf>) {
         } else if p
             .file_name()
             .and_then(|n| n.to_str())
-            .is_some_and(|n| n.ends_with(".cassette.jsonl") || n.ends_with(".cassette.jsonl.gz"))
+            .is_some_and(pi_cassette::input::is_cassette_file_name)
             // Claude Code's sessions replay in tests/claude.rs (another command line).
             && !p.parent().is_some_and(|d| d.ends_with("claude"))
         {
@@ -374,7 +374,7 @@ fn every_cassette_in_the_repo_replays_byte_for_byte() {
     paths.sort();
     assert!(
         !paths.is_empty(),
-        "no cassettes found under {}/cassettes (expected **/*.cassette.jsonl[.gz])",
+        "no cassettes found under {}/cassettes (expected **/*.cassette.jsonl[.gz|.zst])",
         repo_root().display()
     );
     let mut failures = Vec::new();

@@ -342,7 +342,7 @@ pub(crate) fn read_input(
     Ok(raw)
 }
 
-/// Encode `cassette` for `out` (gzip when it ends in `.gz`), read the bytes back (they must
+/// Encode `cassette` for `out` (compressed when it ends in `.zst` or `.gz`), read the bytes back (they must
 /// be the cassette built, and pass `check`), then write them through the one output writer,
 /// never over one of `inputs`. On any failure nothing is written.
 pub(crate) fn write_verified(
@@ -366,9 +366,8 @@ pub(crate) fn write_verified(
             ),
         });
     }
-    let gz = out.to_string_lossy().ends_with(".gz");
     let bytes = cassette
-        .encoded(gz)
+        .encoded_for(out)
         .map_err(|e| out_err(format!("cannot encode: {e}")))?;
     let back = Cassette::parse(out, &bytes)
         .map_err(|e| out_err(format!("written cassette does not read back: {e}")))?;

@@ -1,4 +1,5 @@
-//! Gzip inflated on a thread of its own, beside the reader that takes the text.
+//! A compressed input decoded on a thread of its own, beside the reader that takes the text:
+//! gzip (zstd decodes fast enough on the reader's own thread: `input::decompress`).
 //!
 //! A gzip cassette is read as fast as the slower of the two: inflating (zlib-rs, about
 //! 1.6 GB/s here) and whatever consumes the lines (fake-pi checking and writing records

@@ -23,22 +23,19 @@ impl Cassette {
         Ok(())
     }
 
-    /// Write the cassette to a file, gzip-compressed when the name ends in `.gz`
-    /// (the form [`Cassette::load`] reads back).
+    /// Write the cassette to a file, compressed as its name asks (`.zst`, `.gz`; the forms
+    /// [`Cassette::load`] reads back).
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        let bytes = self.encoded(path.extension().is_some_and(|e| e == "gz"))?;
+        let bytes = self.encoded_for(path)?;
         crate::output::write(path, &bytes, &[]).map_err(std::io::Error::other)
     }
 
-    /// The cassette's file bytes: JSONL, gzipped when `gzip`.
-    pub fn encoded(&self, gzip: bool) -> std::io::Result<Vec<u8>> {
+    /// The cassette's file bytes for a file named `path`: JSONL, compressed when the name
+    /// ends in `.zst` (zstd) or `.gz` (gzip).
+    pub fn encoded_for(&self, path: &Path) -> std::io::Result<Vec<u8>> {
         let mut out = Vec::new();
         self.write_to(&mut out)?;
-        if gzip {
-            crate::output::gzip(&out)
-        } else {
-            Ok(out)
-        }
+        crate::output::compress_for(path, out)
     }
 
     /// The cassette as a string (see [`Cassette::write_to`]).

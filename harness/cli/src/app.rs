@@ -128,7 +128,8 @@ enum Command {
 struct RecordArgs {
     #[arg(long)]
     script: PathBuf,
-    /// The cassette to write (`.gz` is appended when it is large).
+    /// The cassette to write (`.zst` is appended when it is over 1 MiB: zstd; a name ending in
+    /// `.zst` or `.gz` is compressed so, whatever the size).
     #[arg(long)]
     out: PathBuf,
     /// The pi executable.
@@ -251,8 +252,8 @@ enum CassetteCommand {
         after_help = "Example:\n  pi-harness cassette lint cassettes/*.cassette.jsonl cassettes/faults/*\n\nEach problem is printed as FILE:LINE: WHAT (without LINE: about the whole file)."
     )]
     Lint {
-        /// Cassette files (`.cassette.jsonl`, or `.gz`); a directory stands for every
-        /// `*.cassette.jsonl[.gz]` below it; `-` reads one from stdin.
+        /// Cassette files (`.cassette.jsonl`, or `.zst`, `.gz`); a directory stands for every
+        /// `*.cassette.jsonl[.zst|.gz]` below it; `-` reads one from stdin.
         #[arg(required = true, value_name = "FILE|DIR")]
         files: Vec<std::path::PathBuf>,
         /// A variable whose value (in this environment) must appear nowhere in the cassettes

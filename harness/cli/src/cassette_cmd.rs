@@ -35,7 +35,7 @@ pub struct ImportArgs {
     /// --mode rpc or stream-json: model the bash tool's processes: pi's spawned at each bash `tool_execution_start`, Claude Code's at the host's allow of a Bash call; gone at their end (or when the CLI's exit kills them).
     #[arg(long)]
     pub spawn_tools: bool,
-    /// Cassette to write (`.cassette.jsonl`, or `.cassette.jsonl.gz` for gzip).
+    /// Cassette to write (`.cassette.jsonl`; `.cassette.jsonl.zst` for zstd, `.gz` for gzip).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
     /// pi's version as `pi --version` prints it (0.73.1, 0.87.1).
@@ -283,7 +283,7 @@ fn import_status(e: &ImportError) -> i32 {
     }
 }
 
-/// Every `*.cassette.jsonl` / `*.cassette.jsonl.gz` below `dir`, sorted.
+/// Every `*.cassette.jsonl` (plain, `.gz` or `.zst`) below `dir`, sorted.
 fn cassettes_below(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut todo = vec![dir.to_path_buf()];
@@ -293,7 +293,7 @@ fn cassettes_below(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
             if path.is_dir() {
                 todo.push(path);
-            } else if name.ends_with(".cassette.jsonl") || name.ends_with(".cassette.jsonl.gz") {
+            } else if pi_cassette::input::is_cassette_file_name(name) {
                 out.push(path);
             }
         }

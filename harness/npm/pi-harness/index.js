@@ -16,7 +16,7 @@ const REPORT_VAR = 'FAKE_PI_REPORT';
 const RECORD_MODES = ['none', 'once', 'new_episodes', 'all'];
 const SUPPORTED = 'linux-x64';
 const PLATFORM_PACKAGE = '@pi-harness/linux-x64';
-const SUFFIXES = ['', '.cassette.jsonl', '.cassette.jsonl.gz'];
+const SUFFIXES = ['', '.cassette.jsonl', '.cassette.jsonl.zst', '.cassette.jsonl.gz'];
 
 /** An error that is its own one-line message: test runners print no stack trace for it. */
 function oneLine(ErrorClass, message) {
@@ -112,8 +112,20 @@ function isFile(p) {
   try { return fs.statSync(p).isFile(); } catch { return false; }
 }
 
-/** `claude` for a Claude Code (stream-json) cassette, else `pi`: from its header. */
+/**
+ * `claude` for a Claude Code (stream-json) cassette, else `pi`: from its header (for zstd,
+ * which not every Node reads, from `pi-harness cassette show --json`).
+ */
 function agentOf(cassette) {
+  if (cassette.endsWith('.zst')) {
+    try {
+      const shown = execFileSync(binaries().piHarness, ['cassette', 'show', '--json', cassette],
+        { stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20 });
+      return JSON.parse(shown).pi.agent === 'claude' ? 'claude' : 'pi';
+    } catch {
+      return 'pi';
+    }
+  }
   if (cassette.endsWith('.gz')) {
     const zlib = require('node:zlib');
     const text = zlib.gunzipSync(fs.readFileSync(cassette)).toString('utf8');

@@ -39,6 +39,18 @@ class WorldTest(unittest.TestCase):
         self.assertEqual(w.report(), [])
         w.check_none_left()
 
+    def test_zstd_cassettes_run_under_their_agents_name(self) -> None:
+        # The bundled long answer is zstd (what the recorder writes for a large run).
+        w = self.world("recorded/long_answer.pi73")
+        self.assertTrue(w.cassette.name.endswith(".cassette.jsonl.zst"), w.cassette)
+        self.assertEqual(w.agent, "pi")
+        self.assertEqual(os.path.basename(w.agent_path), "pi")
+        # A Claude Code cassette compressed with zstd is still known as Claude Code's.
+        here = os.path.dirname(os.path.abspath(__file__))
+        c = self.world(os.path.join(here, "fixtures", "claude_text.cc21330.cassette.jsonl.zst"))
+        self.assertEqual(c.agent, "claude")
+        self.assertEqual(os.path.basename(c.agent_path), "claude")
+
     def test_the_pi_it_starts_is_the_native_fake_pi(self) -> None:
         # A cassette that hangs after its output: the process is there to look at.
         w = self.world("faults/hang_after_output.pi87")

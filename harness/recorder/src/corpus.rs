@@ -4,7 +4,7 @@
 //! arguments, an argv message or a prompt on stdin, per-version extras such as the session
 //! flag), whether a signal is sent, and which text must reach the model in which request.
 //! [`record_corpus`] records every scenario on each pi version given, into
-//! `<out>/<scenario>.<tag>.cassette.jsonl[.gz]` (`pi73`, `pi87`, `pi152`: see
+//! `<out>/<scenario>.<tag>.cassette.jsonl[.zst]` (`pi73`, `pi87`, `pi152`: see
 //! `pi_grammar::Version::tag`). Every recording puts the scripted model in the agent dir's
 //! `settings.json` (so the manifest's arguments need no model flags, as clients that rely
 //! on settings call pi) and keeps its session on disk unless the scenario says otherwise.
@@ -236,7 +236,7 @@ impl ScenarioSpec {
     }
 }
 
-/// The file name of a scenario's cassette for a version tag (`pi73`, `pi87`), without `.gz`.
+/// The file name of a scenario's cassette for a version tag (`pi73`, `pi87`), without `.zst`.
 pub fn cassette_name(scenario: &str, tag: &str) -> String {
     format!("{scenario}.{tag}.cassette.jsonl")
 }

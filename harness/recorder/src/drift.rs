@@ -41,9 +41,9 @@ pub enum DriftError {
     /// An entry of a directory could not be read.
     #[error(transparent)]
     DirEntry(std::io::Error),
-    /// A directory holds one cassette twice, plain and gzip.
+    /// A directory holds one cassette twice (plain and compressed, or in two compressions).
     #[error(
-        "{} and {} are the same cassette twice (plain and gzip); keep one",
+        "{} and {} are the same cassette twice (plain and compressed); keep one",
         first.display(),
         second.display()
     )]
@@ -68,7 +68,7 @@ pub struct Report {
     pub clean: bool,
 }
 
-/// Cassette files in `dir`, keyed by name without `.gz`.
+/// Cassette files in `dir`, keyed by name without `.gz` or `.zst`.
 fn cassettes_in(dir: &Path) -> Result<BTreeMap<String, PathBuf>, DriftError> {
     let mut out = BTreeMap::new();
     let entries = std::fs::read_dir(dir).map_err(|source| DriftError::ReadDir {
@@ -80,7 +80,7 @@ fn cassettes_in(dir: &Path) -> Result<BTreeMap<String, PathBuf>, DriftError> {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
             continue;
         };
-        let key = name.strip_suffix(".gz").unwrap_or(name);
+        let key = pi_cassette::input::without_compression_suffix(name);
         if key.ends_with(".cassette.jsonl") {
             if let Some(prev) = out.insert(key.to_string(), path.clone()) {
                 return Err(DriftError::Twice {

@@ -16,7 +16,7 @@
 //! - two-way (RPC, Claude Code stream-json): `two_way_run` drives the CLI with a client
 //!   script and `two_way_cassette` turns the timeline into a version 2 cassette (pure);
 //! - `header`: the header's expectations, names and origin (pure);
-//! - `write`: the cassette written (gzip when large) after checking it parses, replays
+//! - `write`: the cassette written (zstd when large) after checking it parses, replays
 //!   the captured bytes and does not contain the API key.
 //!
 //! Errors are [`RecordError`]s; progress goes to the caller's [`Notices`].
@@ -55,13 +55,13 @@ pub use two_way_cassette::{rpc_transcript, Timed};
 /// so leftovers can be found (and only they are killed).
 pub const MARKER_VAR: &str = "PI_HARNESS_RECORDING";
 
-/// Cassettes larger than this (uncompressed) are written gzip-compressed.
-pub const GZIP_THRESHOLD: usize = 1024 * 1024;
+/// Cassettes larger than this (uncompressed) are written zstd-compressed (`.zst`).
+pub const COMPRESS_THRESHOLD: usize = 1024 * 1024;
 
 /// What a recording produced.
 #[derive(Debug, Clone)]
 pub struct RecordOutcome {
-    /// The file written (maybe with `.gz`).
+    /// The file written (maybe with `.zst`).
     pub path: PathBuf,
     /// The cassette as written.
     pub cassette: Cassette,

@@ -3,7 +3,7 @@
 //! typed by hand. `pi-harness pi-versions` writes it to `docs/pi-versions.md`;
 //! `scripts/pi-versions.sh` re-records the corpus first.
 //!
-//! From the recordings (`<scenario>.<tag>.cassette.jsonl[.gz]` for every scenario recorded
+//! From the recordings (`<scenario>.<tag>.cassette.jsonl[.zst]` for every scenario recorded
 //! on more than one version): the event types each version writes, the fields of each
 //! event (and of the messages and tool results inside them) that some version has and
 //! another lacks, and how each scenario ends (exit code or signal, last stop reason, the

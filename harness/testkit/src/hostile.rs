@@ -1,11 +1,12 @@
 //! Inputs that test a reader's bounds, made in a test's temp dir in a moment and a few
-//! megabytes: gzip that expands to gigabytes (one endless line, or many valid records), a
-//! FIFO; and the check that a tool stayed within its memory bound on them
+//! megabytes: gzip or zstd that expands to gigabytes (one endless line, or many valid
+//! records), a FIFO; and the check that a tool stayed within its memory bound on them
 //! ([`assert_bounded`]).
 //!
-//! Big inputs are gzip members, each compressed once and written many times: a multi-member
-//! gzip stream is one stream to every reader of the workspace, so 2 GiB of `a` costs 2 MiB
-//! on disk and no time to make.
+//! Big inputs are gzip members (or zstd frames, for a path ending in `.zst`), each compressed
+//! once and written many times: a multi-member gzip stream, like a run of zstd frames, is one
+//! stream to every reader of the workspace, so 2 GiB of `a` costs 2 MiB on disk and no time
+//! to make.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -16,15 +17,21 @@ use crate::process::Measured;
 /// it holds: 64 MiB.
 pub const BASE_BYTES: u64 = 64 << 20;
 
-/// Write `path` as gzip: each part compressed once (one member) and written `times` times,
-/// in order. Returns the bytes it holds once decompressed.
-pub fn gzip_parts(path: &Path, parts: &[(&[u8], u64)]) -> u64 {
+/// Write `path` as gzip (zstd when its name ends in `.zst`): each part compressed once (one
+/// member, or frame) and written `times` times, in order. Returns the bytes it holds once
+/// decompressed.
+pub fn compressed_parts(path: &Path, parts: &[(&[u8], u64)]) -> u64 {
+    let zstd = path.extension().is_some_and(|e| e == "zst");
     let mut file = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
     let mut total = 0;
     for (bytes, times) in parts {
-        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-        enc.write_all(bytes).expect("compress");
-        let member = enc.finish().expect("compress");
+        let member = if zstd {
+            zstd::stream::encode_all(*bytes, 19).expect("compress")
+        } else {
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+            enc.write_all(bytes).expect("compress");
+            enc.finish().expect("compress")
+        };
         for _ in 0..*times {
             file.write_all(&member).expect("write");
         }
@@ -34,22 +41,22 @@ pub fn gzip_parts(path: &Path, parts: &[(&[u8], u64)]) -> u64 {
     total
 }
 
-/// A gzip bomb: `head` (a cassette header line, say, or nothing), then `bytes` of `a`
+/// A bomb (gzip, or zstd for a `.zst` name): `head` (a cassette header line, say, or nothing), then `bytes` of `a`
 /// without a newline: one endless line. About a thousandth of `bytes` on disk.
-pub fn gzip_bomb(path: &Path, head: &[u8], bytes: u64) {
+pub fn bomb(path: &Path, head: &[u8], bytes: u64) {
     const MIB: u64 = 1 << 20;
     let a = vec![b'a'; MIB as usize];
-    gzip_parts(path, &[(head, 1), (&a, bytes / MIB)]);
+    compressed_parts(path, &[(head, 1), (&a, bytes / MIB)]);
 }
 
 /// Many valid lines: `head` (a header line with its `\n`, or nothing), `line` (with its
 /// `\n`) repeated to about `bytes`, then `tail`. Returns how many times `line` was written.
-pub fn gzip_lines(path: &Path, head: &str, line: &str, bytes: u64, tail: &str) -> u64 {
+pub fn compressed_lines(path: &Path, head: &str, line: &str, bytes: u64, tail: &str) -> u64 {
     // A block of a few hundred kilobytes, so that the file holds a few hundred members.
     let per_block = (256 << 10) / line.len().max(1) + 1;
     let block = line.repeat(per_block);
     let blocks = bytes / block.len() as u64 + 1;
-    gzip_parts(
+    compressed_parts(
         path,
         &[
             (head.as_bytes(), 1),

@@ -3,7 +3,7 @@
 //! `cargo run -p pi-wire --example map_stdout -- FILE [exit-code]`
 //!
 //! FILE is a captured stdout (the run is taken to have ended with `exit-code`, default 0)
-//! or a cassette (`*.cassette.jsonl[.gz]`: its stdout, ended as its final record says;
+//! or a cassette (`*.cassette.jsonl[.zst|.gz]`: its stdout, ended as its final record says;
 //! a `hang` is shown as a cancellation).
 
 // A program whose output is the stream: it prints.

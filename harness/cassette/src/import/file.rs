@@ -36,8 +36,8 @@ impl Imported {
 }
 
 /// Read `raw_path` (`-`: stdin; gzip recognised by its magic bytes) one line at a time,
-/// import it with the stderr file already in `opts`, and write `out` (gzip when it ends in
-/// `.gz`) as it goes; then read `out` back and check that it is the cassette built and
+/// import it with the stderr file already in `opts`, and write `out` (compressed when it
+/// ends in `.zst` or `.gz`) as it goes; then read `out` back and check that it is the cassette built and
 /// replays the input byte for byte. On any failure nothing is left at `out`. A capture that
 /// is a FIFO or a device is refused at once; a line longer than the line limit, or a record
 /// that would be, stops the import naming the line and the limit.
@@ -263,18 +263,29 @@ impl Tally {
     }
 }
 
-/// Where the cassette's bytes go: the temp file, gzipped or not.
+/// Where the cassette's bytes go: the temp file, plain, gzipped or zstd-compressed.
 enum Sink {
     Plain(BufWriter<std::fs::File>),
     /// Boxed: the encoder's state is large beside a plain writer.
     Gzip(Box<flate2::write::GzEncoder<BufWriter<std::fs::File>>>),
+    Zstd(Box<zstd::stream::write::Encoder<'static, BufWriter<std::fs::File>>>),
 }
 
 impl Sink {
+    /// The sink a file named `out` asks for (`.zst`, `.gz`, else plain).
+    fn for_name(out: &Path, file: BufWriter<std::fs::File>) -> std::io::Result<Sink> {
+        Ok(match out.extension().and_then(|e| e.to_str()) {
+            Some("zst") => Sink::Zstd(Box::new(crate::output::zstd_encoder(file, None)?)),
+            Some("gz") => Sink::Gzip(Box::new(crate::output::gzip_encoder(file))),
+            _ => Sink::Plain(file),
+        })
+    }
+
     fn writer(&mut self) -> &mut dyn Write {
         match self {
             Sink::Plain(w) => w,
             Sink::Gzip(w) => w,
+            Sink::Zstd(w) => w,
         }
     }
 
@@ -282,6 +293,7 @@ impl Sink {
         match self {
             Sink::Plain(mut w) => w.flush(),
             Sink::Gzip(w) => (*w).finish()?.flush(),
+            Sink::Zstd(w) => (*w).finish()?.flush(),
         }
     }
 }
@@ -319,14 +331,10 @@ impl<'a> Writer<'a> {
                 message: format!("cannot write: {e}"),
             })?;
         let file = BufWriter::with_capacity(64 << 10, file);
-        let sink = if out.to_string_lossy().ends_with(".gz") {
-            Sink::Gzip(Box::new(flate2::write::GzEncoder::new(
-                file,
-                flate2::Compression::best(),
-            )))
-        } else {
-            Sink::Plain(file)
-        };
+        let sink = Sink::for_name(out, file).map_err(|e| ImportError::Output {
+            file: out.to_path_buf(),
+            message: format!("cannot write: {e}"),
+        })?;
         Ok(Writer {
             out: out.to_path_buf(),
             input,

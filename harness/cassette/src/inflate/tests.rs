@@ -234,3 +234,63 @@ fn the_thread_blocks_every_signal() {
         }
     }
 }
+
+/// zstd goes through the same thread: every frame's text, whatever the reads (a pipe
+/// giving a byte at a time is still recognised by its four magic bytes), a cut stream an
+/// error at its place, the byte cap on the text.
+#[test]
+fn zstd_gives_the_text_of_every_frame_and_cut_streams_fail() {
+    let a = text(3 << 20);
+    let b = text(100_000);
+    let mut two = crate::output::zstd(&a).unwrap();
+    let first = two.len();
+    two.extend_from_slice(&crate::output::zstd(&b).unwrap());
+    let mut whole = a.clone();
+    whole.extend_from_slice(&b);
+    let small = crate::output::zstd(&b).unwrap();
+    for step in [1 << 20, 4096, 1] {
+        // A byte at a time: the small frame only (a debug build reads slowly).
+        let (data, want) = if step == 1 {
+            (&small[..], &b)
+        } else {
+            (&two[..], &whole)
+        };
+        let raw = Trickle {
+            data,
+            step,
+            fail_at: None,
+            given: 0,
+        };
+        let (out, err) = drain(open(raw, &Limits::default()));
+        assert!(err.is_none(), "step {step}: {err:?}");
+        assert!(out == *want, "step {step}: {} bytes", out.len());
+    }
+    for cut in [2, 5, first / 2, first - 1, two.len() - 2] {
+        let raw = Trickle {
+            data: &two[..cut],
+            step: 65_536,
+            fail_at: None,
+            given: 0,
+        };
+        let (out, err) = drain(open(raw, &Limits::default()));
+        if cut < 4 {
+            // Fewer bytes than the magic: plain text.
+            assert_eq!((out.as_slice(), err.is_none()), (&two[..cut], true));
+        } else {
+            assert!(
+                err.is_some(),
+                "cut {cut}: no error after {} bytes",
+                out.len()
+            );
+            assert!(whole.starts_with(&out), "cut {cut}");
+        }
+    }
+    let limits = Limits {
+        max_bytes: 1 << 20,
+        ..Limits::default()
+    };
+    let (out, err) = drain(open(&two[..], &limits));
+    let err = err.expect("the cap");
+    assert!(err.to_string().contains(MAX_BYTES_ENV), "{err}");
+    assert!(out.len() <= 1 << 20);
+}

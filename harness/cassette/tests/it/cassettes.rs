@@ -28,16 +28,12 @@ fn all_cassette_files() -> Vec<PathBuf> {
 }
 
 fn read_plain(path: &Path) -> Vec<u8> {
-    let raw = std::fs::read(path).unwrap();
-    if path.extension().is_some_and(|e| e == "gz") {
-        let mut out = Vec::new();
-        flate2::read::GzDecoder::new(&raw[..])
-            .read_to_end(&mut out)
-            .unwrap();
-        out
-    } else {
-        raw
-    }
+    let mut out = Vec::new();
+    pi_cassette::input::open(path, &pi_cassette::Limits::default())
+        .unwrap()
+        .read_to_end(&mut out)
+        .unwrap();
+    out
 }
 
 /// Validators for the header line and for record lines, built from the committed schema.

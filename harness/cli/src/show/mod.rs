@@ -47,7 +47,7 @@ pub use text::{action_text, render_text};
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = SHOW_HELP)]
 pub struct ShowArgs {
-    /// The cassette (`.cassette.jsonl`, or gzipped `.gz`); `-` reads it from stdin.
+    /// The cassette (`.cassette.jsonl`, or compressed: `.zst`, `.gz`); `-` reads it from stdin.
     #[arg(value_name = "FILE|-")]
     pub file: PathBuf,
     /// Print the same facts as one JSON object (its fields are listed below).
@@ -68,7 +68,8 @@ unless the cassette says `syntax: true`. The replay command runs fake-pi (on PAT
 --json prints one object:
   file          the cassette's absolute path (null for stdin)
   scenario      {name, description, tags}
-  pi            {version, dialect, replayable: whether fake-pi knows this pi version}
+  pi            {version, dialect, replayable: whether fake-pi knows this pi version,
+                agent: pi or claude, the program the cassette imitates}
   origin        {kind, timing, source, notes}
   expects       what the caller must send: {any: true when nothing is checked,
                 effective: {mode, provider, model, thinking, tools, system_prompt,

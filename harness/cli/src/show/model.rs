@@ -73,9 +73,15 @@ pub struct Program {
     pub dialect: Dialect,
     /// fake-pi knows this version (always, for Claude Code).
     pub replayable: bool,
-    /// The program is Claude Code (a `stream-json` cassette), not pi.
-    #[serde(skip)]
+    /// The program is Claude Code (a `stream-json` cassette), not pi: `--json`'s `agent`,
+    /// `claude` or `pi` (the name a caller runs; the test helpers read it for a cassette
+    /// they cannot decompress themselves, `.zst`).
+    #[serde(rename = "agent", serialize_with = "agent_name")]
     pub claude: bool,
+}
+
+fn agent_name<S: Serializer>(claude: &bool, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(if *claude { "claude" } else { "pi" })
 }
 
 /// What the caller must send, by meaning, and what was recorded.

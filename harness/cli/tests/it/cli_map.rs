@@ -74,7 +74,7 @@ fn every_cassette_in_the_repo_maps_like_the_mapper_including_faults() {
     }
     for path in paths {
         let name = path.to_string_lossy();
-        if !(name.ends_with(".cassette.jsonl") || name.ends_with(".cassette.jsonl.gz")) {
+        if !pi_cassette::input::is_cassette_file_name(&name) {
             continue;
         }
         n += 1;

@@ -374,6 +374,7 @@ fn json_has_the_same_facts() {
             j["pi"]["dialect"].as_str().unwrap()
         )));
         assert_eq!(j["pi"]["replayable"], true);
+        assert_eq!(j["pi"]["agent"], "pi");
         assert_eq!(
             j["file"],
             std::path::absolute(&file).unwrap().display().to_string()
@@ -491,12 +492,22 @@ fn stdin_on_stdin_gzip_and_gz_files() {
         assert!(text.contains("note: the cassette came on stdin"));
     }
 
-    // A committed .gz cassette.
-    let file = cassette("recorded/long_answer.pi73.cassette.jsonl.gz");
-    let text = show_text(&w, &file);
-    assert!(text.starts_with("long_answer (pi 0.73.1, "));
-    let out = shell(&w, &replay_line(&text)).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // Committed compressed cassettes, zstd and gzip.
+    for (file, name) in [
+        (
+            "recorded/long_answer.pi73.cassette.jsonl.zst",
+            "long_answer (pi 0.73.1, ",
+        ),
+        (
+            "faults/huge_line_4mib.pi87.cassette.jsonl.gz",
+            "huge_line_4mib (pi 0.87.1, ",
+        ),
+    ] {
+        let text = show_text(&w, &cassette(file));
+        assert!(text.starts_with(name), "{text}");
+        let out = shell(&w, &replay_line(&text)).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+    }
     w.assert_none_left();
 }
 
@@ -631,6 +642,8 @@ fn bad_input_is_one_line_and_exit_2() {
 fn a_claude_cassette_shows_the_cli_options_and_its_command_line_replays() {
     let w = World::new("show_claude");
     let file = cassette("claude/claude_text.cc21330.cassette.jsonl");
+    // --json names the agent, so a test helper knows which name to give fake-pi.
+    assert_eq!(show_json(&w, &file)["pi"]["agent"], "claude");
     let text = show_text(&w, &file);
     contains_all(
         &text,

@@ -43,7 +43,7 @@ fn lint(test: &str, arg: &std::path::Path, stdin: Stdio) -> (Option<i32>, String
     (m.code, out, m.peak_rss_kib)
 }
 
-/// A gzip bomb (200 MiB of one line from 200 KB), `/dev/zero` as stdin: lint stops at the
+/// A gzip bomb (200 MiB of one line from 200 KB), the same as zstd, `/dev/zero` as stdin: lint stops at the
 /// line limit and says so, in one problem naming the line and the variable that raises it.
 #[test]
 fn a_gzip_bomb_and_an_endless_stdin_stop_at_the_line_limit() {
@@ -56,15 +56,20 @@ fn a_gzip_bomb_and_an_endless_stdin_stop_at_the_line_limit() {
         data.extend_from_slice(&chunk);
     }
     std::fs::write(&bomb, &data).unwrap();
-    let (code, out, _) = lint(test, &bomb, Stdio::null());
-    assert_eq!(code, Some(1), "{out}");
-    assert_eq!(
-        out,
-        format!(
-            "{}:2: line longer than {LINE} bytes (the limit; raise it with PI_HARNESS_MAX_LINE_BYTES=BYTES)\n",
-            bomb.display()
-        )
-    );
+    // The same as zstd, the recorder's format for a large run.
+    let zst = dir.path().join("bomb.cassette.jsonl.zst");
+    pi_testkit::hostile::bomb(&zst, format!("{HEADER}\n").as_bytes(), 200 << 20);
+    for bomb in [bomb, zst] {
+        let (code, out, _) = lint(test, &bomb, Stdio::null());
+        assert_eq!(code, Some(1), "{out}");
+        assert_eq!(
+            out,
+            format!(
+                "{}:2: line longer than {LINE} bytes (the limit; raise it with PI_HARNESS_MAX_LINE_BYTES=BYTES)\n",
+                bomb.display()
+            )
+        );
+    }
     let zero = Stdio::from(std::fs::File::open("/dev/zero").unwrap());
     let (code, out, _) = lint(test, std::path::Path::new("-"), zero);
     assert_eq!(code, Some(1), "{out}");

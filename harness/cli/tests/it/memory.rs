@@ -1,5 +1,5 @@
 //! `map`, `cassette show` and `cassette import` stay under 64 MiB plus the line limit on any
-//! input, measured as the child's peak RSS: a gzip bomb (one endless line), a gzip of many
+//! input, measured as the child's peak RSS: a gzip or zstd bomb (one endless line), a gzip of many
 //! valid records, `/dev/zero` as the file and as stdin, a FIFO. Each ends by itself with a
 //! status of the exit table and one line that names the limit it hit, or what it refused.
 //!
@@ -15,7 +15,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use pi_testkit::hostile::{assert_bounded, feed_zeros, fifo, gzip_bomb, gzip_lines};
+use pi_testkit::hostile::{assert_bounded, bomb, compressed_lines, feed_zeros, fifo};
 use pi_testkit::process::{measure, Measure, Measured};
 
 use crate::util::{bin, cassettes, marker, processes_with_marker};
@@ -92,9 +92,9 @@ fn release(fifo: &Path) {
 fn map_stays_bounded() {
     let test = "memory-map";
     let dir = tempfile::tempdir().unwrap();
-    let bomb = dir.path().join("bomb.jsonl.gz");
-    gzip_bomb(&bomb, b"", 2 << 30);
-    let m = run(&pih(test, &["map", path(&bomb)], false), None, true);
+    let raw_bomb = dir.path().join("bomb.jsonl.gz");
+    bomb(&raw_bomb, b"", 2 << 30);
+    let m = run(&pih(test, &["map", path(&raw_bomb)], false), None, true);
     // Raw pi output is mapped as `run` maps it: the endless line is an invalid line, skipped.
     assert_bounded(
         "map on a gzip bomb",
@@ -110,7 +110,7 @@ fn map_stays_bounded() {
     );
 
     let cbomb = dir.path().join("bomb.cassette.jsonl.gz");
-    gzip_bomb(&cbomb, format!("{HEADER}\n").as_bytes(), 2 << 30);
+    bomb(&cbomb, format!("{HEADER}\n").as_bytes(), 2 << 30);
     let m = run(&pih(test, &["map", path(&cbomb)], false), None, false);
     assert_bounded(
         "map on a cassette bomb",
@@ -125,7 +125,7 @@ fn map_stays_bounded() {
 
     let many = dir.path().join("many.cassette.jsonl.gz");
     let record = format!("{{\"dt_ms\":0,\"stdout\":{}}}\n", pi_line().trim_end());
-    let n = gzip_lines(
+    let n = compressed_lines(
         &many,
         &format!("{HEADER}\n"),
         &record,
@@ -178,15 +178,15 @@ fn map_stays_bounded() {
 fn show_stays_bounded() {
     let test = "memory-show";
     let dir = tempfile::tempdir().unwrap();
-    let cbomb = dir.path().join("bomb.cassette.jsonl.gz");
-    gzip_bomb(&cbomb, format!("{HEADER}\n").as_bytes(), 2 << 30);
+    let cbomb = dir.path().join("bomb.cassette.jsonl.zst");
+    bomb(&cbomb, format!("{HEADER}\n").as_bytes(), 2 << 30);
     let m = run(
         &pih(test, &["cassette", "show", path(&cbomb)], false),
         None,
         false,
     );
     assert_bounded(
-        "show on a cassette bomb",
+        "show on a cassette bomb (zstd)",
         &m,
         2,
         &format!("error: {}:2: {LINE_LIMIT}", cbomb.display()),
@@ -195,7 +195,7 @@ fn show_stays_bounded() {
 
     let many = dir.path().join("many.cassette.jsonl.gz");
     let record = format!("{{\"dt_ms\":0.5,\"stdout\":{}}}\n", pi_line().trim_end());
-    let n = gzip_lines(
+    let n = compressed_lines(
         &many,
         &format!("{HEADER}\n"),
         &record,
@@ -231,7 +231,7 @@ fn show_stays_bounded() {
         "{{\"dt_ms\":0,\"stdin\":{{\"type\":\"get_state\",\"pad\":\"{}\"}}}}\n",
         "p".repeat(400)
     );
-    let steps = gzip_lines(
+    let steps = compressed_lines(
         &client,
         &format!("{rpc_header}\n"),
         &step,
@@ -315,14 +315,15 @@ fn import_stays_bounded() {
     let test = "memory-import";
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.cassette.jsonl");
-    let bomb = dir.path().join("bomb.jsonl.gz");
-    gzip_bomb(&bomb, b"", 2 << 30);
-    let m = run(&import(test, path(&bomb), &out, &[]), None, false);
+    // zstd, the recorder's format for a large run.
+    let raw_bomb = dir.path().join("bomb.jsonl.zst");
+    bomb(&raw_bomb, b"", 2 << 30);
+    let m = run(&import(test, path(&raw_bomb), &out, &[]), None, false);
     assert_bounded(
-        "import of a gzip bomb",
+        "import of a zstd bomb",
         &m,
         2,
-        &format!("error: {}:1: {LINE_LIMIT}", bomb.display()),
+        &format!("error: {}:1: {LINE_LIMIT}", raw_bomb.display()),
         LINE,
     );
     assert!(!out.exists());
@@ -344,7 +345,7 @@ fn import_stays_bounded() {
     );
 
     let many = dir.path().join("many.jsonl.gz");
-    let n = gzip_lines(&many, "", &pi_line(), MANY, "");
+    let n = compressed_lines(&many, "", &pi_line(), MANY, "");
     let m = run(&import(test, path(&many), &out, &[]), None, true);
     assert_bounded("import of many lines", &m, 0, "", LINE);
     assert_eq!(
@@ -429,11 +430,11 @@ fn a_two_way_import_stays_bounded() {
         String::from_utf8_lossy(&m.stdout)
     );
     std::fs::remove_file(&out).unwrap();
-    let bomb = dir.path().join("bomb.jsonl.gz");
-    gzip_bomb(&bomb, b"", 2 << 30);
+    let raw_bomb = dir.path().join("bomb.jsonl.gz");
+    bomb(&raw_bomb, b"", 2 << 30);
     let many = dir.path().join("many.jsonl.gz");
-    gzip_lines(&many, "", "{\"stdin\":{}}\n", MANY, "");
-    for (name, input) in [("a gzip bomb", &bomb), ("many entries", &many)] {
+    compressed_lines(&many, "", "{\"stdin\":{}}\n", MANY, "");
+    for (name, input) in [("a gzip bomb", &raw_bomb), ("many entries", &many)] {
         let m = run(&import(test, path(input), &out, &rpc), None, false);
         assert_bounded(
             &format!("a two-way import of {name}"),

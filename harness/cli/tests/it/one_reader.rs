@@ -3,6 +3,7 @@
 //! lint passed headers the schema rejects (arrays for objects, duplicate keys, an unpinned
 //! pi version, CRLF lines, exit codes past 255), `map` read a broken cassette as raw pi
 //! output (exit 0), `.gz` with trailing garbage passed some tools, gzip without `.gz` others.
+//! zstd (`.zst`, what the recorder writes for a large run) is held to the same verdicts.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -26,6 +27,17 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Option<usize>)> {
     let gz = gz.finish().unwrap();
     let mut garbage = gz.clone();
     garbage.extend_from_slice(b"trailing garbage");
+    let zst = pi_cassette::output::zstd(ok.as_bytes()).unwrap();
+    let mut zst_garbage = zst.clone();
+    zst_garbage.extend_from_slice(b"trailing garbage");
+    // The frame's checksum is its last four bytes.
+    let mut zst_bad_sum = zst.clone();
+    *zst_bad_sum.last_mut().unwrap() ^= 0xff;
+    // A frame that asks for a 1 GiB window: decoding it would need that much memory.
+    let mut enc = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+    enc.window_log(30).unwrap();
+    enc.write_all(ok.as_bytes()).unwrap();
+    let zst_huge_window = enc.finish().unwrap();
     let big = HEADER.replace(
         r#""description":"d""#,
         &format!(r#""description":"{}""#, "x".repeat(1_200_000)),
@@ -122,6 +134,11 @@ fn cases() -> Vec<(&'static str, Vec<u8>, Option<usize>)> {
         ),
         // No line to name: the gzip stream itself is broken.
         ("gz-with-trailing-garbage.cassette.jsonl.gz", garbage, Some(0)),
+        ("zstd-without-zst-name.cassette.jsonl", zst.clone(), None),
+        ("zstd.cassette.jsonl.zst", zst, None),
+        ("zst-with-trailing-garbage.cassette.jsonl.zst", zst_garbage, Some(0)),
+        ("zst-with-a-bad-checksum.cassette.jsonl.zst", zst_bad_sum, Some(0)),
+        ("zst-asking-a-1gib-window.cassette.jsonl.zst", zst_huge_window, Some(0)),
     ]
 }
 
@@ -202,7 +219,7 @@ fn every_tool_gives_the_same_verdict_and_names_the_same_line() {
 }
 
 /// The size limits hold in every tool, name the line and the variable that raises them,
-/// and a gzip bomb is cut off while it is inflated (before: a 498 KB `.gz` holding one
+/// and a gzip (or zstd) bomb is cut off while it is inflated (before: a 498 KB `.gz` holding one
 /// 500 MB line took lint to 2 GB of memory, fake-pi and map to 1 GB).
 #[test]
 fn size_limits_hold_everywhere_and_say_how_to_raise_them() {
@@ -214,13 +231,25 @@ fn size_limits_hold_everywhere_and_say_how_to_raise_them() {
     );
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     gz.write_all(big.as_bytes()).unwrap();
-    let path = w.write("big.cassette.jsonl.gz", gz.finish().unwrap());
+    let gz = w.write("big.cassette.jsonl.gz", gz.finish().unwrap());
+    let zst = w.write(
+        "big.cassette.jsonl.zst",
+        pi_cassette::output::zstd(big.as_bytes()).unwrap(),
+    );
+    for path in [gz, zst] {
+        limits_hold_on(&w, &path);
+    }
+    w.assert_none_left();
+}
+
+/// The limits of `size_limits_hold_everywhere_and_say_how_to_raise_them` on one file.
+fn limits_hold_on(w: &World, path: &Path) {
     let harness = env!("CARGO_BIN_EXE_pi-harness");
     let tools = |var: &str, limit: &str| -> Vec<(&'static str, Option<i32>, String)> {
         let run = |args: &[&str]| {
             let out = Command::new(harness)
                 .args(args)
-                .arg(&path)
+                .arg(path)
                 .env(var, limit)
                 .stdout(Stdio::null())
                 .output()
@@ -232,12 +261,12 @@ fn size_limits_hold_everywhere_and_say_how_to_raise_them() {
         };
         let lint = Command::new(harness)
             .args(["cassette", "lint"])
-            .arg(&path)
+            .arg(path)
             .env(var, limit)
             .output()
             .unwrap();
         let fake = w
-            .fake_pi(&path)
+            .fake_pi(path)
             .env(var, limit)
             .args(["--mode", "json", "hi"])
             .output()
@@ -283,5 +312,4 @@ fn size_limits_hold_everywhere_and_say_how_to_raise_them() {
     for (tool, code, text) in tools("PI_HARNESS_UNRELATED", "1") {
         assert!(matches!(code, Some(0)), "{tool}: {code:?} {text}");
     }
-    w.assert_none_left();
 }

@@ -50,6 +50,16 @@ test('ten lines replay a bundled cassette through a wrapper', async (t) => {
   assert.equal(r.text, 'Hello, world!');
 });
 
+test('zstd cassettes run under their agent\'s name', async (t) => {
+  // The bundled long answer is zstd (what the recorder writes for a large run).
+  const w = piWorld(t, { cassette: 'recorded/long_answer.pi73' });
+  assert.match(w.cassette, /\.cassette\.jsonl\.zst$/);
+  assert.equal(w.agent, 'pi');
+  const c = piWorld(t, { cassette: path.join(here, 'fixtures', 'claude_text.cc21330.cassette.jsonl.zst') });
+  assert.equal(c.agent, 'claude');
+  assert.equal(path.basename(c.agentPath), 'claude');
+});
+
 test('the pi the wrapper starts is the native fake-pi', async (t) => {
   const w = piWorld(t, 'faults/hang_after_output.pi87');
   const p = spawn('pi', ['--mode', 'json', '--provider', 'fake', '--model', 'fake-model', 'list files'], {

@@ -18,7 +18,7 @@ from . import _bins, _procs
 MARKER_VAR = "PI_HARNESS_TEST_MARKER"
 REPORT_VAR = "FAKE_PI_REPORT"
 RECORD_MODES = ("none", "once", "new_episodes", "all")
-SUFFIXES = ("", ".cassette.jsonl", ".cassette.jsonl.gz")
+SUFFIXES = ("", ".cassette.jsonl", ".cassette.jsonl.zst", ".cassette.jsonl.gz")
 
 
 class LeftoverError(AssertionError):
@@ -69,7 +69,19 @@ def resolve_cassette(cassette: Union[str, "os.PathLike[str]"]) -> Path:
 
 
 def agent_of(cassette: Path) -> str:
-    """``claude`` for a Claude Code (stream-json) cassette, else ``pi``: from its header."""
+    """``claude`` for a Claude Code (stream-json) cassette, else ``pi``: from its header
+    (for zstd, which Python's standard library may not read, from ``pi-harness cassette show``)."""
+    if cassette.name.endswith(".zst"):
+        import subprocess
+
+        try:
+            shown = subprocess.run(
+                [str(_bins.pi_harness()), "cassette", "show", "--json", str(cassette)],
+                stdin=subprocess.DEVNULL, capture_output=True, check=True,
+            ).stdout
+            return "claude" if json.loads(shown)["pi"]["agent"] == "claude" else "pi"
+        except (OSError, ValueError, KeyError, TypeError, subprocess.CalledProcessError):
+            return "pi"
     opener: Any = open
     if cassette.name.endswith(".gz"):
         import gzip

@@ -78,8 +78,9 @@ pub struct Prelude {
 pub struct RecordOptions {
     /// The LLM script the scripted server plays (see [`crate::llm_script`]).
     pub script_path: PathBuf,
-    /// Where to write; `.gz` is appended when the cassette is large (see
-    /// [`GZIP_THRESHOLD`](super::GZIP_THRESHOLD)).
+    /// Where to write; `.zst` is appended when the cassette is large (see
+    /// [`COMPRESS_THRESHOLD`](super::COMPRESS_THRESHOLD)), unless the name already ends in
+    /// `.zst` or `.gz` (then that compression, whatever the size).
     pub out: PathBuf,
     /// The `pi` executable.
     pub pi: PathBuf,

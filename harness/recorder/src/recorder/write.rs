@@ -1,17 +1,17 @@
 //! Writing a recorded cassette, checked: refused while the API key or the run's temp path is
-//! still inside; gzip when large (or asked for by a `.gz` name); the exact bytes to write
-//! read back and compared with what was recorded; written through `pi_cassette::output`;
-//! a stale sibling (plain vs `.gz`) removed.
+//! still inside; zstd when large (or the compression a `.zst` or `.gz` name asks for); the
+//! exact bytes to write read back and compared with what was recorded; written through
+//! `pi_cassette::output`; a stale sibling (the same cassette plain, `.gz` or `.zst`) removed.
 
 use std::path::{Path, PathBuf};
 
 use pi_cassette::redact;
 use pi_cassette::{Action, Cassette};
 
-use super::{RecordError, GZIP_THRESHOLD};
+use super::{RecordError, COMPRESS_THRESHOLD};
 
-/// Write the cassette (gzip when large) through a temp file, check it, then rename;
-/// returns the path written (`out`, maybe with `.gz`).
+/// Write the cassette (zstd when large) through a temp file, check it, then rename;
+/// returns the path written (`out`, maybe with `.zst`).
 pub(crate) fn write_checked(
     c: &Cassette,
     out: &Path,
@@ -33,10 +33,10 @@ pub(crate) fn write_checked(
             "the temp path {tmp_text} is still inside after redaction"
         )));
     }
-    let gz = text.len() > GZIP_THRESHOLD || out.extension().is_some_and(|e| e == "gz");
-    let path = if gz && !out.extension().is_some_and(|e| e == "gz") {
+    let named = out.extension().is_some_and(|e| e == "gz" || e == "zst");
+    let path = if text.len() > COMPRESS_THRESHOLD && !named {
         let mut s = out.as_os_str().to_owned();
-        s.push(".gz");
+        s.push(".zst");
         PathBuf::from(s)
     } else {
         out.to_path_buf()
@@ -46,11 +46,8 @@ pub(crate) fn write_checked(
             std::fs::create_dir_all(dir).map_err(RecordError::io("creating", dir))?;
         }
     }
-    let bytes = if gz {
-        pi_cassette::output::gzip(text.as_bytes()).map_err(RecordError::CassetteIo)?
-    } else {
-        text.into_bytes()
-    };
+    let bytes = pi_cassette::output::compress_for(&path, text.into_bytes())
+        .map_err(RecordError::CassetteIo)?;
     if let Err(reason) = check_bytes(c, &path, &bytes, key) {
         return Err(RecordError::Refused {
             verb: "keep",
@@ -59,7 +56,7 @@ pub(crate) fn write_checked(
         });
     }
     pi_cassette::output::write(&path, &bytes, &[])?;
-    remove_stale_sibling(&path, gz);
+    remove_stale_siblings(&path);
     Ok(path)
 }
 
@@ -86,16 +83,75 @@ fn check_bytes(c: &Cassette, path: &Path, bytes: &[u8], key: &str) -> Result<(),
     Ok(())
 }
 
-/// A stale sibling (plain vs .gz) from an earlier recording would shadow this one: remove it.
-fn remove_stale_sibling(path: &Path, gz: bool) {
-    let plain = match path.to_str().and_then(|p| p.strip_suffix(".gz")) {
-        Some(p) => PathBuf::from(p),
-        None => path.to_path_buf(),
+/// A stale sibling (the same cassette plain, `.gz` or `.zst`) from an earlier recording
+/// would shadow this one: remove it.
+fn remove_stale_siblings(path: &Path) {
+    let Some(name) = path.to_str() else {
+        return;
     };
-    let mut zipped = plain.as_os_str().to_owned();
-    zipped.push(".gz");
-    let other = if gz { plain } else { PathBuf::from(zipped) };
-    if other != path && other.exists() {
-        let _ = std::fs::remove_file(&other);
+    let plain = pi_cassette::input::without_compression_suffix(name);
+    let others = std::iter::once(plain.to_string()).chain(
+        pi_cassette::input::COMPRESSED_SUFFIXES
+            .iter()
+            .map(|s| format!("{plain}{s}")),
+    );
+    for other in others.filter(|o| o != name).map(PathBuf::from) {
+        if other.exists() {
+            let _ = std::fs::remove_file(&other);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A json-mode cassette of `records` stdout lines of 1 KiB each.
+    fn cassette(records: usize) -> Cassette {
+        let header = r#"{"format":"pi-cassette","version":1,"pi":{"version":"0.87.1","dialect":"delta-only"},"scenario":{"name":"t","description":"d"},"origin":{"kind":"hand-made","timing":"synthetic"}}"#;
+        let line = format!(
+            "{{\"dt_ms\":0,\"stdout\":{{\"type\":\"x\",\"pad\":\"{}\"}}}}\n",
+            "y".repeat(1024)
+        );
+        let text = format!(
+            "{header}\n{}{{\"dt_ms\":0,\"exit\":0}}\n",
+            line.repeat(records)
+        );
+        Cassette::parse(Path::new("t"), text.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn a_large_recording_is_zstd_and_replaces_its_stale_siblings() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("x.cassette.jsonl");
+        for stale in ["x.cassette.jsonl", "x.cassette.jsonl.gz"] {
+            std::fs::write(dir.path().join(stale), "old").unwrap();
+        }
+        let big = cassette(2000);
+        let written = write_checked(&big, &out, "sk-test-key", Path::new("/nowhere")).unwrap();
+        assert_eq!(written, dir.path().join("x.cassette.jsonl.zst"));
+        let bytes = std::fs::read(&written).unwrap();
+        assert!(bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]), "zstd magic");
+        assert!(bytes.len() < 100_000, "{} bytes", bytes.len());
+        assert_eq!(
+            Cassette::load(&written).unwrap().stdout_bytes(),
+            big.stdout_bytes()
+        );
+        let mut left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["x.cassette.jsonl.zst"]);
+
+        // A small one is plain, and removes the large one's file; `.gz` asked by name is gzip.
+        let small = cassette(3);
+        let written = write_checked(&small, &out, "sk-test-key", Path::new("/nowhere")).unwrap();
+        assert_eq!(written, out);
+        assert!(!dir.path().join("x.cassette.jsonl.zst").exists());
+        let gz = dir.path().join("y.cassette.jsonl.gz");
+        let written = write_checked(&small, &gz, "sk-test-key", Path::new("/nowhere")).unwrap();
+        assert_eq!(written, gz);
+        assert!(std::fs::read(&gz).unwrap().starts_with(&[0x1f, 0x8b]));
     }
 }

@@ -9,14 +9,13 @@ use pi_recorder::corpus::{cassette_name, Manifest};
 use crate::util::root;
 
 fn find(dir: &Path, name: &str) -> Option<PathBuf> {
-    let plain = dir.join(name);
-    let gz = dir.join(format!("{name}.gz"));
-    match (plain.exists(), gz.exists()) {
-        (true, false) => Some(plain),
-        (false, true) => Some(gz),
-        (true, true) => panic!("{name}: both plain and .gz are committed"),
-        (false, false) => None,
-    }
+    let found: Vec<PathBuf> = ["", ".gz", ".zst"]
+        .iter()
+        .map(|s| dir.join(format!("{name}{s}")))
+        .filter(|p| p.exists())
+        .collect();
+    assert!(found.len() < 2, "{name}: committed twice: {found:?}");
+    found.into_iter().next()
 }
 
 #[test]
@@ -54,14 +53,10 @@ fn every_scenario_is_recorded_on_every_pinned_version_and_writes_back_byte_for_b
             // What is stored is exactly what the writer produces (so a replay of the
             // parsed cassette writes the recorded, redacted bytes).
             let mut raw = Vec::new();
-            let file = std::fs::File::open(&path).unwrap();
-            if path.extension().is_some_and(|e| e == "gz") {
-                flate2::read::GzDecoder::new(file)
-                    .read_to_end(&mut raw)
-                    .unwrap();
-            } else {
-                std::io::BufReader::new(file).read_to_end(&mut raw).unwrap();
-            }
+            pi_cassette::input::open(&path, &pi_cassette::Limits::default())
+                .unwrap()
+                .read_to_end(&mut raw)
+                .unwrap();
             assert!(
                 c.to_jsonl().as_bytes() == raw.as_slice(),
                 "{name}: not byte-stable"

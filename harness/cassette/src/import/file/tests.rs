@@ -39,7 +39,11 @@ fn the_streamed_import_writes_the_in_memory_import() {
         let input = dir.path().join(format!("raw{n}.jsonl"));
         std::fs::write(&input, raw).unwrap();
         let want = import(Path::new("raw.jsonl"), raw, o).unwrap();
-        for name in ["out.cassette.jsonl", "out.cassette.jsonl.gz"] {
+        for name in [
+            "out.cassette.jsonl",
+            "out.cassette.jsonl.gz",
+            "out.cassette.jsonl.zst",
+        ] {
             let out = dir.path().join(format!("{n}-{name}"));
             let got = import_file(&input, &out, o).unwrap();
             assert_eq!(got, Imported::of(&want), "{n} {name}");
