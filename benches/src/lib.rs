@@ -110,7 +110,7 @@ pub fn inputs() -> Result<Vec<Input>, String> {
         make(
             "long_answer_pi73",
             "long answer, pi 0.73.1",
-            "long_answer.pi73.cassette.jsonl.gz",
+            "long_answer.pi73.cassette.jsonl.zst",
             1,
         )?,
         make(

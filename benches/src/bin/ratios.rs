@@ -365,7 +365,7 @@ fn end_to_end(inputs: &[Input], mapper_alone: Option<Duration>) -> bool {
     let marker = format!("ratios-{}-{nanos:x}", std::process::id());
     // The recorded cassette expects the prompt in argv (how it was recorded); the provider
     // sends it on stdin, so replay a copy whose expectation says so (same stdout bytes).
-    let source = benches::cassette_dir().join("long_answer.pi73.cassette.jsonl.gz");
+    let source = benches::cassette_dir().join("long_answer.pi73.cassette.jsonl.zst");
     let dir = std::env::temp_dir().join(&marker);
     let cassette = dir.join("long_answer.pi73.cassette.jsonl");
     let written = pi_cassette::Cassette::load(&source)
@@ -541,7 +541,7 @@ fn cli_run_vs_map() -> bool {
     println!("| run | stdout bytes | lines | map | run | run / map | fake-pi alone | switches map | switches run |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for file in [
-        "long_answer.pi73.cassette.jsonl.gz",
+        "long_answer.pi73.cassette.jsonl.zst",
         "long_answer.pi87.cassette.jsonl",
         "tool_loop.pi87.cassette.jsonl",
     ] {

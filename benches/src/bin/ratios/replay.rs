@@ -2,28 +2,30 @@
 //! fake-pi's peak memory.
 //!
 //! In a temp dir: the 0.73.1 long answer's stdout (`raw.stdout`), the cassette uncompressed
-//! (`long_answer.pi73.cassette.jsonl`, the committed `.gz` decompressed byte for byte), the
-//! committed `.gz` itself, a tiny cassette (its first records and its ending) and a large one
+//! (`long_answer.pi73.cassette.jsonl`, the committed `.zst` decompressed byte for byte), the
+//! committed `.zst` itself (zstd: what the recorder writes for a large run), the same text as
+//! gzip by the one gzip writer (`.gz`, the format recordings had before), a tiny cassette (its first records and its ending) and a large one
 //! (the records repeated until it holds 69 MB). Then, interleaved and timed from spawn to the exit
 //! of both processes (median of the repetitions):
 //!
 //! - `cat raw.stdout | cat > /dev/null`, the floor;
-//! - `fake-pi ... | cat > /dev/null` on the plain and on the gzipped cassette, each with
+//! - `fake-pi ... | cat > /dev/null` on the plain, the zstd and the gzip cassette, each with
 //!   realistic values for the placeholders (the default) and with `FAKE_PI_VALUES=recorded`
 //!   (the file's bytes as they are);
 //! - `fake-pi --version` on the large and on the tiny cassette.
 //!
 //! The summary line gives paired ratios (the median of each repetition's own ratio): the
-//! `.gz` against `cat | cat` and against the plain cassette, in both values modes, and the
-//! plain cassette against `cat | cat`.
+//! `.zst` and the `.gz` against `cat | cat` and against the plain cassette, in both values
+//! modes, and the plain cassette against `cat | cat`.
 //!
 //! Peak RSS is fake-pi's `ru_maxrss` from `wait4` (writing to `/dev/null`), started by
 //! `ratios rss` (see [`peak_rss`]).
 //! Before timing, one replay with `FAKE_PI_VALUES=recorded` must give the raw stdout byte for
-//! byte (plain and `.gz`).
+//! byte (plain, `.zst` and `.gz`).
 //!
 //! `RATIOS_FAKE_PI_BASELINE=PATH` adds the same rows for another fake-pi binary (an older
-//! build, say), timed in the same interleaved repetitions, for before/after figures.
+//! build, say), timed in the same interleaved repetitions, for before/after figures (plain and
+//! `.gz` only: a build from before zstd cannot read `.zst`).
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -51,6 +53,7 @@ struct Files {
     dir: PathBuf,
     raw: PathBuf,
     plain: PathBuf,
+    zst: PathBuf,
     gz: PathBuf,
     tiny: PathBuf,
     large: PathBuf,
@@ -59,15 +62,15 @@ struct Files {
 }
 
 fn prepare(marker: &str) -> Result<Files, String> {
-    let gz = benches::cassette_dir().join("long_answer.pi73.cassette.jsonl.gz");
+    let zst = benches::cassette_dir().join("long_answer.pi73.cassette.jsonl.zst");
     let dir = std::env::temp_dir().join(format!("{marker}-replay"));
     std::fs::create_dir_all(dir.join("agent")).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut text = Vec::new();
-    pi_cassette::input::open(&gz, &pi_cassette::Limits::from_env())
+    pi_cassette::input::open(&zst, &pi_cassette::Limits::from_env())
         .map_err(|e| e.to_string())?
         .read_to_end(&mut text)
-        .map_err(|e| format!("{}: {e}", gz.display()))?;
-    let cassette = pi_cassette::Cassette::parse(&gz, &text).map_err(|e| e.to_string())?;
+        .map_err(|e| format!("{}: {e}", zst.display()))?;
+    let cassette = pi_cassette::Cassette::parse(&zst, &text).map_err(|e| e.to_string())?;
     let stdout = cassette.stdout_bytes();
     let write = |name: &str, bytes: &[u8]| -> Result<PathBuf, String> {
         let p = dir.join(name);
@@ -76,6 +79,10 @@ fn prepare(marker: &str) -> Result<Files, String> {
     };
     let raw = write("raw.stdout", &stdout)?;
     let plain = write("long_answer.pi73.cassette.jsonl", &text)?;
+    let gz = write(
+        "long_answer.pi73.cassette.jsonl.gz",
+        &pi_cassette::output::gzip(&text).map_err(|e| e.to_string())?,
+    )?;
     // Lines: header, records..., ending (one line each; the file ends with a newline).
     let lines: Vec<&[u8]> = text
         .strip_suffix(b"\n")
@@ -114,6 +121,7 @@ fn prepare(marker: &str) -> Result<Files, String> {
         dir,
         raw,
         plain,
+        zst,
         gz,
         tiny,
         large,
@@ -232,7 +240,7 @@ pub fn rss_main(args: &[String]) -> i32 {
 
 fn check_bytes(fake: &Path, files: &Files, marker: &str) -> Result<(), String> {
     let raw = std::fs::read(&files.raw).map_err(|e| e.to_string())?;
-    for cassette in [&files.plain, &files.gz] {
+    for cassette in [&files.plain, &files.zst, &files.gz] {
         let out = fake_pi_cmd(fake, files, cassette, marker)
             .env("FAKE_PI_VALUES", "recorded")
             .stdout(Stdio::piped())
@@ -282,9 +290,16 @@ struct Row<'a> {
 }
 
 /// The rows timed for one fake-pi binary (`who`: empty for the one under test, else a
-/// label), in this order: plain, `.gz`, plain recorded, `.gz` recorded (all `| cat`), then
-/// `--version` on the large cassette and, for the binary under test, on the tiny one.
-fn fake_rows<'a>(who: &str, fake: &'a Path, files: &'a Files, marker: &'a str) -> Vec<Row<'a>> {
+/// label), in this order: plain, `.zst` (when `zst`), `.gz`, then the same recorded (all
+/// `| cat`), then `--version` on the large cassette and, for the binary under test, on the
+/// tiny one.
+fn fake_rows<'a>(
+    who: &str,
+    fake: &'a Path,
+    files: &'a Files,
+    marker: &'a str,
+    zst: bool,
+) -> Vec<Row<'a>> {
     let replay = move |cassette: &'a Path, recorded: bool| {
         Box::new(move || {
             let mut c = fake_pi_cmd(fake, files, cassette, marker);
@@ -302,33 +317,31 @@ fn fake_rows<'a>(who: &str, fake: &'a Path, files: &'a Files, marker: &'a str) -
         }) as Box<dyn Fn() -> Command + 'a>
     };
     let rec = ", `FAKE_PI_VALUES=recorded`";
-    let mut rows = vec![
-        (
-            format!("{who}`fake-pi \\| cat`, plain cassette"),
-            replay(&files.plain, false),
+    let mut rows = Vec::new();
+    for (recorded, r) in [(false, ""), (true, rec)] {
+        rows.push((
+            format!("{who}`fake-pi \\| cat`, plain cassette{r}"),
+            replay(&files.plain, recorded),
             true,
-        ),
-        (
-            format!("{who}`fake-pi \\| cat`, committed .gz"),
-            replay(&files.gz, false),
+        ));
+        if zst {
+            rows.push((
+                format!("{who}`fake-pi \\| cat`, committed .zst{r}"),
+                replay(&files.zst, recorded),
+                true,
+            ));
+        }
+        rows.push((
+            format!("{who}`fake-pi \\| cat`, the same as .gz{r}"),
+            replay(&files.gz, recorded),
             true,
-        ),
-        (
-            format!("{who}`fake-pi \\| cat`, plain cassette{rec}"),
-            replay(&files.plain, true),
-            true,
-        ),
-        (
-            format!("{who}`fake-pi \\| cat`, committed .gz{rec}"),
-            replay(&files.gz, true),
-            true,
-        ),
-        (
-            format!("{who}`fake-pi --version`, large cassette"),
-            version(&files.large),
-            false,
-        ),
-    ];
+        ));
+    }
+    rows.extend([(
+        format!("{who}`fake-pi --version`, large cassette"),
+        version(&files.large),
+        false,
+    )]);
     if who.is_empty() {
         rows.push((
             "`fake-pi --version`, tiny cassette".into(),
@@ -366,7 +379,7 @@ fn measure(fake: &Path, files: &Files, marker: &str) -> Result<(), String> {
         }),
         piped: true,
     }];
-    rows.extend(fake_rows("", fake, files, marker));
+    rows.extend(fake_rows("", fake, files, marker, true));
     let base_at = rows.len();
     if let Some(b) = &baseline {
         rows.extend(fake_rows(
@@ -374,6 +387,7 @@ fn measure(fake: &Path, files: &Files, marker: &str) -> Result<(), String> {
             b,
             files,
             marker,
+            false,
         ));
     }
     // Interleaved: each repetition runs every row once, in order.
@@ -417,21 +431,26 @@ fn measure(fake: &Path, files: &Files, marker: &str) -> Result<(), String> {
     }
     println!();
     let rss_large = rss_table(fake, files, marker, baseline.as_deref())?;
-    // Rows of the binary under test: 0 cat, 1 plain, 2 gz, 3 plain recorded, 4 gz
-    // recorded, 5 --version large, 6 --version tiny.
+    // Rows of the binary under test: 0 cat, 1 plain, 2 zst, 3 gz, 4 plain recorded, 5 zst
+    // recorded, 6 gz recorded, 7 --version large, 8 --version tiny.
     println!(
-        "Paired ratios (median of each repetition's own): .gz vs cat | cat: {:.2}x, recorded {:.2}x (target: within 2.5x); .gz vs plain: {:.2}x, recorded {:.2}x (target: within 1.25x); plain vs cat | cat: {:.2}x, recorded {:.2}x (aim: 1.5x); peak RSS on {:.0} MB: {:.1} MiB (target: under 16 MB); --version large/tiny: {:.1}x",
+        "Paired ratios (median of each repetition's own): .zst vs cat | cat: {:.2}x, recorded {:.2}x (target: within 2.5x); .zst vs plain: {:.2}x, recorded {:.2}x (target: within 1.25x); .gz vs cat | cat: {:.2}x, recorded {:.2}x; .gz vs plain: {:.2}x, recorded {:.2}x; plain vs cat | cat: {:.2}x, recorded {:.2}x (aim: 1.5x); peak RSS on {:.0} MB: {:.1} MiB (target: under 16 MB); --version large/tiny: {:.1}x",
         paired(&t, 2, 0),
-        paired(&t, 4, 0),
+        paired(&t, 5, 0),
         paired(&t, 2, 1),
-        paired(&t, 4, 3),
-        paired(&t, 1, 0),
+        paired(&t, 5, 4),
         paired(&t, 3, 0),
+        paired(&t, 6, 0),
+        paired(&t, 3, 1),
+        paired(&t, 6, 4),
+        paired(&t, 1, 0),
+        paired(&t, 4, 0),
         files.large_len as f64 / 1e6,
         rss_large as f64 / 1024.0,
-        paired(&t, 5, 6),
+        paired(&t, 7, 8),
     );
     if let Some(bl) = &baseline {
+        // The baseline's rows: plain, gz, plain recorded, gz recorded, --version large.
         let k = base_at;
         println!(
             "Baseline `{}`, same repetitions: .gz vs cat | cat: {:.2}x, recorded {:.2}x; .gz vs plain: {:.2}x, recorded {:.2}x; plain vs cat | cat: {:.2}x, recorded {:.2}x",
@@ -466,7 +485,8 @@ fn rss_table(
     for (what, cassette, note) in [
         ("tiny cassette", &files.tiny, ""),
         ("long answer, plain", &files.plain, ""),
-        ("long answer, committed .gz", &files.gz, " (compressed)"),
+        ("long answer, committed .zst", &files.zst, " (compressed)"),
+        ("long answer, the same as .gz", &files.gz, " (compressed)"),
         ("large (long answer's records repeated)", &files.large, ""),
     ] {
         let kib = rss(cassette)?;
@@ -476,7 +496,7 @@ fn rss_table(
         println!("| {what} | {}{note} | {:.1} MiB |", len(cassette), mib(kib));
     }
     if let Some(b) = baseline {
-        for (what, cassette) in [("large", &files.large), ("committed .gz", &files.gz)] {
+        for (what, cassette) in [("large", &files.large), ("the .gz", &files.gz)] {
             let kib = peak_rss(&fake_pi_cmd(b, files, cassette, marker))?;
             println!(
                 "| baseline `{}`, {what} | {} | {:.1} MiB |",
