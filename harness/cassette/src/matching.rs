@@ -49,6 +49,30 @@ pub const FIELDS: &[&str] = &[
     "session",
 ];
 
+/// Every name `expect.irrelevant` accepts: the effective [`FIELDS`], and `env` (the
+/// variables of `expect.env` need not be set; `never_in_argv` is still checked).
+pub const IGNORABLE: &[&str] = &[
+    "mode",
+    "provider",
+    "model",
+    "thinking",
+    "tools",
+    "system_prompt",
+    "append_system_prompt",
+    "extensions",
+    "no_extensions",
+    "skills",
+    "no_skills",
+    "prompt_templates",
+    "no_prompt_templates",
+    "no_context_files",
+    "no_mcp",
+    "prompt",
+    "follow_ups",
+    "session",
+    "env",
+];
+
 /// How fake-pi was actually called.
 pub struct Call<'a> {
     /// argv without the program name.
@@ -163,10 +187,10 @@ pub fn validate(expect: &Expect, grammar: &Grammar) -> Result<(), String> {
         }
     }
     for field in &expect.irrelevant {
-        if !FIELDS.contains(&field.as_str()) {
+        if !IGNORABLE.contains(&field.as_str()) {
             return Err(format!(
-                "header field `expect.irrelevant`: {field:?} is not an effective field (known: {})",
-                FIELDS.join(", ")
+                "header field `expect.irrelevant`: {field:?} is not a field a cassette can ignore (known: {})",
+                IGNORABLE.join(", ")
             ));
         }
     }
@@ -308,7 +332,7 @@ pub fn check(expect: &Expect, grammar: &Grammar, call: &Call) -> Vec<Mismatch> {
 }
 
 /// What the environment and the command line owe the recording whatever the CLI: every
-/// variable of `expect.env` set and non-empty, and no secret of `expect.never_in_argv` in any
+/// variable of `expect.env` set and non-empty (unless `env` is irrelevant), and no secret of `expect.never_in_argv` in any
 /// argument of `argv` (never shown). pi's calls get this within [`check`]; a Claude Code
 /// call (its own grammar) gets it alone.
 pub fn environment(
@@ -324,7 +348,8 @@ pub fn environment(
             actual,
         })
     };
-    for var in &expect.env {
+    let env_relevant = !expect.irrelevant.iter().any(|f| f == "env");
+    for var in expect.env.iter().filter(|_| env_relevant) {
         match env(var) {
             Some(v) if !v.is_empty() => {}
             Some(_) => push(
@@ -735,6 +760,29 @@ mod tests {
     }
 
     #[test]
+    fn env_ignored_leaves_the_secrets_checked() {
+        let e = Expect {
+            env: vec!["MISSING".into()],
+            never_in_argv: vec![Secret::Literal("sk-lit".into())],
+            irrelevant: vec!["env".into()],
+            ..Expect::default()
+        };
+        assert!(validate(&e, &g("0.87.1")).is_ok());
+        let got = run(
+            "0.87.1",
+            &e,
+            &["--model", "sk-lit"],
+            None,
+            &AgentSettings::default(),
+            &[],
+        );
+        assert_eq!(
+            got,
+            vec!["expect.never_in_argv[0]: expected the literal \"sk-lit\" nowhere in argv, got it in argv[2]"]
+        );
+    }
+
+    #[test]
     fn invalid_expectations() {
         let mut flags = BTreeMap::new();
         flags.insert("exclude-tools".to_string(), FlagRule::Value("bash".into()));
@@ -753,7 +801,7 @@ mod tests {
         };
         assert!(validate(&e, &g("0.87.1"))
             .unwrap_err()
-            .contains("\"colour\" is not an effective field"));
+            .contains("\"colour\" is not a field a cassette can ignore"));
         let e = Expect {
             effective: Some(EffectiveExpect {
                 thinking: Some("max".into()),

@@ -312,6 +312,13 @@ impl Script {
             ),
         }
     }
+
+    /// The script says the run it plays for never reaches the model: no turns (`"turns":
+    /// []`). A recording that made no model request is an error unless this holds, and one
+    /// that made a request gets HTTP 500 and is refused as exhausted.
+    pub fn expects_no_request(&self) -> bool {
+        self.turns.is_empty()
+    }
 }
 
 /// A byte allowed in an HTTP header name (RFC 9110 `tchar`).
