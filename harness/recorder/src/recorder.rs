@@ -180,7 +180,7 @@ pub async fn record(opts: &RecordOptions, notices: &Notices) -> Result<RecordOut
         return Err(no_request(opts, &stand_in, &cassette));
     }
     let mut cassette = cassette;
-    ignore_fields(&mut cassette, &opts.ignore);
+    cassette.header.expect.ignore(&opts.ignore);
     let path = write::write_checked(&cassette, &opts.out, &key, &sandbox.tmp)?;
     let bytes = std::fs::metadata(&path)
         .map_err(RecordError::CassetteIo)?
@@ -300,16 +300,6 @@ fn find_error_message(v: &serde_json::Value) -> Option<String> {
             .or_else(|| map.values().find_map(find_error_message)),
         serde_json::Value::Array(items) => items.iter().find_map(find_error_message),
         _ => None,
-    }
-}
-
-/// Add `fields` to the header's `expect.irrelevant` (each once, in the canonical order).
-pub fn ignore_fields(cassette: &mut Cassette, fields: &[String]) {
-    let irrelevant = &mut cassette.header.expect.irrelevant;
-    for f in fields {
-        if !irrelevant.contains(f) {
-            irrelevant.push(f.clone());
-        }
     }
 }
 
