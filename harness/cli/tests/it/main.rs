@@ -14,6 +14,7 @@ mod cli_cassette;
 mod cli_leftovers;
 mod cli_map;
 mod cli_record;
+mod cli_record_names;
 mod cli_run;
 mod cli_serve_llm;
 mod cli_show;
