@@ -25,3 +25,4 @@ mod memory;
 mod one_reader;
 mod readme;
 mod real_pi_faults;
+mod real_pi_record;

@@ -121,7 +121,7 @@ fn wire_of(pinned: &str, provider: &str, api: Api) -> Wire {
         None => Wire::Served(api),
         Some((_, "anthropic-messages")) => Wire::Served(Api::Anthropic),
         Some((_, "openai-completions")) => Wire::Served(Api::OpenAi),
-        Some((_, apis)) => Wire::NotServed(apis.to_string()),
+        Some((_, apis)) => Wire::NotServed(apis.replace(',', ", ")),
     }
 }
 
