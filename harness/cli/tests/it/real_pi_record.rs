@@ -3,7 +3,8 @@
 //! no model flags and relies on settings.json, record on each pinned pi and replay unchanged
 //! with fake-pi; an OpenAI-compatible provider (groq) records over chat completions; a
 //! provider whose wire the server does not speak (openai: the Responses API) and a run that
-//! never reaches the model (a missing `@file`) fail with exit 1 and write nothing.
+//! never reaches the model (a missing `@file`) fail with exit 1 and write nothing. Claude Code
+//! (`PI_HARNESS_REAL_CLAUDE`) records under the host's own `--model` and replays with it.
 //!
 //! Runs for each of `PI_HARNESS_REAL_PI73`, `PI_HARNESS_REAL_PI87`, `PI_HARNESS_REAL_PI152`
 //! that names a real pi (`scripts/install-pi.sh --print-path VERSION`); skips otherwise.
@@ -223,4 +224,97 @@ fn production_names_record_and_replay_on_pi87() {
 #[test]
 fn production_names_record_and_replay_on_pi152() {
     production_names("PI_HARNESS_REAL_PI152", "1.5.2");
+}
+
+/// Claude Code (`PI_HARNESS_REAL_CLAUDE`, CI's real Claude Code lane) records a stream-json
+/// session under the host's own `--model`: the model request carries it, the cassette expects
+/// it, and fake-pi as `claude` replays the host's session with it (and refuses another
+/// model, naming the option).
+#[test]
+fn claude_code_records_under_its_own_model() {
+    let Some(claude) = std::env::var_os("PI_HARNESS_REAL_CLAUDE").map(PathBuf::from) else {
+        eprintln!("skip: PI_HARNESS_REAL_CLAUDE not set");
+        return;
+    };
+    let w = World::new("real-record-claude-model");
+    let scripts = crate::util::repo().join("cassettes/scripts/claude");
+    let out = w.path().join("claude.cassette.jsonl");
+    let args = [
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--permission-prompt-tool",
+        "stdio",
+    ];
+    let o = pih()
+        .env(MARKER_VAR, w.marker())
+        .args([
+            "record",
+            "--agent",
+            "claude",
+            "--timeout",
+            "120",
+            "--script",
+        ])
+        .arg(scripts.join("claude_text.llm.json"))
+        .arg("--client-script")
+        .arg(scripts.join("claude_text.client.json"))
+        .arg("--pi")
+        .arg(&claude)
+        .arg("--out")
+        .arg(&out)
+        .arg("--request-log")
+        .arg(out.with_extension("requests"))
+        .arg("--")
+        .args(args)
+        .args(["--model", "claude-sonnet-4-5"])
+        .timeout(Duration::from_secs(180))
+        .output()
+        .unwrap();
+    check_success(&o, "claude");
+    assert_eq!(first_request(&out)["model"], "claude-sonnet-4-5");
+    let c = Cassette::load(&out).unwrap();
+    assert_eq!(
+        c.header.expect.flags.get("model"),
+        Some(&pi_cassette::FlagRule::Value("claude-sonnet-4-5".into()))
+    );
+    // The host's lines, as its client script sent them.
+    let mut input = Vec::new();
+    for step in pi_cassette::two_way::client_steps(&c.records) {
+        if let pi_cassette::two_way::ClientAction::Line(l) = step.action {
+            input.extend_from_slice(l.as_bytes());
+            input.push(b'\n');
+        }
+    }
+    let replay = |model: &str| {
+        use std::io::Write as _;
+        let mut child = w
+            .fake_pi(&out)
+            .args(args)
+            .args(["--model", model])
+            .env("ANTHROPIC_API_KEY", "k")
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let _ = stdin.write_all(&input);
+        drop(stdin);
+        let o = child.wait_with_output().unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, err) = replay("claude-sonnet-4-5");
+    assert_eq!(code, Some(0), "{err}");
+    let (code, err) = replay("claude-opus-4-1");
+    assert_eq!(code, Some(99), "{err}");
+    assert!(
+        err.contains("--model: expected \"claude-sonnet-4-5\""),
+        "{err}"
+    );
+    w.assert_none_left_within(Duration::from_secs(5));
 }
