@@ -293,3 +293,28 @@ fn a_relaxed_cassette_replays_under_another_model_and_show_says_what_is_ignored(
     );
     w.assert_none_left();
 }
+
+#[test]
+fn show_says_what_a_relaxed_claude_code_cassette_ignores() {
+    let w = World::new("cli_relax_claude");
+    let c = w.path().join("claude_text.cassette.jsonl");
+    std::fs::copy(
+        cassettes().join("claude/claude_text.cc21332.cassette.jsonl"),
+        &c,
+    )
+    .unwrap();
+    let show = |c: &Path| {
+        let a = pih().args(["cassette", "show"]).arg(c).assert().success();
+        String::from_utf8_lossy(&a.get_output().stdout).into_owned()
+    };
+    assert!(!show(&c).contains("not compared"));
+    pih()
+        .args(["cassette", "relax"])
+        .arg(&c)
+        .args(["--ignore", "model"])
+        .assert()
+        .success();
+    let text = show(&c);
+    assert!(text.contains("\n  not compared          model\n"), "{text}");
+    pih().args(["cassette", "lint"]).arg(&c).assert().success();
+}
