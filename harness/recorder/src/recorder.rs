@@ -250,32 +250,33 @@ fn no_request(opts: &RecordOptions, stand_in: &StandIn, cassette: &Cassette) -> 
     }
 }
 
-/// What a run said last about why it stopped: the last `errorMessage` of its stdout, else
-/// the last line of its stderr (at most 200 bytes).
+/// What a run said about why it stopped: the last `errorMessage` of its stdout, else the
+/// first line of its stderr (pi leads with the error, then its advice), else its exit
+/// status; at most 200 bytes.
 fn last_words(cassette: &Cassette) -> String {
-    let mut said = String::new();
+    let (mut message, mut stderr, mut exit) = (None, None, None);
     for r in &cassette.records {
         match &r.action {
             Action::Stdout(b) => {
                 if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&b.data) {
-                    if let Some(m) = find_error_message(&v) {
-                        said = m;
-                    }
+                    message = find_error_message(&v).or(message);
                 }
             }
-            Action::Stderr(b) => {
-                if let Some(line) = String::from_utf8_lossy(&b.data)
+            Action::Stderr(b) if stderr.is_none() => {
+                stderr = String::from_utf8_lossy(&b.data)
                     .lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                {
-                    said = line.trim().to_string();
-                }
+                    .map(str::trim)
+                    .find(|l| !l.is_empty())
+                    .map(str::to_string);
             }
-            Action::Exit(code) if said.is_empty() => said = format!("it exited with {code}"),
+            Action::Exit(code) => exit = Some(format!("it exited with {code}")),
             _ => {}
         }
     }
+    let mut said = message
+        .or(stderr)
+        .or(exit)
+        .unwrap_or_else(|| "it said nothing".into());
     if said.len() > 200 {
         let mut end = 200;
         while !said.is_char_boundary(end) {
@@ -284,11 +285,7 @@ fn last_words(cassette: &Cassette) -> String {
         said.truncate(end);
         said.push_str("...");
     }
-    if said.is_empty() {
-        "it said nothing".into()
-    } else {
-        said
-    }
+    said
 }
 
 /// The first `errorMessage` string anywhere in a JSON value.
@@ -380,4 +377,56 @@ pub fn summary(o: &RecordOutcome) -> String {
         s.push_str(&format!("\nnotes: {n}"));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pi_cassette::{Bytes, Form, Record};
+
+    fn with(actions: Vec<Action>) -> Cassette {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../cassettes/auth_401.pi73.cassette.jsonl");
+        let mut c = Cassette::load(&path).unwrap();
+        c.records = actions
+            .into_iter()
+            .map(|action| Record {
+                dt_ms: 0.0,
+                action,
+                reply: None,
+                line: 0,
+            })
+            .collect();
+        c
+    }
+
+    fn stderr(text: &str) -> Action {
+        Action::Stderr(Bytes {
+            data: text.as_bytes().to_vec(),
+            form: Form::Text { newline: false },
+        })
+    }
+
+    #[test]
+    fn last_words_name_the_error_not_the_advice() {
+        // pi 0.73.1 without a key for the provider it picked: the error, then its advice.
+        let c = with(vec![
+            stderr("No API key found for anthropic.\n\nUse /login ... See:\n  <PI_ROOT>/docs/models.md\n"),
+            Action::Exit(1),
+        ]);
+        assert_eq!(last_words(&c), "No API key found for anthropic.");
+        let line = br#"{"type":"message_end","message":{"stopReason":"error","errorMessage":"No API key found for openai."}}"#;
+        let c = with(vec![
+            Action::Stdout(Bytes {
+                data: [&line[..], b"\n"].concat(),
+                form: Form::Json { newline: true },
+            }),
+            stderr("warning: something else\n"),
+            Action::Exit(0),
+        ]);
+        assert_eq!(last_words(&c), "No API key found for openai.");
+        assert_eq!(last_words(&with(vec![Action::Exit(3)])), "it exited with 3");
+        let long = "x".repeat(300);
+        assert_eq!(last_words(&with(vec![stderr(&long)])).len(), 203);
+    }
 }
