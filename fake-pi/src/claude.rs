@@ -175,11 +175,49 @@ pub(crate) fn run(
     replay::run(&mut records, path, speed, &mut hooks)
 }
 
+/// The options of Claude Code that carry a field a cassette may ignore
+/// (`expect.irrelevant`): not compared when it does.
+const IGNORABLE_OPTIONS: &[(&str, &[&str])] = &[
+    ("model", &["model", "fallback-model"]),
+    (
+        "tools",
+        &[
+            "tools",
+            "allowedTools",
+            "allowed-tools",
+            "disallowedTools",
+            "disallowed-tools",
+        ],
+    ),
+    (
+        "thinking",
+        &[
+            "effort",
+            "thinking",
+            "max-thinking-tokens",
+            "thinking-display",
+        ],
+    ),
+];
+
+/// Whether `expect.irrelevant` leaves Claude Code's option `name` uncompared.
+fn ignored_option(header: &Header, name: &str) -> bool {
+    header.expect.irrelevant.iter().any(|field| {
+        IGNORABLE_OPTIONS
+            .iter()
+            .any(|(f, options)| f == field && options.contains(&name))
+    })
+}
+
 /// How the command line differs from the recording's: an option the recording had that is
-/// missing or has another value, or one it did not have.
+/// missing or has another value, or one it did not have (options of the fields the
+/// cassette ignores aside).
 fn mismatches(header: &Header, parsed: &claude::Parsed) -> Vec<String> {
     let mut out = Vec::new();
     for (name, rule) in &header.expect.flags {
+        if ignored_option(header, name) {
+            continue;
+        }
         match rule {
             FlagRule::Present(true) if !parsed.has(name) => out.push(format!(
                 "the recording ran with --{name}; this call has none"
@@ -200,7 +238,13 @@ fn mismatches(header: &Header, parsed: &claude::Parsed) -> Vec<String> {
         }
     }
     // The prompt in argv (after the options, or after `--`) goes to the model as recorded.
-    if let Some(want) = &header.expect.argv_messages {
+    let prompt_relevant = !header.expect.irrelevant.iter().any(|f| f == "prompt");
+    if let Some(want) = header
+        .expect
+        .argv_messages
+        .as_ref()
+        .filter(|_| prompt_relevant)
+    {
         if parsed.prompt != *want {
             // Never shown: a secret the recording names (its own mismatch says where).
             let secrets: Vec<String> = header
@@ -230,11 +274,12 @@ fn mismatches(header: &Header, parsed: &claude::Parsed) -> Vec<String> {
         }
     }
     for name in parsed.options.keys() {
-        if !header
-            .expect
-            .flags
-            .keys()
-            .any(|k| claude::canonical(k) == *name)
+        if !ignored_option(header, name)
+            && !header
+                .expect
+                .flags
+                .keys()
+                .any(|k| claude::canonical(k) == *name)
         {
             out.push(format!(
                 "--{name}: the recording ran without it (it changes what the CLI does)"

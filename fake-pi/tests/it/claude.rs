@@ -615,3 +615,54 @@ fn a_bridges_live_calls_replay_as_recorded() {
     assert_eq!(seen, 4, "two shapes on each pinned release");
     world.assert_none_left();
 }
+
+/// A Claude Code cassette that ignores `model` (`record --ignore model`, `cassette relax
+/// --ignore model`) replays for a host that passes its own `--model`; one that does not
+/// refuses it, naming the option.
+#[test]
+fn a_cassette_that_ignores_the_model_replays_under_another() {
+    let world = World::new("claude_ignore_model");
+    let text = std::fs::read_to_string(claude("claude_text")).unwrap();
+    let strict = world.write("strict.cassette.jsonl", &text);
+    let relaxed = text.replacen(
+        r#""env":["ANTHROPIC_API_KEY"]"#,
+        r#""env":["ANTHROPIC_API_KEY"],"irrelevant":["model"]"#,
+        1,
+    );
+    assert_ne!(relaxed, text);
+    let relaxed = world.write("relaxed.cassette.jsonl", &relaxed);
+    let c = Cassette::load(&strict).unwrap();
+    let (input, close, _) = host_input(&c);
+    assert!(close);
+    let replay = |path: &Path| {
+        let mut child = world
+            .fake_pi(path)
+            .args(c.header.expect.claude_argv())
+            .args(["--model", "claude-sonnet-4-5"])
+            .env("FAKE_PI_SPEED", "0")
+            .env("ANTHROPIC_API_KEY", "k")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        // The refusal may come before the host's line is read.
+        let _ = stdin.write_all(&input);
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = replay(&strict);
+    assert_eq!(code, Some(99), "{err}");
+    assert!(
+        err.contains("--model: the recording ran without it"),
+        "{err}"
+    );
+    let (code, err) = replay(&relaxed);
+    assert_eq!(code, Some(0), "{err}");
+    world.assert_none_left();
+}

@@ -144,6 +144,22 @@ pub enum Compression {
 pub const ZSTD_MAX_WINDOW_LOG: u32 = 24;
 
 impl Compression {
+    /// What a file's name asks for: `.zst`, `.gz`, else plain.
+    pub fn for_name(path: &Path) -> Compression {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("zst") => Compression::Zstd,
+            Some("gz") => Compression::Gzip,
+            _ => Compression::None,
+        }
+    }
+
+    /// What the file at `path` is, by its first bytes (plain when it cannot be read).
+    pub fn of_file(path: &Path) -> Compression {
+        let mut head = Vec::new();
+        let _ = std::fs::File::open(path).and_then(|f| f.take(4).read_to_end(&mut head));
+        Compression::sniff(&head)
+    }
+
     /// What the first bytes of an input say it is.
     pub fn sniff(head: &[u8]) -> Compression {
         if head.starts_with(&[0x1f, 0x8b]) {

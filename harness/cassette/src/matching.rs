@@ -49,6 +49,30 @@ pub const FIELDS: &[&str] = &[
     "session",
 ];
 
+/// Every name `expect.irrelevant` accepts: the effective [`FIELDS`], and `env` (the
+/// variables of `expect.env` need not be set; `never_in_argv` is still checked).
+pub const IGNORABLE: &[&str] = &[
+    "mode",
+    "provider",
+    "model",
+    "thinking",
+    "tools",
+    "system_prompt",
+    "append_system_prompt",
+    "extensions",
+    "no_extensions",
+    "skills",
+    "no_skills",
+    "prompt_templates",
+    "no_prompt_templates",
+    "no_context_files",
+    "no_mcp",
+    "prompt",
+    "follow_ups",
+    "session",
+    "env",
+];
+
 /// How fake-pi was actually called.
 pub struct Call<'a> {
     /// argv without the program name.
@@ -163,10 +187,10 @@ pub fn validate(expect: &Expect, grammar: &Grammar) -> Result<(), String> {
         }
     }
     for field in &expect.irrelevant {
-        if !FIELDS.contains(&field.as_str()) {
+        if !IGNORABLE.contains(&field.as_str()) {
             return Err(format!(
-                "header field `expect.irrelevant`: {field:?} is not an effective field (known: {})",
-                FIELDS.join(", ")
+                "header field `expect.irrelevant`: {field:?} is not a field a cassette can ignore (known: {})",
+                IGNORABLE.join(", ")
             ));
         }
     }
@@ -308,7 +332,7 @@ pub fn check(expect: &Expect, grammar: &Grammar, call: &Call) -> Vec<Mismatch> {
 }
 
 /// What the environment and the command line owe the recording whatever the CLI: every
-/// variable of `expect.env` set and non-empty, and no secret of `expect.never_in_argv` in any
+/// variable of `expect.env` set and non-empty (unless `env` is irrelevant), and no secret of `expect.never_in_argv` in any
 /// argument of `argv` (never shown). pi's calls get this within [`check`]; a Claude Code
 /// call (its own grammar) gets it alone.
 pub fn environment(
@@ -324,7 +348,8 @@ pub fn environment(
             actual,
         })
     };
-    for var in &expect.env {
+    let env_relevant = !expect.irrelevant.iter().any(|f| f == "env");
+    for var in expect.env.iter().filter(|_| env_relevant) {
         match env(var) {
             Some(v) if !v.is_empty() => {}
             Some(_) => push(
@@ -484,285 +509,4 @@ fn check_syntax(
 }
 
 #[cfg(test)]
-mod tests {
-    #[test]
-    fn a_long_value_is_shown_where_it_differs_not_whole() {
-        let long = "x".repeat(50_000_000);
-        let m = super::Mismatch {
-            field: "expect.prompt".into(),
-            expected: format!("{long}a"),
-            actual: format!("{long}b"),
-        };
-        let text = m.to_string();
-        assert!(text.len() < 600, "{} bytes", text.len());
-        assert!(
-            text.contains("(they differ from byte 50000000)"),
-            "{}",
-            &text[..200]
-        );
-        assert!(text.contains("xa (50000001 bytes)") && text.contains("xb (50000001 bytes)"));
-        let short = super::Mismatch {
-            field: "f".into(),
-            expected: "\"a\"".into(),
-            actual: "\"b\"".into(),
-        };
-        assert_eq!(short.to_string(), "f: expected \"a\", got \"b\"");
-    }
-
-    use super::*;
-    use std::collections::BTreeMap;
-
-    fn g(v: &str) -> Grammar {
-        Grammar::for_version(v).unwrap()
-    }
-
-    struct Env(BTreeMap<String, String>);
-
-    fn run(
-        version: &str,
-        expect: &Expect,
-        argv: &[&str],
-        stdin: Option<&str>,
-        settings: &AgentSettings,
-        env: &[(&str, &str)],
-    ) -> Vec<String> {
-        let grammar = g(version);
-        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
-        let parsed = grammar.parse(&argv).unwrap();
-        let env = Env(env
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect());
-        let lookup = |k: &str| env.0.get(k).cloned();
-        let call = Call {
-            argv: &argv,
-            parsed: &parsed,
-            mode: parsed.app_mode(false, false, &grammar),
-            stdin,
-            settings,
-            agent_dir: "/agent",
-            session: SessionUse::New,
-            env: &lookup,
-        };
-        check(expect, &grammar, &call)
-            .iter()
-            .map(ToString::to_string)
-            .collect()
-    }
-
-    fn legacy() -> Expect {
-        let mut flags = BTreeMap::new();
-        flags.insert("mode".into(), FlagRule::Value("json".into()));
-        flags.insert("provider".into(), FlagRule::Value("fake".into()));
-        flags.insert("model".into(), FlagRule::Value("fake-model".into()));
-        flags.insert("no-session".into(), FlagRule::Present(true));
-        Expect {
-            flags,
-            prompt: Some("List the files.".into()),
-            argv_messages: Some(vec!["List the files.".into()]),
-            ..Expect::default()
-        }
-    }
-
-    fn with_defaults() -> AgentSettings {
-        AgentSettings {
-            default_provider: Some("fake".into()),
-            default_model: Some("fake-model".into()),
-            ..AgentSettings::default()
-        }
-    }
-
-    #[test]
-    fn syntax_does_not_matter() {
-        let e = legacy();
-        let none = AgentSettings::default();
-        // As recorded.
-        let rec = [
-            "--mode",
-            "json",
-            "--provider",
-            "fake",
-            "--model",
-            "fake-model",
-            "--no-session",
-            "List the files.",
-        ];
-        assert!(run("0.87.1", &e, &rec, None, &none, &[]).is_empty());
-        // Reordered, prompt on stdin, sessions on, model from settings.json.
-        let client = ["--session-dir", "/tmp/s", "--mode", "json"];
-        assert_eq!(
-            run(
-                "0.87.1",
-                &e,
-                &client,
-                Some("List the files."),
-                &with_defaults(),
-                &[]
-            ),
-            Vec::<String>::new()
-        );
-    }
-
-    #[test]
-    fn meaning_does() {
-        let e = legacy();
-        let none = AgentSettings::default();
-        let base = [
-            "--mode",
-            "json",
-            "--provider",
-            "fake",
-            "--model",
-            "fake-model",
-            "List the files.",
-        ];
-        let with = |extra: &[&str]| -> Vec<String> {
-            let mut argv: Vec<&str> = extra.to_vec();
-            argv.extend_from_slice(&base);
-            run("0.87.1", &e, &argv, None, &none, &[])
-        };
-        assert_eq!(
-            with(&["--tools", "read"]),
-            vec!["expect.effective.tools: expected [\"bash\", \"edit\", \"read\", \"write\"], got [\"read\"]"]
-        );
-        assert_eq!(
-            with(&["--no-builtin-tools"]),
-            vec!["expect.effective.tools: expected [\"bash\", \"edit\", \"read\", \"write\"], got []"]
-        );
-        assert_eq!(
-            with(&["--thinking", "high"]),
-            vec!["expect.effective.thinking: expected \"medium\", got \"high\""]
-        );
-        assert_eq!(
-            with(&["--append-system-prompt", "be brief"]),
-            vec!["expect.effective.append_system_prompt: expected [], got [\"be brief\"]"]
-        );
-        // No model flags and nothing in the agent dir: pi would not pick fake/fake-model.
-        let got = run(
-            "0.87.1",
-            &e,
-            &["--mode", "json", "List the files."],
-            None,
-            &none,
-            &[],
-        );
-        assert_eq!(got.len(), 2, "{got:?}");
-        assert!(
-            got[0].starts_with(
-                "expect.effective.model: expected \"fake-model\", got none (from no --model"
-            ),
-            "{got:?}"
-        );
-        // A different prompt, and a follow-up that was not recorded.
-        let got = with(&["again"]);
-        assert_eq!(
-            got,
-            vec![
-                "expect.follow_ups: expected [], got [\"List the files.\"]",
-                "expect.prompt: expected \"List the files.\", got \"again\""
-            ]
-        );
-    }
-
-    #[test]
-    fn irrelevant_fields_and_syntax_opt_in() {
-        let mut e = legacy();
-        e.irrelevant = vec!["tools".into()];
-        let none = AgentSettings::default();
-        let argv = [
-            "--tools",
-            "read",
-            "--mode",
-            "json",
-            "--provider",
-            "fake",
-            "--model",
-            "fake-model",
-            "List the files.",
-        ];
-        assert!(run("0.87.1", &e, &argv, None, &none, &[]).is_empty());
-        e.syntax = true;
-        assert_eq!(
-            run("0.87.1", &e, &argv, None, &none, &[]),
-            vec!["expect.flags.no-session: expected present, got absent"]
-        );
-        let got = run(
-            "0.87.1",
-            &e,
-            &[
-                "--mode",
-                "json",
-                "--provider",
-                "fake",
-                "--model",
-                "fake-model",
-                "--no-session",
-            ],
-            Some("List the files."),
-            &none,
-            &[],
-        );
-        assert_eq!(
-            got,
-            vec!["expect.argv_messages: expected [\"List the files.\"], got []"]
-        );
-    }
-
-    #[test]
-    fn env_and_secrets() {
-        let e = Expect {
-            env: vec!["KEY".into(), "EMPTY".into(), "MISSING".into()],
-            never_in_argv: vec![Secret::Env("KEY".into()), Secret::Literal("sk-lit".into())],
-            ..Expect::default()
-        };
-        let got = run(
-            "0.87.1",
-            &e,
-            &["--api-key", "xx-secret-xx", "--model", "sk-lit"],
-            None,
-            &AgentSettings::default(),
-            &[("KEY", "secret"), ("EMPTY", "")],
-        );
-        assert_eq!(
-            got,
-            vec![
-                "expect.env.EMPTY: expected set and non-empty, got empty",
-                "expect.env.MISSING: expected set and non-empty, got unset",
-                "expect.never_in_argv[0]: expected the value of $KEY nowhere in argv, got it in argv[2]",
-                "expect.never_in_argv[1]: expected the literal \"sk-lit\" nowhere in argv, got it in argv[4]",
-            ]
-        );
-    }
-
-    #[test]
-    fn invalid_expectations() {
-        let mut flags = BTreeMap::new();
-        flags.insert("exclude-tools".to_string(), FlagRule::Value("bash".into()));
-        let e = Expect {
-            flags,
-            ..Expect::default()
-        };
-        assert_eq!(
-            validate(&e, &g("0.73.1")).unwrap_err(),
-            "header field `expect.flags.exclude-tools`: pi 0.73.1 has no flag --exclude-tools"
-        );
-        assert!(validate(&e, &g("0.87.1")).is_ok());
-        let e = Expect {
-            irrelevant: vec!["colour".into()],
-            ..Expect::default()
-        };
-        assert!(validate(&e, &g("0.87.1"))
-            .unwrap_err()
-            .contains("\"colour\" is not an effective field"));
-        let e = Expect {
-            effective: Some(EffectiveExpect {
-                thinking: Some("max".into()),
-                ..EffectiveExpect::default()
-            }),
-            ..Expect::default()
-        };
-        assert!(validate(&e, &g("0.73.1"))
-            .unwrap_err()
-            .contains("no thinking level \"max\""));
-    }
-}
+mod tests;

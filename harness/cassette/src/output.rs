@@ -13,6 +13,8 @@ use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use crate::input::Compression;
+
 /// Why an output could not be written; the message names the path.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -80,10 +82,15 @@ pub fn zstd_encoder<W: Write>(
 /// `bytes` compressed as a file named `path` asks: zstd for `.zst`, gzip for `.gz`, as they
 /// are otherwise.
 pub fn compress_for(path: &Path, bytes: Vec<u8>) -> std::io::Result<Vec<u8>> {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("zst") => zstd(&bytes),
-        Some("gz") => gzip(&bytes),
-        _ => Ok(bytes),
+    compress(Compression::for_name(path), bytes)
+}
+
+/// `bytes` compressed as `kind` says.
+pub fn compress(kind: Compression, bytes: Vec<u8>) -> std::io::Result<Vec<u8>> {
+    match kind {
+        Compression::Zstd => zstd(&bytes),
+        Compression::Gzip => gzip(&bytes),
+        Compression::None => Ok(bytes),
     }
 }
 

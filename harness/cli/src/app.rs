@@ -61,9 +61,20 @@ enum Command {
         log: Option<PathBuf>,
     },
     /// Record real pi against a scripted LLM into a cassette.
-    #[command(
-        after_help = "Examples:\n  pi-harness record --script cassettes/scripts/tool_bash.json --out /tmp/tool_bash.cassette.jsonl \\\n      --pi ~/.cache/pi-harness/pi-0.87.1/node_modules/.bin/pi -- --mode json --provider fake --model fake-model --no-session 'List the files.'\n  pi-harness record --script cassettes/scripts/sleep_in_tool.json --out /tmp/sigint.cassette.jsonl \\\n      --signal SIGINT --at tool_execution_start+300 -- --mode json --provider fake --model fake-model --no-session go"
-    )]
+    ///
+    /// The scripted server stands in for the provider and model your program uses: name them
+    /// in pi's arguments (`--provider anthropic --model claude-sonnet-4-5`) or, for a program
+    /// that passes no model flags and relies on settings.json, with --provider/--model here.
+    /// The cassette then expects your names, and your program replays unchanged. The server
+    /// speaks Anthropic messages and OpenAI chat completions: a built-in provider of pi whose
+    /// models speak one of these (anthropic, groq, cerebras, deepseek, ...) keeps its own
+    /// wire; a provider pi does not know (your models.json's, or the fake names `--provider
+    /// fake --model fake-model`) speaks --api. A provider of another wire (openai: the
+    /// Responses API; google; amazon-bedrock) is refused, exit 1.
+    ///
+    /// A recording in which pi never called the model fails (exit 1, nothing written),
+    /// unless the script has no turns (`"turns": []`: a run that never reaches the model).
+    #[command(after_help = RECORD_HELP)]
     Record(Box<RecordArgs>),
     /// Re-record the whole corpus (every scenario of the manifest, on each pi given).
     #[command(
@@ -123,9 +134,28 @@ enum Command {
     },
 }
 
+/// `record --help`'s examples and the LLM script format.
+const RECORD_HELP: &str = r##"Examples:
+  pi-harness record --script my.llm.json --out tests/cassettes/hello.cassette.jsonl \
+      --pi ~/.cache/pi-harness/pi-1.5.2/node_modules/.bin/pi \
+      -- --mode json --provider anthropic --model claude-sonnet-4-5 --no-session 'Say hello.'
+  pi-harness record --provider anthropic --model claude-sonnet-4-5 --script my.llm.json \
+      --out hello.cassette.jsonl -- --mode json --no-session 'Say hello.'   # settings.json's default
+  pi-harness record --script cassettes/scripts/sleep_in_tool.json --out /tmp/sigint.cassette.jsonl \
+      --signal SIGINT --at tool_execution_start+300 -- --mode json --provider fake --model fake-model --no-session go
+
+The LLM script (--script): what the model answers, one turn per request, in order:
+  {"files": {"README.md": "# demo\n"},
+   "turns": [{"text": ["I'll ", "look."], "tools": [{"id": "call_1", "name": "bash", "args": {"command": "ls"}}]},
+             {"status": 500, "msg": "upstream boom"},
+             {"text": ["Done."]}]}
+  A turn streams `reasoning`, `text`, `tools`, or is an HTTP error (`status`, `msg`); `"turns": []` says
+  the run never reaches the model. Every field: cassettes/scripts/README.md."##;
+
 /// `pi-harness record`'s options (the command's help is the variant's doc comment).
 #[derive(clap::Args)]
 struct RecordArgs {
+    /// The LLM script: the model's answers, one turn per request (format below).
     #[arg(long)]
     script: PathBuf,
     /// The cassette to write (`.zst` is appended when it is over 1 MiB: zstd; a name ending in
@@ -161,9 +191,22 @@ struct RecordArgs {
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 180)]
     timeout: u64,
-    /// Wire protocol pi speaks to the server: openai (chat-completions) or anthropic (messages).
+    /// Wire protocol pi speaks to the server for a provider pi does not know (the fake names,
+    /// your models.json's): openai (chat completions) or anthropic (messages). A built-in
+    /// provider speaks its own.
     #[arg(long, default_value = "openai")]
     api: String,
+    /// The provider your program uses when it passes no --provider/--model to pi (it relies
+    /// on settings.json): the recording's settings.json names it as defaultProvider.
+    #[arg(long, requires = "model", value_name = "PROVIDER")]
+    provider: Option<String>,
+    /// The model of --provider (settings.json's defaultModel).
+    #[arg(long, requires = "provider", value_name = "MODEL")]
+    model: Option<String>,
+    /// Fields a replay does not compare (written to the header's expect.irrelevant; several
+    /// after one --ignore): provider, model, thinking, tools, prompt, session, env, ...
+    #[arg(long, num_args = 1.., value_name = "FIELD", value_parser = crate::relax::ignorable)]
+    ignore: Vec<String>,
     /// Write the cassette even when pi asked the script for more answers than it has
     /// (those requests got HTTP 500); by default that fails and writes nothing.
     #[arg(long)]
@@ -264,6 +307,9 @@ enum CassetteCommand {
     /// Print what a cassette expects from its caller, how the run ends, the processes it
     /// starts, and a command line that replays it with fake-pi.
     Show(crate::show::ShowArgs),
+    /// Stop comparing fields of a cassette's expectations (provider, model, thinking, tools,
+    /// prompt, session, env): they join the header's expect.irrelevant.
+    Relax(crate::relax::RelaxArgs),
 }
 
 /// The runtime of `record` and `record-corpus`, once enough descriptors are free for it.
@@ -361,6 +407,7 @@ fn cassette(command: CassetteCommand) -> i32 {
             crate::cassette_cmd::run_lint(&files, &secret_env)
         }
         CassetteCommand::Show(args) => crate::show::show_command(&args),
+        CassetteCommand::Relax(args) => crate::relax::run_relax(&args),
     }
 }
 
@@ -385,6 +432,9 @@ fn record(args: RecordArgs) -> anyhow::Result<i32> {
         client_script,
         agent,
         stdin_terminal,
+        provider,
+        model,
+        ignore,
         pi_args,
     } = args;
     let claude = agent == AgentArg::Claude;
@@ -409,6 +459,10 @@ fn record(args: RecordArgs) -> anyhow::Result<i32> {
     let mut opts = recorder::RecordOptions::new(script, out, pi, pi_args);
     opts.client_script = client_script;
     opts.stdin_terminal = stdin_terminal;
+    opts.model = provider
+        .zip(model)
+        .map(|(provider, id)| recorder::ModelName { provider, id });
+    opts.ignore = ignore;
     if claude {
         opts.agent = recorder::Agent::Claude;
     }
@@ -431,7 +485,18 @@ fn record(args: RecordArgs) -> anyhow::Result<i32> {
             after_ms,
         });
     }
-    let outcome = runtime()?.block_on(recorder::record(&opts, &stderr_notices()))?;
+    let outcome = match runtime()?.block_on(recorder::record(&opts, &stderr_notices())) {
+        Ok(outcome) => outcome,
+        // The command ran and the answer is no: the model was never reached.
+        Err(
+            e @ (recorder::RecordError::NoModelRequest { .. }
+            | recorder::RecordError::NotStoodIn { .. }),
+        ) => {
+            eprintln!("error: {}", crate::one_line(&e.to_string()));
+            return Ok(EXIT_FAILED);
+        }
+        Err(e) => return Err(e.into()),
+    };
     eprintln!("{}", recorder::summary(&outcome));
     Ok(EXIT_OK)
 }

@@ -5,7 +5,8 @@
 //! process: [`run`] (the reference provider from a shell), [`map`] (the mapper over captured
 //! stdout or a cassette), [`render`] (the human rendering of the normalized stream),
 //! [`cassette_cmd`] (`cassette import` and `lint`), [`show`] (`cassette show`: what a
-//! cassette expects and how to replay it), [`leftovers`] (the leftover-process check),
+//! cassette expects and how to replay it), [`relax`] (`cassette relax`: fields a replay
+//! stops comparing), [`leftovers`] (the leftover-process check),
 //! [`serve_llm`] (the scripted LLM server).
 //! What they share has a module each: [`exit`] (the exit-status table), [`error`] (the one
 //! user error, [`CliError`], and clap's errors as one line), [`values`] (durations and `K=V`
@@ -31,6 +32,7 @@ pub mod exit;
 pub mod fds;
 pub mod leftovers;
 pub mod map;
+pub mod relax;
 pub mod render;
 pub mod run;
 pub mod serve_llm;

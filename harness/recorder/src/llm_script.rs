@@ -214,8 +214,12 @@ impl Script {
     }
 
     fn check(&self) -> Result<(), String> {
-        if self.turns.is_empty() {
-            return Err("`turns` is empty: a script answers at least one request".into());
+        // No turns: the run never reaches the model (see `expects_no_request`).
+        if self.turns.is_empty() && self.after_last == AfterLast::RepeatLast {
+            return Err(
+                "`after_last`: \"repeat_last\" with no turns: there is no last turn to repeat (`\"turns\": []` says the run never reaches the model)"
+                    .into(),
+            );
         }
         for (i, t) in self.turns.iter().enumerate() {
             let at = |field: &str| format!("turns[{i}].{field}");
@@ -311,6 +315,13 @@ impl Script {
                     .sum(),
             ),
         }
+    }
+
+    /// The script says the run it plays for never reaches the model: no turns (`"turns":
+    /// []`). A recording that made no model request is an error unless this holds, and one
+    /// that made a request gets HTTP 500 and is refused as exhausted.
+    pub fn expects_no_request(&self) -> bool {
+        self.turns.is_empty()
     }
 }
 
@@ -688,8 +699,15 @@ mod tests {
         assert!(e.contains("turns[0]: `status`"), "{e}");
         let e = Script::parse(r#"{"turns":[{"txt":["a"]}]}"#).unwrap_err();
         assert!(e.contains("unknown field `txt`"), "{e}");
-        let e = Script::parse(r#"{"turns":[]}"#).unwrap_err();
-        assert!(e.contains("`turns` is empty"), "{e}");
+        // No turns: the run never reaches the model; nothing to repeat then.
+        let none = Script::parse(r#"{"turns":[]}"#).unwrap();
+        assert!(none.expects_no_request());
+        assert_eq!(none.capacity(), Some(0));
+        assert!(!Script::parse(r#"{"turns":[{"text":["a"]}]}"#)
+            .unwrap()
+            .expects_no_request());
+        let e = Script::parse(r#"{"turns":[],"after_last":"repeat_last"}"#).unwrap_err();
+        assert!(e.contains("no last turn to repeat"), "{e}");
         let e = Script::parse(r#"{"turns":[{"status":100}]}"#).unwrap_err();
         assert!(e.contains("turns[0].status: 100"), "{e}");
         let e = Script::parse(r#"{"turns":[{"status":500,"headers":{"x(y)":"1"}}]}"#).unwrap_err();

@@ -15,6 +15,8 @@
 //!   became of its children) and `json_cassette` turns it into a version 1 cassette (pure);
 //! - two-way (RPC, Claude Code stream-json): `two_way_run` drives the CLI with a client
 //!   script and `two_way_cassette` turns the timeline into a version 2 cassette (pure);
+//! - `stand_in`: which provider and model the server stands in for (the caller's
+//!   production names, or the fake ones), and the `models.json` that routes it (pure);
 //! - `header`: the header's expectations, names and origin (pure);
 //! - `write`: the cassette written (zstd when large) after checking it parses, replays
 //!   the captured bytes and does not contain the API key.
@@ -38,6 +40,7 @@ mod json_run;
 mod options;
 mod process;
 mod sandbox;
+mod stand_in;
 mod two_way_cassette;
 mod two_way_run;
 mod write;
@@ -49,6 +52,10 @@ pub use json_cassette::{behaviour_seen, build_records, event_type, spawns_for, C
 pub use options::{parse_api, parse_at, parse_signal, Agent, Prelude, RecordOptions, SignalPlan};
 pub use process::{Captured, Ending};
 pub use sandbox::{models_json, recording_settings};
+pub use stand_in::{
+    models_json_for, resolve as stand_in_for, served_providers, ModelName, StandIn, Wire,
+    FAKE_MODEL, FAKE_PROVIDER,
+};
 pub use two_way_cassette::{rpc_transcript, Timed};
 
 /// Environment variable carrying a per-recording marker into pi and everything it starts,
@@ -81,6 +88,7 @@ pub struct RecordOutcome {
 pub async fn record(opts: &RecordOptions, notices: &Notices) -> Result<RecordOutcome, RecordError> {
     let script = Script::load(&opts.script_path)?;
     let capacity = script.capacity();
+    let expects_no_request = script.expects_no_request();
     let client = match &opts.client_script {
         Some(p) => Some(ClientScript::load(p).map_err(RecordError::ClientScript)?),
         // A terminal on stdin: the host only waits (the prompt is in argv).
@@ -97,6 +105,7 @@ pub async fn record(opts: &RecordOptions, notices: &Notices) -> Result<RecordOut
         pi_package_root(&opts.pi)
     };
     let version = install::version(opts, pi_root.as_deref())?;
+    let stand_in = stand_in_of(opts, &version)?;
     let sandbox = sandbox::Sandbox::create(&opts.script_path, &script.files)?;
     let log_path = opts
         .request_log
@@ -114,7 +123,7 @@ pub async fn record(opts: &RecordOptions, notices: &Notices) -> Result<RecordOut
     .map_err(RecordError::Server)?;
     let port = server.addr().port();
     let key = format!("pih-key-{}", sandbox::random_token(24));
-    sandbox.write_agent_dir(opts, &server.base_url(), &key)?;
+    sandbox.write_agent_dir(opts, &stand_in, &server.base_url(), &key)?;
     let claude_env = claude.then(|| {
         let base_url = server.base_url().trim_end_matches("/v1").to_string();
         (base_url, key.clone())
@@ -135,6 +144,7 @@ pub async fn record(opts: &RecordOptions, notices: &Notices) -> Result<RecordOut
 
     let args = sandbox.substitute(&opts.pi_args);
     let redactor = sandbox.redactor(&key, pi_root.as_deref(), port);
+    let settings = recording_settings(&stand_in);
     let (cassette, requests, children, leftovers) = match &client {
         Some(client) => {
             let client = client.substituted(
@@ -146,7 +156,8 @@ pub async fn record(opts: &RecordOptions, notices: &Notices) -> Result<RecordOut
             let run = run?;
             check_exhausted(opts, &requests, capacity)?;
             let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-            let cassette = two_way_cassette::cassette(opts, &version, &args, &run, redactor, &log)?;
+            let cassette =
+                two_way_cassette::cassette(opts, &version, &args, &run, redactor, &log, &settings)?;
             (cassette, requests, Vec::new(), run.leftovers)
         }
         None => {
@@ -160,10 +171,16 @@ pub async fn record(opts: &RecordOptions, notices: &Notices) -> Result<RecordOut
                     after_ms: plan.after_ms,
                 });
             }
-            let cassette = json_cassette::cassette(opts, &version, &args, &run, redactor)?;
+            let cassette =
+                json_cassette::cassette(opts, &version, &args, &run, redactor, &settings)?;
             (cassette, requests, run.children, run.leftovers)
         }
     };
+    if requests.is_empty() && !expects_no_request {
+        return Err(no_request(opts, &stand_in, &cassette));
+    }
+    let mut cassette = cassette;
+    cassette.header.expect.ignore(&opts.ignore);
     let path = write::write_checked(&cassette, &opts.out, &key, &sandbox.tmp)?;
     let bytes = std::fs::metadata(&path)
         .map_err(RecordError::CassetteIo)?
@@ -177,6 +194,110 @@ pub async fn record(opts: &RecordOptions, notices: &Notices) -> Result<RecordOut
         children,
         leftovers,
     })
+}
+
+/// What the server stands in for: the fake names for Claude Code (it calls the server as
+/// its Anthropic API, whatever `--model` says); for pi, the production names of its flags or
+/// the options (see `stand_in`). An error when they disagree, when the options name a
+/// model for Claude Code, or when the server does not speak the provider's wire.
+fn stand_in_of(opts: &RecordOptions, version: &str) -> Result<StandIn, RecordError> {
+    if opts.agent == Agent::Claude {
+        if let Some(m) = &opts.model {
+            return Err(RecordError::Options(format!(
+                "record --provider {} --model {}: Claude Code takes its model from its own command line (`-- ... --model {}`)",
+                m.provider, m.id, m.id
+            )));
+        }
+        return Ok(StandIn {
+            provider: FAKE_PROVIDER.into(),
+            model: FAKE_MODEL.into(),
+            wire: Wire::Served(crate::llm_script::Api::Anthropic),
+            in_settings: false,
+        });
+    }
+    let stand_in = stand_in::resolve(
+        version,
+        &opts.pi_args,
+        opts.model.as_ref(),
+        opts.default_model_in_settings,
+        opts.api,
+    )
+    .map_err(RecordError::Options)?;
+    if let Wire::NotServed(apis) = &stand_in.wire {
+        return Err(RecordError::NotStoodIn {
+            version: version.to_string(),
+            provider: stand_in.provider.clone(),
+            model: stand_in.model.clone(),
+            apis: apis.clone(),
+        });
+    }
+    Ok(stand_in)
+}
+
+/// The error of a recording in which the CLI never called the model: what it said last.
+fn no_request(opts: &RecordOptions, stand_in: &StandIn, cassette: &Cassette) -> RecordError {
+    let cli = match opts.agent {
+        Agent::Claude => "Claude Code".to_string(),
+        Agent::Pi => format!(
+            "pi (the server stood in for provider `{}`, model `{}`)",
+            stand_in.provider, stand_in.model
+        ),
+    };
+    RecordError::NoModelRequest {
+        script: opts.script_path.clone(),
+        cli,
+        said: last_words(cassette),
+    }
+}
+
+/// What a run said about why it stopped: the last `errorMessage` of its stdout, else the
+/// first line of its stderr (pi leads with the error, then its advice), else its exit
+/// status; at most 200 bytes.
+fn last_words(cassette: &Cassette) -> String {
+    let (mut message, mut stderr, mut exit) = (None, None, None);
+    for r in &cassette.records {
+        match &r.action {
+            Action::Stdout(b) => {
+                if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&b.data) {
+                    message = find_error_message(&v).or(message);
+                }
+            }
+            Action::Stderr(b) if stderr.is_none() => {
+                stderr = String::from_utf8_lossy(&b.data)
+                    .lines()
+                    .map(str::trim)
+                    .find(|l| !l.is_empty())
+                    .map(str::to_string);
+            }
+            Action::Exit(code) => exit = Some(format!("it exited with {code}")),
+            _ => {}
+        }
+    }
+    let mut said = message
+        .or(stderr)
+        .or(exit)
+        .unwrap_or_else(|| "it said nothing".into());
+    if said.len() > 200 {
+        let mut end = 200;
+        while !said.is_char_boundary(end) {
+            end -= 1;
+        }
+        said.truncate(end);
+        said.push_str("...");
+    }
+    said
+}
+
+/// The first `errorMessage` string anywhere in a JSON value.
+fn find_error_message(v: &serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::Object(map) => map
+            .get("errorMessage")
+            .and_then(|m| m.as_str().map(str::to_string))
+            .or_else(|| map.values().find_map(find_error_message)),
+        serde_json::Value::Array(items) => items.iter().find_map(find_error_message),
+        _ => None,
+    }
 }
 
 /// Refuse what cannot be recorded: Claude Code without a host (a client script, or a
@@ -256,4 +377,56 @@ pub fn summary(o: &RecordOutcome) -> String {
         s.push_str(&format!("\nnotes: {n}"));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pi_cassette::{Bytes, Form, Record};
+
+    fn with(actions: Vec<Action>) -> Cassette {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../cassettes/auth_401.pi73.cassette.jsonl");
+        let mut c = Cassette::load(&path).unwrap();
+        c.records = actions
+            .into_iter()
+            .map(|action| Record {
+                dt_ms: 0.0,
+                action,
+                reply: None,
+                line: 0,
+            })
+            .collect();
+        c
+    }
+
+    fn stderr(text: &str) -> Action {
+        Action::Stderr(Bytes {
+            data: text.as_bytes().to_vec(),
+            form: Form::Text { newline: false },
+        })
+    }
+
+    #[test]
+    fn last_words_name_the_error_not_the_advice() {
+        // pi 0.73.1 without a key for the provider it picked: the error, then its advice.
+        let c = with(vec![
+            stderr("No API key found for anthropic.\n\nUse /login ... See:\n  <PI_ROOT>/docs/models.md\n"),
+            Action::Exit(1),
+        ]);
+        assert_eq!(last_words(&c), "No API key found for anthropic.");
+        let line = br#"{"type":"message_end","message":{"stopReason":"error","errorMessage":"No API key found for openai."}}"#;
+        let c = with(vec![
+            Action::Stdout(Bytes {
+                data: [&line[..], b"\n"].concat(),
+                form: Form::Json { newline: true },
+            }),
+            stderr("warning: something else\n"),
+            Action::Exit(0),
+        ]);
+        assert_eq!(last_words(&c), "No API key found for openai.");
+        assert_eq!(last_words(&with(vec![Action::Exit(3)])), "it exited with 3");
+        let long = "x".repeat(300);
+        assert_eq!(last_words(&with(vec![stderr(&long)])).len(), 203);
+    }
 }

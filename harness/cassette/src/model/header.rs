@@ -170,6 +170,19 @@ pub struct Expect {
 }
 
 impl Expect {
+    /// Add `fields` to [`Expect::irrelevant`], each once, in the order given; the names
+    /// added (those not already there). `record --ignore` and `cassette relax` use it.
+    pub fn ignore(&mut self, fields: &[String]) -> Vec<String> {
+        let mut added = Vec::new();
+        for f in fields {
+            if !self.irrelevant.contains(f) {
+                self.irrelevant.push(f.clone());
+                added.push(f.clone());
+            }
+        }
+        added
+    }
+
     /// A Claude Code cassette's options as a command line (`--print --verbose
     /// --input-format stream-json ...`; see [`pi_grammar::claude::option_argv`]).
     pub fn claude_argv(&self) -> Vec<String> {

@@ -672,3 +672,23 @@ fn spawns_past_the_caps_are_refused_at_their_line() {
     );
     assert!(!pi_cassette::lint::lint_bytes(Path::new("c"), text.as_bytes()).is_empty());
 }
+
+/// The schemas' `expect.irrelevant` names are the ones the matching contract accepts
+/// (`pi_cassette::matching::IGNORABLE`, which `record --ignore` and `cassette relax` take).
+#[test]
+fn the_schemas_ignorable_fields_are_the_contracts() {
+    for version in [1, 2] {
+        let text = std::fs::read_to_string(
+            cassettes_dir().join(format!("cassette-v{version}.schema.json")),
+        )
+        .unwrap();
+        let schema: Value = serde_json::from_str(&text).unwrap();
+        let names = schema["$defs"]["expect"]["properties"]["irrelevant"]["items"]["enum"]
+            .as_array()
+            .unwrap_or_else(|| panic!("v{version}: no expect.irrelevant enum"))
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect::<Vec<_>>();
+        assert_eq!(names, pi_cassette::matching::IGNORABLE, "v{version}");
+    }
+}

@@ -132,6 +132,10 @@ fn claude_caller(page: &mut Page, f: &Facts) {
             &format!("{} (set and non-empty)", f.expects.env.join(", ")),
         );
     }
+    if !f.expects.irrelevant.is_empty() {
+        // The options of these fields (`--model`, ...) may differ or be absent.
+        page.row("not compared", &f.expects.irrelevant.join(", "));
+    }
 }
 
 /// What the caller of a pi cassette must send: the effective values, the switches, the

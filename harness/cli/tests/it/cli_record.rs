@@ -13,6 +13,12 @@ use crate::util::repo;
 const FAKE_PI: &str = r#"#!/usr/bin/env bash
 set -euo pipefail
 prompt="$(cat)"
+case "${FAKE_PI_MODE:-}" in
+  # pi failing before any model request, as it does without a key for its provider.
+  norequest) echo 'Error: No API key found for openai.' >&2; exit 1 ;;
+  # What the agent dir says, on stderr (recorded, redacted).
+  agentdir) cat "$PI_CODING_AGENT_DIR/models.json" "$PI_CODING_AGENT_DIR/settings.json" >&2 ;;
+esac
 models="$PI_CODING_AGENT_DIR/models.json"
 port=$(sed -n 's|.*"baseUrl": *"http://127\.0\.0\.1:\([0-9]*\)/v1".*|\1|p' "$models")
 key=$(sed -n 's|.*"apiKey": *"\([^"]*\)".*|\1|p' "$models")
@@ -42,19 +48,23 @@ esac
 exit 0
 "#;
 
-struct Setup {
-    world: World,
-    pi: PathBuf,
-    script: PathBuf,
+/// The LLM script of a recording of fake-pi (which replays a session and never calls the
+/// model): no turns.
+const NO_MODEL: &str = r#"{"turns":[]}"#;
+
+pub(crate) struct Setup {
+    pub(crate) world: World,
+    pub(crate) pi: PathBuf,
+    pub(crate) script: PathBuf,
 }
 
 impl Setup {
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.world.path()
     }
 }
 
-fn setup() -> Setup {
+pub(crate) fn setup() -> Setup {
     let world = World::new("record");
     let pi = world.write("fake-pi", FAKE_PI);
     use std::os::unix::fs::PermissionsExt as _;
@@ -67,6 +77,32 @@ fn setup() -> Setup {
 }
 
 fn record(s: &Setup, out: &Path, mode: &str, extra: &[&str]) -> assert_cmd::assert::Assert {
+    record_with(
+        s,
+        out,
+        mode,
+        extra,
+        &[
+            "--mode",
+            "json",
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+            "--no-session",
+        ],
+    )
+}
+
+/// `pi-harness record` of the bash "pi" (pi 0.87.1, the prompt on stdin) in `mode`, with
+/// the recorder's `extra` options and pi's `pi_args`.
+pub(crate) fn record_with(
+    s: &Setup,
+    out: &Path,
+    mode: &str,
+    extra: &[&str],
+    pi_args: &[&str],
+) -> assert_cmd::assert::Assert {
     let mut cmd = Command::cargo_bin("pi-harness").unwrap();
     cmd.env(MARKER_VAR, s.world.marker())
         .env("FAKE_PI_MODE", mode)
@@ -88,22 +124,14 @@ fn record(s: &Setup, out: &Path, mode: &str, extra: &[&str]) -> assert_cmd::asse
         .arg("--request-log")
         .arg(s.path().join("requests.jsonl"))
         .args(extra)
-        .args([
-            "--",
-            "--mode",
-            "json",
-            "--provider",
-            "fake",
-            "--model",
-            "fake-model",
-            "--no-session",
-        ])
+        .arg("--")
+        .args(pi_args)
         .timeout(Duration::from_secs(90));
     cmd.assert()
 }
 
 /// Nothing carrying the marker may be left, within a short deadline (exits are asynchronous).
-fn assert_nothing_left(s: &Setup) {
+pub(crate) fn assert_nothing_left(s: &Setup) {
     s.world.assert_none_left_within(Duration::from_secs(5));
 }
 
@@ -293,8 +321,9 @@ fn client_script_records_an_rpc_session() {
     let out = w.path().join("rpc.cassette.jsonl");
     let assert = Command::new(env!("CARGO_BIN_EXE_pi-harness"))
         .arg("record")
+        // fake-pi replays the session: it never calls the model.
         .arg("--script")
-        .arg(scripts.join("rpc_abort_tool.llm.json"))
+        .arg(w.write("no_model.llm.json", NO_MODEL))
         .arg("--client-script")
         .arg(scripts.join("rpc_abort_tool.client.json"))
         .arg("--pi")
@@ -429,7 +458,7 @@ fn agent_claude_records_a_stream_json_session() {
     let assert = Command::new(env!("CARGO_BIN_EXE_pi-harness"))
         .args(["record", "--agent", "claude", "--pi-version", "2.1.330"])
         .arg("--script")
-        .arg(scripts.join("claude_tool_allowed.llm.json"))
+        .arg(w.write("no_model.llm.json", NO_MODEL))
         .arg("--client-script")
         .arg(scripts.join("claude_tool_allowed.client.json"))
         .arg("--pi")
@@ -512,7 +541,7 @@ fn agent_claude_records_with_a_terminal_on_stdin() {
     let assert = Command::new(env!("CARGO_BIN_EXE_pi-harness"))
         .args(["record", "--agent", "claude", "--pi-version", "2.1.330"])
         .arg("--script")
-        .arg(repo().join("cassettes/scripts/claude/claude_bridge_default.llm.json"))
+        .arg(w.write("no_model.llm.json", NO_MODEL))
         .arg("--pi")
         .arg(bin.join("claude"))
         .arg("--out")

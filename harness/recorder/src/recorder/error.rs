@@ -139,6 +139,34 @@ pub enum RecordError {
         /// How many got HTTP 500 because the script had no answer left.
         unanswered: usize,
     },
+    /// The provider the recording runs under speaks a wire the scripted server does not
+    /// serve; nothing was run.
+    #[error(
+        "pi {version} speaks {apis} to provider `{provider}` (model `{model}`), which the scripted LLM server does not serve (it stands in for providers of Anthropic messages and OpenAI chat completions: anthropic, groq, ...); nothing recorded: record under one of those or the fake names (--provider fake --model fake-model) and add `--ignore provider model` so your own names replay"
+    )]
+    NotStoodIn {
+        /// pi's version.
+        version: String,
+        /// The provider.
+        provider: String,
+        /// The model id.
+        model: String,
+        /// The API(s) pi speaks to it.
+        apis: String,
+    },
+    /// The CLI never called the model, and the script does not say it expects no request.
+    #[error(
+        "{cli} made no model request ({said}); nothing written: name a provider and model the server stands in for (`record --help`), or, for a run that never reaches the model, give {} `\"turns\": []`",
+        script.display()
+    )]
+    NoModelRequest {
+        /// The LLM script.
+        script: PathBuf,
+        /// Which CLI, and what the server stood in for.
+        cli: String,
+        /// What the CLI said last (its error message, or its last stderr line).
+        said: String,
+    },
     /// The CLI's arguments cannot be read into the cassette's expectations (no grammar for
     /// the version, or the CLI rejects them).
     #[error("{0}")]

@@ -16,7 +16,6 @@ use serde_json::Value;
 
 use super::header::{description, expect_from_args, json_source, scenario_name, session_use};
 use super::process::{ms, Captured, Ending};
-use super::sandbox::recording_settings;
 use super::{RecordError, RecordOptions};
 
 /// A process that lived under pi, as seen when the signal was sent.
@@ -303,6 +302,7 @@ pub(crate) fn cassette(
     args: &[String],
     run: &JsonRun,
     mut redactor: Redactor,
+    settings: &pi_grammar::AgentSettings,
 ) -> Result<Cassette, RecordError> {
     if let Some(id) = session_id(&run.captured) {
         if !args.iter().any(|a| a.contains(&id)) {
@@ -330,7 +330,7 @@ pub(crate) fn cassette(
             version,
             &redacted_args,
             opts.stdin.as_deref(),
-            &recording_settings(opts),
+            settings,
             session_use(opts, &redacted_args),
         )
         .map_err(RecordError::Expect)?,

@@ -95,8 +95,16 @@ pub struct RecordOptions {
     /// Write `settings.json` with `retry.baseDelayMs` set to this.
     pub retry_base_delay_ms: Option<u64>,
     /// Write `settings.json` with `defaultProvider`/`defaultModel` naming the scripted
-    /// model, so pi needs no model flags (as clients that rely on settings call it).
+    /// model (the fake one, or `model`), so pi needs no model flags (as clients that rely
+    /// on settings call it).
     pub default_model_in_settings: bool,
+    /// The production provider and model (`record --provider --model`) for a pi command
+    /// line that names none: written to `settings.json` as `defaultProvider`/`defaultModel`,
+    /// and stood in for by the server (see `stand_in`).
+    pub model: Option<super::ModelName>,
+    /// Header fields a replay does not compare (`expect.irrelevant`: `provider`, `model`,
+    /// `thinking`, `tools`, `prompt`, `session`, `env`, ...).
+    pub ignore: Vec<String>,
     /// An unrecorded run first (to create a session the recorded run resumes).
     pub prelude: Option<Prelude>,
     /// The cassette's scenario name; empty: the output file's name up to its first `.`.
@@ -147,6 +155,8 @@ impl RecordOptions {
             signal: None,
             retry_base_delay_ms: None,
             default_model_in_settings: false,
+            model: None,
+            ignore: Vec::new(),
             prelude: None,
             scenario: String::new(),
             description: String::new(),

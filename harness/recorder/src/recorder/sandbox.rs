@@ -3,7 +3,7 @@
 //! `settings.json`), `HOME` and `TMPDIR`; the API key and marker the run is given; its
 //! `PATH`; and the redactions that take these run-specific values out of the cassette.
 //! What the agent dir says is built by pure functions ([`models_json`],
-//! [`recording_settings`]).
+//! [`recording_settings`], and the stand-in's `models.json`: `stand_in`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::install::node_bin_dir;
 use super::process::{ClaudeEnv, PiEnv};
+use super::stand_in::{models_json_for, models_json_one, StandIn, FAKE_MODEL, FAKE_PROVIDER};
 use super::{RecordError, RecordOptions};
 use crate::llm_script::Api;
 
@@ -71,17 +72,20 @@ impl Sandbox {
         Ok(sandbox)
     }
 
-    /// Write the agent dir: `models.json` naming the server at `base_url` with `key`, and
-    /// `settings.json` when the options ask for settings.
+    /// Write the agent dir: `models.json` routing the stand-in's provider to the server at
+    /// `base_url` with `key`, and `settings.json` when the options or the stand-in ask for
+    /// settings.
     pub(crate) fn write_agent_dir(
         &self,
         opts: &RecordOptions,
+        stand_in: &StandIn,
         base_url: &str,
         key: &str,
     ) -> Result<(), RecordError> {
-        let models = models_json(opts.api, base_url, key);
-        write_file(&self.agent.join("models.json"), &format!("{models:#}\n"))?;
-        if let Some(settings) = settings_json(opts) {
+        if let Some(models) = models_json_for(stand_in, base_url, key) {
+            write_file(&self.agent.join("models.json"), &format!("{models:#}\n"))?;
+        }
+        if let Some(settings) = settings_json(opts, stand_in) {
             write_file(
                 &self.agent.join("settings.json"),
                 &format!("{settings:#}\n"),
@@ -186,46 +190,31 @@ impl Sandbox {
 
 /// The `models.json` pointing provider `fake`, model `fake-model`, at the server (pure).
 pub fn models_json(api: Api, base_url: &str, key: &str) -> Value {
-    match api {
-        Api::OpenAi => serde_json::json!({"providers": {"fake": {
-            "baseUrl": format!("{base_url}/v1"),
-            "api": "openai-completions",
-            "apiKey": key,
-            "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
-            "models": [{"id": "fake-model", "reasoning": true}]
-        }}}),
-        // The Anthropic SDK appends `/v1/messages` itself.
-        Api::Anthropic => serde_json::json!({"providers": {"fake": {
-            "baseUrl": base_url,
-            "api": "anthropic-messages",
-            "apiKey": key,
-            "models": [{"id": "fake-model", "reasoning": true}]
-        }}}),
-    }
+    models_json_one(FAKE_PROVIDER, FAKE_MODEL, api, base_url, key)
 }
 
-/// The `settings.json` the options ask for (retry delay, the scripted model as the
-/// default), or `None` when they ask for no settings (pure).
-fn settings_json(opts: &RecordOptions) -> Option<Value> {
+/// The `settings.json` the options and the stand-in ask for (retry delay, the stand-in's
+/// provider and model as the default), or `None` when they ask for no settings (pure).
+fn settings_json(opts: &RecordOptions, stand_in: &StandIn) -> Option<Value> {
     let mut settings = serde_json::Map::new();
     if let Some(delay) = opts.retry_base_delay_ms {
         settings.insert("retry".into(), serde_json::json!({"baseDelayMs": delay}));
     }
-    if opts.default_model_in_settings {
-        settings.insert("defaultProvider".into(), "fake".into());
-        settings.insert("defaultModel".into(), "fake-model".into());
+    if stand_in.in_settings {
+        settings.insert("defaultProvider".into(), stand_in.provider.clone().into());
+        settings.insert("defaultModel".into(), stand_in.model.clone().into());
     }
     (!settings.is_empty()).then_some(Value::Object(settings))
 }
 
 /// What the recording's agent dir says, for its effective values: `models.json` names the
-/// scripted model; `settings.json` may make it the default (pure).
-pub fn recording_settings(opts: &RecordOptions) -> pi_grammar::AgentSettings {
-    let named = opts.default_model_in_settings;
+/// stand-in's model; `settings.json` may make it the default (pure).
+pub fn recording_settings(stand_in: &StandIn) -> pi_grammar::AgentSettings {
+    let named = stand_in.in_settings;
     pi_grammar::AgentSettings {
-        default_provider: named.then(|| "fake".to_string()),
-        default_model: named.then(|| "fake-model".to_string()),
-        models: vec![("fake".into(), "fake-model".into())],
+        default_provider: named.then(|| stand_in.provider.clone()),
+        default_model: named.then(|| stand_in.model.clone()),
+        models: vec![(stand_in.provider.clone(), stand_in.model.clone())],
         ..pi_grammar::AgentSettings::default()
     }
 }

@@ -17,7 +17,6 @@ use super::header::{
     claude_expect, description, expect_from_args, scenario_name, session_use, two_way_source,
 };
 use super::process::{ms, Captured, Ending};
-use super::sandbox::recording_settings;
 use super::{Agent, RecordError, RecordOptions};
 
 /// What happened in an RPC recording, in order: the client's actions and pi's output.
@@ -201,6 +200,7 @@ pub(crate) fn cassette(
     run: &TwoWayRun,
     mut redactor: Redactor,
     log: &str,
+    settings: &pi_grammar::AgentSettings,
 ) -> Result<Cassette, RecordError> {
     let claude = opts.agent == Agent::Claude;
     if let Some(id) = rpc_session_id(&run.timeline) {
@@ -251,7 +251,7 @@ pub(crate) fn cassette(
             version,
             &redacted_args,
             None,
-            &recording_settings(opts),
+            settings,
             session_use(opts, &redacted_args),
         )
         .map_err(RecordError::Expect)?
