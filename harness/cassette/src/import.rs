@@ -226,12 +226,22 @@ impl<'a> Builder<'a> {
         newline: bool,
         out: &mut Sink<'_>,
     ) -> Result<(), ImportError> {
+        self.line_owned(line.to_vec(), newline, out)
+    }
+
+    /// As [`Builder::line`], taking the line: it becomes the record's data, not copied (a line
+    /// may be as long as the line limit).
+    pub(crate) fn line_owned(
+        &mut self,
+        line: Vec<u8>,
+        newline: bool,
+        out: &mut Sink<'_>,
+    ) -> Result<(), ImportError> {
         self.lines += 1;
-        out(Record::stdout_line(self.spacing, line, newline))?;
-        let Some(spawn) = self.spawn_pending else {
-            return Ok(());
-        };
-        let Some((call_id, command)) = tool_execution_start(line) else {
+        // Looked at before the line goes into its record.
+        let start = self.spawn_pending.and_then(|_| tool_execution_start(&line));
+        out(Record::stdout_owned(self.spacing, line, newline))?;
+        let (Some(spawn), Some((call_id, command))) = (self.spawn_pending, start) else {
             return Ok(());
         };
         let id = spawn

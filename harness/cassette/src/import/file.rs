@@ -84,7 +84,9 @@ pub fn import_file(
         stdout.add(&lines.buf);
         lines.buf.truncate(lines.buf.len() - usize::from(newline));
         let at = lines.number;
-        builder.line(&lines.buf, newline, &mut |r| w.record(&r, &name, at))?;
+        // The line goes into its record (and then to the file), not copied.
+        let line = std::mem::take(&mut lines.buf);
+        builder.line_owned(line, newline, &mut |r| w.record(&r, &name, at))?;
         match lines.next()? {
             Some(nl) => newline = nl,
             None => break,
@@ -363,6 +365,9 @@ impl<'a> Writer<'a> {
 
     /// Write `r`, made from line `at` of `from` (0: the whole file).
     fn record(&mut self, r: &Record, from: &Path, at: usize) -> Result<(), ImportError> {
+        if let Some(payload) = crate::redact::payload(&r.action) {
+            return self.stream(r, payload, from, at);
+        }
         self.line.clear();
         let mut capped = Capped {
             buf: &mut self.line,
@@ -394,22 +399,74 @@ impl<'a> Writer<'a> {
         Ok(())
     }
 
-    /// Write the line in `line` (whose stdout or stderr bytes are `payload`) unless it holds
-    /// a secret.
-    fn put(&mut self, payload: Option<&[u8]>) -> Result<(), ImportError> {
+    /// Write the stdout or stderr record `r` (whose bytes are `payload`) straight to the file,
+    /// never held as a line: its payload is as long as the capture's line, and a second copy
+    /// would double what import holds. The secrets are looked for in the payload (the line's
+    /// JSON text is the payload, as it is or escaped); past the line limit the temp file is
+    /// left unfinished and never committed.
+    fn stream(
+        &mut self,
+        r: &Record,
+        payload: &[u8],
+        from: &Path,
+        at: usize,
+    ) -> Result<(), ImportError> {
+        self.refuse_secrets(&[], Some(payload))?;
+        self.lines.add(&[]);
+        let mut to_file = Streamed {
+            out: self.sink.writer(),
+            tally: &mut self.lines,
+            written: 0,
+            max: self.max_line,
+            over: false,
+        };
+        let wrote = r.write_to(&mut to_file);
+        let over = to_file.over;
+        if let Err(e) = wrote.and_then(|()| self.sink.writer().write_all(b"\n")) {
+            return Err(if over {
+                ImportError::Input {
+                    file: from.to_path_buf(),
+                    line: at,
+                    message: format!(
+                        "its record would be a line longer than {} bytes (the limit; raise it with {MAX_LINE_ENV}=BYTES)",
+                        self.max_line
+                    ),
+                }
+            } else {
+                ImportError::Output {
+                    file: self.out.clone(),
+                    message: format!("cannot write: {e}"),
+                }
+            });
+        }
+        self.records += 1;
+        if r.action.is_final() {
+            self.last_ending = Some(r.action.clone());
+        }
+        Ok(())
+    }
+
+    /// Refuse a line (its JSON text `line`, its stdout or stderr bytes `payload`) that holds a
+    /// secret's value.
+    fn refuse_secrets(&self, line: &[u8], payload: Option<&[u8]>) -> Result<(), ImportError> {
         let number = self.lines.count + 1;
-        if let Some(name) =
-            crate::redact::secrets_in_line(&self.line, payload, self.secrets).first()
-        {
-            return Err(ImportError::Input {
+        match crate::redact::secrets_in_line(line, payload, self.secrets).first() {
+            Some(name) => Err(ImportError::Input {
                 file: self.input.to_path_buf(),
                 line: 0,
                 message: format!(
                     "holds the value of ${name} (--secret-env), which would be line {number} of {}; put a placeholder in its place (with --redaction) and import again",
                     self.out.display()
                 ),
-            });
+            }),
+            None => Ok(()),
         }
+    }
+
+    /// Write the line in `line` (whose stdout or stderr bytes are `payload`) unless it holds
+    /// a secret.
+    fn put(&mut self, payload: Option<&[u8]>) -> Result<(), ImportError> {
+        self.refuse_secrets(&self.line, payload)?;
         self.lines.add(&self.line);
         let w = self.sink.writer();
         w.write_all(&self.line)
@@ -428,6 +485,32 @@ impl<'a> Writer<'a> {
             message: format!("cannot write: {e}"),
         })?;
         Ok((self.pending, self.lines))
+    }
+}
+
+/// A record streamed to the file: counted into the tally, refused past `max` bytes.
+struct Streamed<'w> {
+    out: &'w mut dyn Write,
+    tally: &'w mut Tally,
+    written: usize,
+    max: usize,
+    over: bool,
+}
+
+impl Write for Streamed<'_> {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        if self.written + b.len() > self.max {
+            self.over = true;
+            return Err(std::io::Error::other("line too long"));
+        }
+        self.out.write_all(b)?;
+        self.tally.extend(b);
+        self.written += b.len();
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

@@ -202,12 +202,17 @@ impl Record {
     /// text when it is UTF-8, base64 otherwise. `line` excludes the `\n`;
     /// `newline` says whether a `\n` followed it.
     pub fn stdout_line(dt_ms: f64, line: &[u8], newline: bool) -> Record {
-        let form = match std::str::from_utf8(line) {
+        Record::stdout_owned(dt_ms, line.to_vec(), newline)
+    }
+
+    /// As [`Record::stdout_line`], taking the line (without its `\n`) instead of copying it.
+    pub fn stdout_owned(dt_ms: f64, line: Vec<u8>, newline: bool) -> Record {
+        let form = match std::str::from_utf8(&line) {
             Ok(text) if is_verbatim_json(text) => Form::Json { newline },
             Ok(_) => Form::Text { newline },
             Err(_) => Form::Base64,
         };
-        let mut data = line.to_vec();
+        let mut data = line;
         if newline {
             data.push(b'\n');
         }
