@@ -61,6 +61,14 @@ enum Command {
         log: Option<PathBuf>,
     },
     /// Record real pi against a scripted LLM into a cassette.
+    ///
+    /// The LLM script (--script) is JSON: what the model answers, one turn per request:
+    /// `{"turns": [{"text": ["Hello", ", world!"]}]}`; a turn may also carry `reasoning`
+    /// chunks, `tools` calls (`{"id", "name", "args"}`), a `finish` reason and `usage`, or be
+    /// an HTTP error (`{"status": 500, "msg": "..."}`); `files` are created in pi's working
+    /// directory first. The whole format: cassettes/scripts/README.md in the repository, also
+    /// written by `pi-harness corpus export DIR` (DIR/cassettes/scripts/README.md, with the
+    /// scripts and the manifest of the bundled corpus).
     #[command(
         after_help = "Examples:\n  pi-harness record --script cassettes/scripts/tool_bash.json --out /tmp/tool_bash.cassette.jsonl \\\n      --pi ~/.cache/pi-harness/pi-0.87.1/node_modules/.bin/pi -- --mode json --provider fake --model fake-model --no-session 'List the files.'\n  pi-harness record --script cassettes/scripts/sleep_in_tool.json --out /tmp/sigint.cassette.jsonl \\\n      --signal SIGINT --at tool_execution_start+300 -- --mode json --provider fake --model fake-model --no-session go"
     )]
@@ -111,6 +119,8 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Install real pi or Claude Code (from npm) into the cache, for recording; print its path.
+    Install(crate::install::InstallArgs),
     /// Compare fresh recordings with committed ones; non-zero exit and a diff when they differ.
     #[command(
         after_help = "Example:\n  pi-harness drift --committed cassettes/recorded --fresh /tmp/fresh"
@@ -126,6 +136,7 @@ enum Command {
 /// `pi-harness record`'s options (the command's help is the variant's doc comment).
 #[derive(clap::Args)]
 struct RecordArgs {
+    /// The LLM script: what the scripted model answers (see above).
     #[arg(long)]
     script: PathBuf,
     /// The cassette to write (`.gz` is appended when it is large).
@@ -182,6 +193,16 @@ struct RecordArgs {
     /// prompt in its argv at once. A client script may only send signals (none is needed).
     #[arg(long)]
     stdin_terminal: bool,
+    /// none: never record (a missing --out is an error, nothing is created); once: record
+    /// only when --out is missing; all: record again, and when the result differs from --out
+    /// (timings and ids aside) leave it beside it as OUT.new for `pi-harness cassette
+    /// review`. `CI` set makes every mode none. Without it: record and write --out.
+    #[arg(long, value_enum, value_name = "MODE")]
+    record_mode: Option<crate::record_mode::RecordMode>,
+    /// With --record-mode: then replay the cassette with this fake-pi, as pi with the same
+    /// arguments and stdin (how a test's `pi` records on first use).
+    #[arg(long, value_name = "FAKE_PI", requires = "record_mode")]
+    replay_with: Option<PathBuf>,
     /// pi's arguments; `{TMP}`/`{CWD}` name the run's temp and working dirs.
     #[arg(last = true, required = true)]
     pi_args: Vec<String>,
@@ -263,6 +284,9 @@ enum CassetteCommand {
     /// Print what a cassette expects from its caller, how the run ends, the processes it
     /// starts, and a command line that replays it with fake-pi.
     Show(crate::show::ShowArgs),
+    /// Review re-recorded cassettes waiting beside theirs (NAME.cassette.jsonl.new): the
+    /// normalized diff, then accept or reject each.
+    Review(crate::review::ReviewArgs),
 }
 
 /// The runtime of `record` and `record-corpus`, once enough descriptors are free for it.
@@ -303,14 +327,34 @@ pub fn main() -> ExitCode {
 /// Run one command; its exit status, or an error that ends it with [`EXIT_USAGE`].
 fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
-        Command::Cassette(command) => Ok(cassette(command)),
+        Command::Cassette(command) => cassette(command),
         Command::Run(args) => Ok(crate::run::run_command(*args)),
         Command::Leftovers(args) => Ok(crate::leftovers::leftovers_command(args)),
         Command::Map(args) => Ok(crate::map::map_command(args)),
         Command::ServeLlm { script, port, log } => {
             Ok(crate::serve_llm::serve_llm_command(&script, port, log))
         }
-        Command::Record(args) => record(*args),
+        Command::Record(mut args) => match args.record_mode.take() {
+            None => record(*args).map(|_| EXIT_OK),
+            Some(mode) => {
+                let a = crate::record_mode::ModeArgs {
+                    mode,
+                    replay_with: args.replay_with.take(),
+                    out: args.out.clone(),
+                    stdin: args.stdin.take(),
+                    pi_args: args.pi_args.clone(),
+                };
+                crate::record_mode::record_with_mode(
+                    a,
+                    Box::new(move |out, stdin| {
+                        args.out = out;
+                        args.stdin = stdin;
+                        record(*args)
+                    }),
+                )
+            }
+        },
+        Command::Install(args) => Ok(crate::install::install_command(&args)),
         Command::RecordCorpus {
             manifest,
             pis,
@@ -352,20 +396,21 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
-/// `pi-harness cassette import|lint|show`.
-fn cassette(command: CassetteCommand) -> i32 {
+/// `pi-harness cassette import|lint|show|review`.
+fn cassette(command: CassetteCommand) -> anyhow::Result<i32> {
     match command {
-        CassetteCommand::Import(args) => crate::cassette_cmd::run_import(*args),
+        CassetteCommand::Import(args) => Ok(crate::cassette_cmd::run_import(*args)),
         CassetteCommand::Lint { files, secret_env } => {
-            crate::cassette_cmd::run_lint(&files, &secret_env)
+            Ok(crate::cassette_cmd::run_lint(&files, &secret_env))
         }
-        CassetteCommand::Show(args) => crate::show::show_command(&args),
+        CassetteCommand::Show(args) => Ok(crate::show::show_command(&args)),
+        CassetteCommand::Review(args) => crate::review::review_command(&args),
     }
 }
 
 /// `pi-harness record`: the agent's arguments checked against the recording asked for, then
-/// one recording.
-fn record(args: RecordArgs) -> anyhow::Result<i32> {
+/// one recording; the path written.
+fn record(args: RecordArgs) -> anyhow::Result<PathBuf> {
     let RecordArgs {
         script,
         out,
@@ -385,6 +430,7 @@ fn record(args: RecordArgs) -> anyhow::Result<i32> {
         agent,
         stdin_terminal,
         pi_args,
+        ..
     } = args;
     let claude = agent == AgentArg::Claude;
     let rpc_args = pi_args
@@ -432,7 +478,7 @@ fn record(args: RecordArgs) -> anyhow::Result<i32> {
     }
     let outcome = runtime()?.block_on(recorder::record(&opts, &stderr_notices()))?;
     eprintln!("{}", recorder::summary(&outcome));
-    Ok(EXIT_OK)
+    Ok(outcome.path)
 }
 
 /// `pi-harness corpus export|list`: the suite bundled in this binary.
