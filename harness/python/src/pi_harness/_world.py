@@ -143,7 +143,7 @@ class World:
     them. It also reaps this process's dead children started during the test (adopted orphans
     would stay zombies otherwise): a ``Popen`` the test never waited for then reads exit 0.
 
-    ``record_mode``: ``none`` (replay; a missing cassette raises :class:`CassetteNotFound`, and
+    ``record_mode`` (default ``$PI_HARNESS_RECORD_MODE``, else ``none``): ``none`` (replay; a missing cassette raises :class:`CassetteNotFound`, and
     every mode is ``none`` when ``CI`` is set), ``once`` (a missing cassette is recorded when the
     wrapper first calls ``pi``: ``pi`` is then ``pi-harness record --record-mode once
     --replay-with fake-pi``, which records the call against real pi from the LLM script
@@ -162,12 +162,13 @@ class World:
         speed: str = "0",
         name: str = "test",
         grace: float = 0.5,
-        record_mode: str = "none",
+        record_mode: Optional[str] = None,
         script: Optional[Union[str, "os.PathLike[str]"]] = None,
         real_pi: Optional[Union[str, "os.PathLike[str]"]] = None,
         pi_version: Optional[str] = None,
         subreaper: bool = True,
     ) -> None:
+        record_mode = record_mode or os.environ.get("PI_HARNESS_RECORD_MODE") or "none"
         check_record_mode(record_mode)
         self.record_mode = "none" if ci_is_set() else record_mode
         self.fake_pi = _bins.fake_pi()

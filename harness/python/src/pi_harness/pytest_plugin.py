@@ -9,7 +9,8 @@ environment finds it. When the test fails, fake-pi's own lines (exit 99 mismatch
 in a ``fake-pi report`` section; when a process the test started outlives it, the test errors
 at teardown naming it (it has been killed).
 
-``--pi-record-mode`` (or the ``pi_record_mode`` ini value, or the marker's ``record_mode=``):
+``--pi-record-mode`` (else ``$PI_HARNESS_RECORD_MODE``, else the ``pi_record_mode`` ini value;
+the marker's ``record_mode=`` for one test):
 ``none`` (default; also whenever ``CI`` is set) replays and fails on a missing cassette;
 ``once`` records a missing cassette the first time the test's wrapper calls ``pi``, from the
 LLM script beside it (``NAME.llm.json``, or the marker's ``script=``) against real pi
@@ -20,6 +21,7 @@ LLM script beside it (``NAME.llm.json``, or the marker's ``script=``) against re
 
 from __future__ import annotations
 
+import os
 from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
@@ -68,7 +70,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _record_mode(config: pytest.Config) -> str:
-    return str(config.getoption("--pi-record-mode") or config.getini("pi_record_mode") or "none")
+    return str(
+        config.getoption("--pi-record-mode")
+        or os.environ.get("PI_HARNESS_RECORD_MODE")
+        or config.getini("pi_record_mode")
+        or "none"
+    )
 
 
 def _settings(request: pytest.FixtureRequest) -> Dict[str, Any]:
