@@ -149,16 +149,13 @@ pub fn record_with_mode(a: ModeArgs, record: Box<Recorder<'_>>) -> anyhow::Resul
         (RecordMode::None, None) => {
             let why = if mode != a.mode {
                 format!(
-                    "record mode none (CI is set, so --record-mode {} records nothing)",
+                    "record mode none (CI is set, so --record-mode {} records nothing); record it with --record-mode once outside CI",
                     a.mode.name()
                 )
             } else {
-                "record mode none".to_string()
+                "record mode none; record it with --record-mode once".to_string()
             };
-            eprintln!(
-                "error: {}: no such cassette, and {why}; record it where real pi runs with --record-mode once",
-                a.out.display()
-            );
+            eprintln!("error: {}: no such cassette, and {why}", a.out.display());
             return Ok(EXIT_FAILED);
         }
         (_, None) => record(a.out.clone(), stdin)?,
