@@ -335,7 +335,10 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(crate::serve_llm::serve_llm_command(&script, port, log))
         }
         Command::Record(mut args) => match args.record_mode.take() {
-            None => record(*args).map(|_| EXIT_OK),
+            None => record(*args).map(|(_, summary)| {
+                eprintln!("{summary}");
+                EXIT_OK
+            }),
             Some(mode) => {
                 let a = crate::record_mode::ModeArgs {
                     mode,
@@ -409,8 +412,8 @@ fn cassette(command: CassetteCommand) -> anyhow::Result<i32> {
 }
 
 /// `pi-harness record`: the agent's arguments checked against the recording asked for, then
-/// one recording; the path written.
-fn record(args: RecordArgs) -> anyhow::Result<PathBuf> {
+/// one recording; the path written and the summary to print.
+fn record(args: RecordArgs) -> anyhow::Result<(PathBuf, String)> {
     let RecordArgs {
         script,
         out,
@@ -477,8 +480,7 @@ fn record(args: RecordArgs) -> anyhow::Result<PathBuf> {
         });
     }
     let outcome = runtime()?.block_on(recorder::record(&opts, &stderr_notices()))?;
-    eprintln!("{}", recorder::summary(&outcome));
-    Ok(outcome.path)
+    Ok((outcome.path.clone(), recorder::summary(&outcome)))
 }
 
 /// `pi-harness corpus export|list`: the suite bundled in this binary.

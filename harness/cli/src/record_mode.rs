@@ -125,8 +125,10 @@ pub struct ModeArgs {
     pub pi_args: Vec<String>,
 }
 
-/// One recording into the path given, with this stdin; the path written.
-pub type Recorder<'a> = dyn FnOnce(PathBuf, Option<String>) -> anyhow::Result<PathBuf> + 'a;
+/// One recording into the path given, with this stdin; the path written and a summary
+/// that names it.
+pub type Recorder<'a> =
+    dyn FnOnce(PathBuf, Option<String>) -> anyhow::Result<(PathBuf, String)> + 'a;
 
 /// `pi-harness record --record-mode MODE [--replay-with FAKE_PI]`: record or not as the
 /// mode says, then (with `--replay-with`) become fake-pi replaying the cassette. Returns
@@ -158,7 +160,11 @@ pub fn record_with_mode(a: ModeArgs, record: Box<Recorder<'_>>) -> anyhow::Resul
             eprintln!("error: {}: no such cassette, and {why}", a.out.display());
             return Ok(EXIT_FAILED);
         }
-        (_, None) => record(a.out.clone(), stdin)?,
+        (_, None) => {
+            let (path, summary) = record(a.out.clone(), stdin)?;
+            eprintln!("{summary}");
+            path
+        }
         (_, Some(old)) => rerecord(&old, stdin, record)?,
     };
     match a.replay_with {
@@ -180,7 +186,7 @@ fn rerecord(
     let tmp = tempfile_dir(dir)?;
     let (plain, _) = twins(old);
     let name = plain.file_name().map(PathBuf::from).unwrap_or_default();
-    let result = record(tmp.join(&name), stdin).and_then(|fresh| {
+    let result = record(tmp.join(&name), stdin).and_then(|(fresh, summary)| {
         let diff = normalized_diff(old, &fresh)?;
         if diff.is_empty() {
             eprintln!(
@@ -196,6 +202,9 @@ fn rerecord(
         let pending = pending_path(&target);
         std::fs::rename(&fresh, &pending)
             .map_err(|e| anyhow::anyhow!("{}: cannot write it: {e}", pending.display()))?;
+        let fresh_name = fresh.display().to_string();
+        let pending_name = pending.display().to_string();
+        eprintln!("{}", summary.replacen(&fresh_name, &pending_name, 1));
         eprintln!(
             "{}: recorded again and changed; the new recording waits in {} (pi-harness cassette review)",
             old.display(),

@@ -388,3 +388,43 @@ fn real_pi_record_once_records_a_missing_cassette_then_all_waits_in_review() {
     assert_eq!(names(&dir), ["hello.cassette.jsonl"]);
     w.assert_none_left();
 }
+
+#[test]
+fn the_testkit_world_replays_and_refuses_as_the_mode_says() {
+    let w = World::new("record-mode-testkit");
+    let missing = w.path().join("missing.cassette.jsonl");
+    let o = w
+        .pi_recording(
+            "none",
+            &missing,
+            Path::new("s.json"),
+            Path::new("/nonexistent/pi"),
+        )
+        .env_remove("CI")
+        .args(ARGS)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("missing.cassette.jsonl: no such cassette"));
+    assert!(!missing.exists());
+    let committed = cassettes().join("recorded/text_only.pi152.cassette.jsonl");
+    let o = w
+        .pi_recording(
+            "once",
+            &committed,
+            Path::new("s.json"),
+            Path::new("/nonexistent/pi"),
+        )
+        .env_remove("CI")
+        .args(ARGS)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains(r#""delta":"Hello""#));
+    w.assert_none_left();
+}
