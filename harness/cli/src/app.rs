@@ -70,12 +70,12 @@ enum Command {
     /// written by `pi-harness corpus export DIR` (DIR/cassettes/scripts/README.md, with the
     /// scripts and the manifest of the bundled corpus).
     #[command(
-        after_help = "Examples:\n  pi-harness record --script cassettes/scripts/tool_bash.json --out /tmp/tool_bash.cassette.jsonl \\\n      --pi ~/.cache/pi-harness/pi-0.87.1/node_modules/.bin/pi -- --mode json --provider fake --model fake-model --no-session 'List the files.'\n  pi-harness record --script cassettes/scripts/sleep_in_tool.json --out /tmp/sigint.cassette.jsonl \\\n      --signal SIGINT --at tool_execution_start+300 -- --mode json --provider fake --model fake-model --no-session go"
+        after_help = "Examples:\n  pi-harness record --script cassettes/scripts/tool_bash.json --out /tmp/tool_bash.cassette.jsonl \\\n      --pi \"$(pi-harness install pi 1.5.2 --print-path)\" -- --mode json --provider fake --model fake-model --no-session 'List the files.'\n  pi-harness record --record-mode once --script tests/hello.llm.json --out tests/hello.cassette.jsonl \\\n      --pi \"$(pi-harness install pi 1.5.2 --print-path)\" -- --mode json --provider fake --model fake-model 'Say hello.'\n  pi-harness record --script cassettes/scripts/sleep_in_tool.json --out /tmp/sigint.cassette.jsonl \\\n      --signal SIGINT --at tool_execution_start+300 -- --mode json --provider fake --model fake-model --no-session go"
     )]
     Record(Box<RecordArgs>),
     /// Re-record the whole corpus (every scenario of the manifest, on each pi given).
     #[command(
-        after_help = "Example:\n  pi-harness record-corpus --pi $(scripts/install-pi.sh --print-path 0.87.1) \\\n      --pi $(scripts/install-pi.sh --print-path 1.5.2) --out cassettes/recorded"
+        after_help = "Example:\n  pi-harness record-corpus --pi \"$(pi-harness install pi 0.87.1 --print-path)\" \\\n      --pi \"$(pi-harness install pi 1.5.2 --print-path)\" --out cassettes/recorded\n\nThe manifest's format: cassettes/scripts/README.md (`pi-harness corpus export DIR` writes it)."
     )]
     RecordCorpus {
         /// The manifest listing the scenarios.
