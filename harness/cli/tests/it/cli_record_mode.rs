@@ -428,3 +428,37 @@ fn the_testkit_world_replays_and_refuses_as_the_mode_says() {
     assert!(String::from_utf8_lossy(&o.stdout).contains(r#""delta":"Hello""#));
     w.assert_none_left();
 }
+
+#[test]
+fn accepting_a_gzip_re_recording_replaces_the_plain_cassette() {
+    let w = World::new("review-gz");
+    let dir = w.path();
+    let old = dir.join("a.cassette.jsonl");
+    std::fs::copy(
+        cassettes().join("recorded/text_only.pi152.cassette.jsonl"),
+        &old,
+    )
+    .unwrap();
+    let fresh =
+        std::fs::read(cassettes().join("recorded/thinking_text.pi152.cassette.jsonl")).unwrap();
+    let gz = pi_cassette::output::gzip(&fresh).unwrap();
+    std::fs::write(dir.join("a.cassette.jsonl.gz.new"), &gz).unwrap();
+    let o = pih()
+        .args(["cassette", "review", "--accept-all"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.contains("a.cassette.jsonl.gz.new") && out.contains("thinking"),
+        "{out}"
+    );
+    assert_eq!(names(dir), ["a.cassette.jsonl.gz"]);
+    assert_eq!(std::fs::read(dir.join("a.cassette.jsonl.gz")).unwrap(), gz);
+}
