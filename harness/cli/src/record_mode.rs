@@ -60,19 +60,30 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// The plain and gzip names of one cassette: (`X`, `X.gz`) for `out` given either way.
-pub fn twins(out: &Path) -> (PathBuf, PathBuf) {
-    match out.to_str().and_then(|s| s.strip_suffix(".gz")) {
-        Some(plain) => (PathBuf::from(plain), out.to_path_buf()),
-        None => (out.to_path_buf(), with_suffix(out, ".gz")),
-    }
+/// The suffixes a compressed cassette carries (the readers take either, by magic bytes).
+pub const COMPRESSED: [&str; 2] = [".gz", ".zst"];
+
+/// The uncompressed name of a cassette named `out` (`X` for `X`, `X.gz` or `X.zst`).
+pub fn plain_name(out: &Path) -> PathBuf {
+    let s = out.to_str().unwrap_or_default();
+    COMPRESSED
+        .iter()
+        .find_map(|c| s.strip_suffix(c))
+        .map_or_else(|| out.to_path_buf(), PathBuf::from)
 }
 
-/// The committed cassette `out` names, plain or gzip, when one exists.
+/// Every name one cassette may have: plain, then each compressed form.
+pub fn variants(out: &Path) -> Vec<PathBuf> {
+    let plain = plain_name(out);
+    let mut v = vec![plain.clone()];
+    v.extend(COMPRESSED.iter().map(|c| with_suffix(&plain, c)));
+    v
+}
+
+/// The committed cassette `out` names, plain or compressed, when one exists.
 pub fn existing(out: &Path) -> Option<PathBuf> {
-    let (plain, gz) = twins(out);
-    [out.to_path_buf(), plain, gz]
-        .into_iter()
+    std::iter::once(out.to_path_buf())
+        .chain(variants(out))
         .find(|p| p.is_file())
 }
 
@@ -85,7 +96,11 @@ pub fn pending_path(cassette: &Path) -> PathBuf {
 /// is not a pending cassette.
 pub fn target_of_pending(path: &Path) -> Option<PathBuf> {
     let s = path.to_str()?.strip_suffix(".new")?;
-    (s.ends_with(".cassette.jsonl") || s.ends_with(".cassette.jsonl.gz")).then(|| PathBuf::from(s))
+    let plain = plain_name(Path::new(s));
+    plain
+        .to_str()
+        .is_some_and(|p| p.ends_with(".cassette.jsonl"))
+        .then(|| PathBuf::from(s))
 }
 
 /// A cassette as the comparison sees it: the agent and version, the expectation (what a
@@ -184,8 +199,10 @@ fn rerecord(
     let dir = old.parent().filter(|d| !d.as_os_str().is_empty());
     let dir = dir.unwrap_or(Path::new("."));
     let tmp = tempfile_dir(dir)?;
-    let (plain, _) = twins(old);
-    let name = plain.file_name().map(PathBuf::from).unwrap_or_default();
+    let name = plain_name(old)
+        .file_name()
+        .map(PathBuf::from)
+        .unwrap_or_default();
     let result = record(tmp.join(&name), stdin).and_then(|(fresh, summary)| {
         let diff = normalized_diff(old, &fresh)?;
         if diff.is_empty() {
@@ -196,8 +213,8 @@ fn rerecord(
             return Ok(old.to_path_buf());
         }
         let target = dir.join(fresh.file_name().unwrap_or_default());
-        for stale in [pending_path(&plain), pending_path(&twins(old).1)] {
-            let _ = std::fs::remove_file(stale);
+        for stale in variants(old) {
+            let _ = std::fs::remove_file(pending_path(&stale));
         }
         let pending = pending_path(&target);
         std::fs::rename(&fresh, &pending)
@@ -314,11 +331,17 @@ mod tests {
         assert!(target_of_pending(Path::new("notes.txt.new")).is_none());
         assert!(target_of_pending(Path::new("a.cassette.jsonl")).is_none());
         assert_eq!(
-            twins(Path::new("a.cassette.jsonl.gz")),
-            (
-                PathBuf::from("a.cassette.jsonl"),
-                PathBuf::from("a.cassette.jsonl.gz")
-            )
+            target_of_pending(Path::new("a.cassette.jsonl.zst.new")).unwrap(),
+            Path::new("a.cassette.jsonl.zst")
         );
+        assert!(target_of_pending(Path::new("a.json.gz.new")).is_none());
+        let all = [
+            "a.cassette.jsonl",
+            "a.cassette.jsonl.gz",
+            "a.cassette.jsonl.zst",
+        ];
+        for name in all {
+            assert_eq!(variants(Path::new(name)), all.map(PathBuf::from));
+        }
     }
 }

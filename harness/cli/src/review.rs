@@ -8,7 +8,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use crate::exit::EXIT_OK;
-use crate::record_mode::{existing, normalized_diff, target_of_pending, twins};
+use crate::record_mode::{existing, normalized_diff, pending_path, target_of_pending, variants};
 
 /// `pi-harness cassette review`'s options.
 #[derive(clap::Args)]
@@ -45,8 +45,7 @@ fn pending_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
         } else if target_of_pending(p).is_some() && p.is_file() {
             out.push(p.clone());
         } else if p.is_file() {
-            let (plain, gz) = twins(p);
-            for cand in [plain, gz].map(|c| crate::record_mode::pending_path(&c)) {
+            for cand in variants(p).iter().map(|c| pending_path(c)) {
                 if cand.is_file() {
                     out.push(cand);
                 }
@@ -122,12 +121,13 @@ fn apply(decision: Decision, pending: &Path, target: &Path) -> anyhow::Result<()
         Decision::Accept => {
             std::fs::rename(pending, target)
                 .map_err(|e| anyhow::anyhow!("{}: cannot write it: {e}", target.display()))?;
-            // The cassette in the other form (plain vs gzip) is the one just replaced.
-            let (plain, gz) = twins(target);
-            let stale = if target == gz { plain } else { gz };
-            if stale.is_file() {
-                std::fs::remove_file(&stale)
-                    .map_err(|e| anyhow::anyhow!("{}: cannot remove it: {e}", stale.display()))?;
+            // The cassette in another form (plain, gzip, zstd) is the one just replaced.
+            for stale in variants(target).into_iter().filter(|v| v != target) {
+                if stale.is_file() {
+                    std::fs::remove_file(&stale).map_err(|e| {
+                        anyhow::anyhow!("{}: cannot remove it: {e}", stale.display())
+                    })?;
+                }
             }
             println!("accepted {}", target.display());
         }

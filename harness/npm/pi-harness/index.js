@@ -153,17 +153,17 @@ function ciIsSet(env = process.env) {
 /** The file a cassette to record is written to (`.cassette.jsonl` added when it has none). */
 function cassetteFile(cassette) {
   const p = path.resolve(String(cassette));
-  return /\.cassette\.jsonl(\.gz)?$/.test(p) ? p : `${p}.cassette.jsonl`;
+  return /\.cassette\.jsonl(\.gz|\.zst)?$/.test(p) ? p : `${p}.cassette.jsonl`;
 }
 
 /** `NAME.llm.json` beside `NAME.cassette.jsonl`: the LLM script it is recorded from by default. */
 function scriptBeside(cassette) {
-  return cassette.replace(/\.cassette\.jsonl(\.gz)?$/, '') + SCRIPT_SUFFIX;
+  return cassette.replace(/\.cassette\.jsonl(\.gz|\.zst)?$/, '') + SCRIPT_SUFFIX;
 }
 
-/** `cassette`, or its gzip twin, when it is a file. */
+/** `cassette`, or the same compressed (`.gz`, `.zst`), when it is a file. */
 function existing(cassette) {
-  for (const p of [cassette, `${cassette}.gz`]) if (isFile(p)) return p;
+  for (const p of [cassette, `${cassette}.gz`, `${cassette}.zst`]) if (isFile(p)) return p;
   return null;
 }
 
@@ -355,8 +355,8 @@ class PiWorld {
 
   /** Re-recordings of this world's cassette waiting for `pi-harness cassette review`. */
   pending() {
-    const plain = this.cassette.replace(/\.gz$/, '');
-    return [`${plain}.new`, `${plain}.gz.new`].filter(isFile);
+    const plain = this.cassette.replace(/\.(gz|zst)$/, '');
+    return [`${plain}.new`, `${plain}.gz.new`, `${plain}.zst.new`].filter(isFile);
   }
 
   /** Every line fake-pi said of its own, in order (`fake-pi: expectation mismatch: ...`). */

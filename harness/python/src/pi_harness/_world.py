@@ -63,7 +63,7 @@ def cassette_file(cassette: Union[str, "os.PathLike[str]"]) -> Path:
     """The file a cassette to record is written to: ``cassette`` itself, with
     ``.cassette.jsonl`` added when it has no such suffix."""
     p = Path(cassette)
-    if p.name.endswith((".cassette.jsonl", ".cassette.jsonl.gz")):
+    if p.name.endswith((".cassette.jsonl", ".cassette.jsonl.gz", ".cassette.jsonl.zst")):
         return p.absolute()
     return p.with_name(p.name + ".cassette.jsonl").absolute()
 
@@ -72,7 +72,7 @@ def script_beside(cassette: Path) -> Path:
     """The LLM script a cassette is recorded from by default: ``NAME.llm.json`` beside
     ``NAME.cassette.jsonl``."""
     name = cassette.name
-    for suffix in (".cassette.jsonl.gz", ".cassette.jsonl"):
+    for suffix in (".cassette.jsonl.gz", ".cassette.jsonl.zst", ".cassette.jsonl"):
         if name.endswith(suffix):
             name = name[: -len(suffix)]
             break
@@ -84,8 +84,8 @@ def _sh(word: str) -> str:
 
 
 def _existing(cassette: Path) -> Optional[Path]:
-    """``cassette``, or its gzip twin, when it is a file."""
-    for p in (cassette, Path(str(cassette) + ".gz")):
+    """``cassette``, or the same compressed (``.gz``, ``.zst``), when it is a file."""
+    for p in (cassette, Path(str(cassette) + ".gz"), Path(str(cassette) + ".zst")):
         if p.is_file():
             return p
     return None
@@ -262,8 +262,10 @@ class World:
     def pending(self) -> List[Path]:
         """Re-recordings of this world's cassette waiting for ``pi-harness cassette review``."""
         name = self.cassette.name
-        plain = name[:-3] if name.endswith(".gz") else name
-        found = [self.cassette.with_name(n + ".new") for n in (plain, plain + ".gz")]
+        for suffix in (".gz", ".zst"):
+            if name.endswith(suffix):
+                name = name[: -len(suffix)]
+        found = [self.cassette.with_name(name + s + ".new") for s in ("", ".gz", ".zst")]
         return [p for p in found if p.is_file()]
 
     @property
