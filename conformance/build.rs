@@ -1,5 +1,5 @@
-//! Embeds the bundled suite (every cassette under `../cassettes` and every expected
-//! stream under `expected/`) into the crate, so an installed `pi-harness` carries it and
+//! Embeds the bundled suite (every cassette under `../cassettes`, the scripts they were
+//! recorded from under `../cassettes/scripts` and every expected stream under `expected/`) into the crate, so an installed `pi-harness` carries it and
 //! never reads the source tree at run time (`conformance::bundle`).
 
 use std::fmt::Write as _;
@@ -37,12 +37,18 @@ fn main() {
     let mut code = String::from(
         "/// (path inside the bundle, contents)\npub static FILES: &[(&str, &[u8])] = &[\n",
     );
-    let sets: [(&str, &Path, &Keep); 2] = [
+    let scripts = cassettes.join("scripts");
+    let sets: [(&str, &Path, &Keep); 3] = [
         ("cassettes", &cassettes, &|n: &str| {
             n.ends_with(".cassette.jsonl")
                 || n.ends_with(".cassette.jsonl.gz")
                 || n.ends_with(".cassette.jsonl.zst")
                 || n.ends_with(".sequence")
+        }),
+        // The LLM and client scripts the corpus was recorded from, its manifest and the
+        // scripts' format (README.md): a user's own recordings start from them.
+        ("cassettes/scripts", &scripts, &|n: &str| {
+            n.ends_with(".json") || n == "README.md"
         }),
         ("expected", &expected, &|n: &str| {
             n.ends_with(".json") || n.ends_with(".json.gz")

@@ -14,8 +14,9 @@ mod files {
     include!(concat!(env!("OUT_DIR"), "/bundle_files.rs"));
 }
 
-/// Every bundled file: (path inside the bundle, bytes). Paths start with `cassettes/` or
-/// `expected/`.
+/// Every bundled file: (path inside the bundle, bytes). Paths start with `cassettes/` (the
+/// cassettes, and below `cassettes/scripts/` the scripts they were recorded from, the
+/// corpus manifest and the scripts' format) or `expected/`.
 pub fn files() -> &'static [(&'static str, &'static [u8])] {
     files::FILES
 }
@@ -136,9 +137,28 @@ mod tests {
             ],
         );
         let expected = count(&src.join("expected"), &[".json", ".json.gz"]);
-        let bundled = |p: &str| files().iter().filter(|(f, _)| f.starts_with(p)).count();
-        assert_eq!(bundled("cassettes/"), cassettes);
-        assert_eq!(bundled("expected/"), expected);
+        let bundled = |p: &str, ends: &[&str]| {
+            files()
+                .iter()
+                .filter(|(f, _)| f.starts_with(p) && ends.iter().any(|x| f.ends_with(x)))
+                .count()
+        };
+        let cassette_ends = [".cassette.jsonl", ".cassette.jsonl.gz", ".sequence"];
+        assert_eq!(bundled("cassettes/", &cassette_ends), cassettes);
+        assert_eq!(bundled("expected/", &[".json", ".json.gz"]), expected);
+        let scripts = count(&src.join("../cassettes/scripts"), &[".json", "README.md"]);
+        assert_eq!(
+            bundled("cassettes/scripts/", &[".json", "README.md"]),
+            scripts
+        );
+        assert!(files()
+            .iter()
+            .any(|(f, _)| *f == "cassettes/scripts/README.md"));
+        assert_eq!(
+            files().len(),
+            cassettes + expected + scripts,
+            "nothing else is bundled"
+        );
         for (path, bytes) in files() {
             let on_disk =
                 std::fs::read(src.join(if let Some(r) = path.strip_prefix("cassettes/") {

@@ -74,11 +74,14 @@ enum Command {
     ///
     /// A recording in which pi never called the model fails (exit 1, nothing written),
     /// unless the script has no turns (`"turns": []`: a run that never reaches the model).
+    ///
+    /// With --record-mode (none, once, all) it records only when the mode says so: how a
+    /// test's `pi` records on first use (see docs/first-cassette.md).
     #[command(after_help = RECORD_HELP)]
     Record(Box<RecordArgs>),
     /// Re-record the whole corpus (every scenario of the manifest, on each pi given).
     #[command(
-        after_help = "Example:\n  pi-harness record-corpus --pi $(scripts/install-pi.sh --print-path 0.87.1) \\\n      --pi $(scripts/install-pi.sh --print-path 1.5.2) --out cassettes/recorded"
+        after_help = "Example:\n  pi-harness record-corpus --pi \"$(pi-harness install pi 0.87.1 --print-path)\" \\\n      --pi \"$(pi-harness install pi 1.5.2 --print-path)\" --out cassettes/recorded\n\nThe manifest's format: cassettes/scripts/README.md (`pi-harness corpus export DIR` writes it)."
     )]
     RecordCorpus {
         /// The manifest listing the scenarios.
@@ -122,6 +125,8 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Install real pi or Claude Code (from npm) into the cache, for recording; print its path.
+    Install(crate::install::InstallArgs),
     /// Compare fresh recordings with committed ones; non-zero exit and a diff when they differ.
     #[command(
         after_help = "Example:\n  pi-harness drift --committed cassettes/recorded --fresh /tmp/fresh"
@@ -137,10 +142,14 @@ enum Command {
 /// `record --help`'s examples and the LLM script format.
 const RECORD_HELP: &str = r##"Examples:
   pi-harness record --script my.llm.json --out tests/cassettes/hello.cassette.jsonl \
-      --pi ~/.cache/pi-harness/pi-1.5.2/node_modules/.bin/pi \
+      --pi "$(pi-harness install pi 1.5.2 --print-path)" \
       -- --mode json --provider anthropic --model claude-sonnet-4-5 --no-session 'Say hello.'
   pi-harness record --provider anthropic --model claude-sonnet-4-5 --script my.llm.json \
       --out hello.cassette.jsonl -- --mode json --no-session 'Say hello.'   # settings.json's default
+  pi-harness record --script cassettes/scripts/tool_bash.json --out /tmp/tool_bash.cassette.jsonl \
+      --pi "$(pi-harness install pi 1.5.2 --print-path)" -- --mode json --provider fake --model fake-model --no-session 'List the files.'
+  pi-harness record --record-mode once --script tests/hello.llm.json --out tests/hello.cassette.jsonl \
+      --pi "$(pi-harness install pi 1.5.2 --print-path)" -- --mode json --provider fake --model fake-model 'Say hello.'
   pi-harness record --script cassettes/scripts/sleep_in_tool.json --out /tmp/sigint.cassette.jsonl \
       --signal SIGINT --at tool_execution_start+300 -- --mode json --provider fake --model fake-model --no-session go
 
@@ -150,7 +159,9 @@ The LLM script (--script): what the model answers, one turn per request, in orde
              {"status": 500, "msg": "upstream boom"},
              {"text": ["Done."]}]}
   A turn streams `reasoning`, `text`, `tools`, or is an HTTP error (`status`, `msg`); `"turns": []` says
-  the run never reaches the model. Every field: cassettes/scripts/README.md."##;
+  the run never reaches the model. Every field: cassettes/scripts/README.md in the repository, also
+  written by `pi-harness corpus export DIR` (DIR/cassettes/scripts/README.md, with the scripts and the
+  manifest of the bundled corpus)."##;
 
 /// `pi-harness record`'s options (the command's help is the variant's doc comment).
 #[derive(clap::Args)]
@@ -226,6 +237,16 @@ struct RecordArgs {
     /// prompt in its argv at once. A client script may only send signals (none is needed).
     #[arg(long)]
     stdin_terminal: bool,
+    /// none: never record (a missing --out is an error, nothing is created); once: record
+    /// only when --out is missing; all: record again, and when the result differs from --out
+    /// (timings and ids aside) leave it beside it as OUT.new for `pi-harness cassette
+    /// review`. `CI` set makes every mode none. Without it: record and write --out.
+    #[arg(long, value_enum, value_name = "MODE")]
+    record_mode: Option<crate::record_mode::RecordMode>,
+    /// With --record-mode: then replay the cassette with this fake-pi, as pi with the same
+    /// arguments and stdin (how a test's `pi` records on first use).
+    #[arg(long, value_name = "FAKE_PI", requires = "record_mode")]
+    replay_with: Option<PathBuf>,
     /// pi's arguments; `{TMP}`/`{CWD}` name the run's temp and working dirs.
     #[arg(last = true, required = true)]
     pi_args: Vec<String>,
@@ -310,6 +331,9 @@ enum CassetteCommand {
     /// Stop comparing fields of a cassette's expectations (provider, model, thinking, tools,
     /// prompt, session, env): they join the header's expect.irrelevant.
     Relax(crate::relax::RelaxArgs),
+    /// Review re-recorded cassettes waiting beside theirs (NAME.cassette.jsonl.new): the
+    /// normalized diff, then accept or reject each.
+    Review(crate::review::ReviewArgs),
 }
 
 /// The runtime of `record` and `record-corpus`, once enough descriptors are free for it.
@@ -350,14 +374,38 @@ pub fn main() -> ExitCode {
 /// Run one command; its exit status, or an error that ends it with [`EXIT_USAGE`].
 fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
-        Command::Cassette(command) => Ok(cassette(command)),
+        Command::Cassette(command) => cassette(command),
         Command::Run(args) => Ok(crate::run::run_command(*args)),
         Command::Leftovers(args) => Ok(crate::leftovers::leftovers_command(args)),
         Command::Map(args) => Ok(crate::map::map_command(args)),
         Command::ServeLlm { script, port, log } => {
             Ok(crate::serve_llm::serve_llm_command(&script, port, log))
         }
-        Command::Record(args) => record(*args),
+        Command::Record(mut args) => match args.record_mode.take() {
+            None => record(*args).map_or_else(never_reached, |(_, summary)| {
+                eprintln!("{summary}");
+                Ok(EXIT_OK)
+            }),
+            Some(mode) => {
+                let a = crate::record_mode::ModeArgs {
+                    mode,
+                    replay_with: args.replay_with.take(),
+                    out: args.out.clone(),
+                    stdin: args.stdin.take(),
+                    pi_args: args.pi_args.clone(),
+                };
+                crate::record_mode::record_with_mode(
+                    a,
+                    Box::new(move |out, stdin| {
+                        args.out = out;
+                        args.stdin = stdin;
+                        record(*args)
+                    }),
+                )
+                .or_else(never_reached)
+            }
+        },
+        Command::Install(args) => Ok(crate::install::install_command(&args)),
         Command::RecordCorpus {
             manifest,
             pis,
@@ -399,21 +447,38 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
-/// `pi-harness cassette import|lint|show`.
-fn cassette(command: CassetteCommand) -> i32 {
+/// `pi-harness cassette import|lint|show|review`.
+fn cassette(command: CassetteCommand) -> anyhow::Result<i32> {
     match command {
-        CassetteCommand::Import(args) => crate::cassette_cmd::run_import(*args),
+        CassetteCommand::Import(args) => Ok(crate::cassette_cmd::run_import(*args)),
         CassetteCommand::Lint { files, secret_env } => {
-            crate::cassette_cmd::run_lint(&files, &secret_env)
+            Ok(crate::cassette_cmd::run_lint(&files, &secret_env))
         }
-        CassetteCommand::Show(args) => crate::show::show_command(&args),
-        CassetteCommand::Relax(args) => crate::relax::run_relax(&args),
+        CassetteCommand::Show(args) => Ok(crate::show::show_command(&args)),
+        CassetteCommand::Relax(args) => Ok(crate::relax::run_relax(&args)),
+        CassetteCommand::Review(args) => crate::review::review_command(&args),
     }
 }
 
 /// `pi-harness record`: the agent's arguments checked against the recording asked for, then
-/// one recording.
-fn record(args: RecordArgs) -> anyhow::Result<i32> {
+/// one recording; the path written and the summary to print.
+/// A recording whose answer is no, the model never reached (pi made no model request, or
+/// its provider speaks a wire the scripted server does not): its line and exit 1. Any other
+/// error stays an error (exit 2).
+fn never_reached(e: anyhow::Error) -> anyhow::Result<i32> {
+    match e.downcast_ref::<recorder::RecordError>() {
+        Some(
+            r @ (recorder::RecordError::NoModelRequest { .. }
+            | recorder::RecordError::NotStoodIn { .. }),
+        ) => {
+            eprintln!("error: {}", crate::one_line(&r.to_string()));
+            Ok(EXIT_FAILED)
+        }
+        _ => Err(e),
+    }
+}
+
+fn record(args: RecordArgs) -> anyhow::Result<(PathBuf, String)> {
     let RecordArgs {
         script,
         out,
@@ -436,6 +501,7 @@ fn record(args: RecordArgs) -> anyhow::Result<i32> {
         model,
         ignore,
         pi_args,
+        ..
     } = args;
     let claude = agent == AgentArg::Claude;
     let rpc_args = pi_args
@@ -485,20 +551,8 @@ fn record(args: RecordArgs) -> anyhow::Result<i32> {
             after_ms,
         });
     }
-    let outcome = match runtime()?.block_on(recorder::record(&opts, &stderr_notices())) {
-        Ok(outcome) => outcome,
-        // The command ran and the answer is no: the model was never reached.
-        Err(
-            e @ (recorder::RecordError::NoModelRequest { .. }
-            | recorder::RecordError::NotStoodIn { .. }),
-        ) => {
-            eprintln!("error: {}", crate::one_line(&e.to_string()));
-            return Ok(EXIT_FAILED);
-        }
-        Err(e) => return Err(e.into()),
-    };
-    eprintln!("{}", recorder::summary(&outcome));
-    Ok(EXIT_OK)
+    let outcome = runtime()?.block_on(recorder::record(&opts, &stderr_notices()))?;
+    Ok((outcome.path.clone(), recorder::summary(&outcome)))
 }
 
 /// `pi-harness corpus export|list`: the suite bundled in this binary.

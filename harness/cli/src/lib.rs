@@ -7,7 +7,9 @@
 //! [`cassette_cmd`] (`cassette import` and `lint`), [`show`] (`cassette show`: what a
 //! cassette expects and how to replay it), [`relax`] (`cassette relax`: fields a replay
 //! stops comparing), [`leftovers`] (the leftover-process check),
-//! [`serve_llm`] (the scripted LLM server).
+//! [`serve_llm`] (the scripted LLM server), [`record_mode`] (`record --record-mode`: record
+//! when missing, re-record into a pending file) and [`review`] (`cassette review`),
+//! [`install`] (real pi and Claude Code from npm).
 //! What they share has a module each: [`exit`] (the exit-status table), [`error`] (the one
 //! user error, [`CliError`], and clap's errors as one line), [`values`] (durations and `K=V`
 //! pairs) and [`stdout`] (printing through a closed pipe, colour).
@@ -30,10 +32,13 @@ pub mod cassette_cmd;
 pub mod error;
 pub mod exit;
 pub mod fds;
+pub mod install;
 pub mod leftovers;
 pub mod map;
+pub mod record_mode;
 pub mod relax;
 pub mod render;
+pub mod review;
 pub mod run;
 pub mod serve_llm;
 pub mod show;

@@ -4,8 +4,8 @@
 export const MARKER_VAR: 'PI_HARNESS_TEST_MARKER';
 /** The environment variable naming fake-pi's report file. */
 export const REPORT_VAR: 'FAKE_PI_REPORT';
-/** Record modes: only `none` (replay) works today; the others are reserved. */
-export const RECORD_MODES: readonly ['none', 'once', 'new_episodes', 'all'];
+/** Record modes: `none` (replay only; always when CI is set), `once` (record a missing cassette), `all` (record again, changes wait for review). */
+export const RECORD_MODES: readonly ['none', 'once', 'all'];
 /** This package's version: the workspace's, as `pi-harness --version` says. */
 export const version: string;
 
@@ -23,8 +23,14 @@ export interface WorldOptions {
   name?: string;
   /** Milliseconds processes get to go away before they count as left over (default 500). */
   grace?: number;
-  /** Only `none` works today. */
+  /** Default `$PI_HARNESS_RECORD_MODE`, else `none`; `none` whenever CI is set. */
   recordMode?: RecordMode;
+  /** The LLM script a recording plays (default `NAME.llm.json` beside `NAME.cassette.jsonl`). */
+  script?: string;
+  /** The real pi a recording runs (default `$PI_HARNESS_REAL_PI`, else `pi-harness install pi VERSION`). */
+  realPi?: string;
+  /** The pi version `pi-harness install` fetches when no real pi is named (default `$PI_HARNESS_PI_VERSION`, else 1.5.2). */
+  piVersion?: string;
 }
 
 /** One process in a leftover report. */
@@ -50,14 +56,20 @@ export class PiWorld {
   constructor(options: WorldOptions | string);
   /** The native fake-pi binary (a real path). */
   readonly fakePi: string;
-  /** The cassette file replayed. */
+  /** The cassette file replayed (or, while recording, written). */
   readonly cassette: string;
+  /** The record mode that applies (`none` whenever CI is set). */
+  readonly recordMode: RecordMode;
+  /** While recording: the LLM script and the real pi; else null. */
+  readonly recording: { script: string; pi: string } | null;
+  /** Re-recordings of the cassette waiting for `pi-harness cassette review`. */
+  pending(): string[];
   readonly agent: Agent;
   /** The world's temp dir (removed by close()). */
   readonly path: string;
   /** The private PATH directory holding `pi` or `claude`. */
   readonly binDir: string;
-  /** The `pi` (or `claude`) link to the native fake-pi. */
+  /** The `pi` (or `claude`) link to the native fake-pi (while recording: a one-line sh script running `pi-harness record ... --replay-with fake-pi`). */
   readonly agentPath: string;
   /** An empty agent dir (PI_CODING_AGENT_DIR). */
   readonly agentDir: string;

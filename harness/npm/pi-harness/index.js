@@ -7,13 +7,15 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const crypto = require('node:crypto');
-const { execFileSync } = require('node:child_process');
+const { execFileSync, spawnSync } = require('node:child_process');
 
 const { version } = require('./package.json');
 
 const MARKER_VAR = 'PI_HARNESS_TEST_MARKER';
 const REPORT_VAR = 'FAKE_PI_REPORT';
-const RECORD_MODES = ['none', 'once', 'new_episodes', 'all'];
+const RECORD_MODES = ['none', 'once', 'all'];
+const SCRIPT_SUFFIX = '.llm.json';
+const DEFAULT_PI_VERSION = '1.5.2';
 const SUPPORTED = 'linux-x64';
 const PLATFORM_PACKAGE = '@pi-harness/linux-x64';
 const SUFFIXES = ['', '.cassette.jsonl', '.cassette.jsonl.zst', '.cassette.jsonl.gz'];
@@ -147,11 +149,57 @@ function headerAgent(line) {
 }
 
 function checkRecordMode(mode) {
-  if (mode === 'none') return;
-  if (RECORD_MODES.includes(mode)) {
-    throw oneLine(Error, `record mode '${mode}' is reserved: recording from tests has not landed yet (only 'none', replay, works)`);
+  if (RECORD_MODES.includes(mode)) return;
+  if (mode === 'new_episodes') {
+    throw oneLine(Error, "record mode 'new_episodes' is not supported: a cassette is one call (use 'all' and review)");
   }
   throw oneLine(Error, `record mode '${mode}': expected one of ${RECORD_MODES.join(', ')}`);
+}
+
+/** Whether `CI` is set (non-empty, and not `0` or `false`): recording is then off. */
+function ciIsSet(env = process.env) {
+  const v = env.CI || '';
+  return v !== '' && v !== '0' && v.toLowerCase() !== 'false';
+}
+
+/** The file a cassette to record is written to (`.cassette.jsonl` added when it has none). */
+function cassetteFile(cassette) {
+  const p = path.resolve(String(cassette));
+  return /\.cassette\.jsonl(\.gz|\.zst)?$/.test(p) ? p : `${p}.cassette.jsonl`;
+}
+
+/** `NAME.llm.json` beside `NAME.cassette.jsonl`: the LLM script it is recorded from by default. */
+function scriptBeside(cassette) {
+  return cassette.replace(/\.cassette\.jsonl(\.gz|\.zst)?$/, '') + SCRIPT_SUFFIX;
+}
+
+/** `cassette`, or the same compressed (`.gz`, `.zst`), when it is a file. */
+function existing(cassette) {
+  for (const p of [cassette, `${cassette}.gz`, `${cassette}.zst`]) if (isFile(p)) return p;
+  return null;
+}
+
+/** A word for `sh`, quoted. */
+const sh = (word) => `'${String(word).replace(/'/g, "'\\''")}'`;
+
+/** What recording `target` needs: its LLM script and a real pi. */
+function recordingPlan(target, opts) {
+  if ((opts.agent && opts.agent !== 'pi') || (isFile(target) && agentOf(target) === 'claude')) {
+    throw oneLine(Error, 'recording from tests is for pi\'s json mode; record Claude Code cassettes with pi-harness record --agent claude');
+  }
+  const script = opts.script ? path.resolve(opts.script) : scriptBeside(target);
+  if (!isFile(script)) {
+    throw oneLine(CassetteNotFoundError,
+      `no LLM script '${script}' to record '${target}' from (write it beside the cassette, or pass script; format: pi-harness record --help)`);
+  }
+  let pi = opts.realPi || process.env.PI_HARNESS_REAL_PI;
+  if (!pi) {
+    const version = opts.piVersion || process.env.PI_HARNESS_PI_VERSION || DEFAULT_PI_VERSION;
+    const r = spawnSync(binaries().piHarness, ['install', 'pi', version, '--print-path'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    if (r.status !== 0) throw oneLine(Error, (r.stderr || '').trim() || `pi-harness install pi ${version} failed`);
+    pi = r.stdout.trim();
+  }
+  return { script, pi };
 }
 
 // ---- processes, as /proc shows them (the rules of `pi-harness leftovers --marker`) ----
@@ -251,17 +299,45 @@ class PiWorld {
   constructor(options) {
     const opts = typeof options === 'string' ? { cassette: options } : { ...options };
     if (!opts.cassette) throw oneLine(CassetteNotFoundError, 'piWorld: no cassette given (a path, or a name in the bundled corpus such as recorded/text_only.pi87)');
-    checkRecordMode(opts.recordMode || 'none');
+    const asked = opts.recordMode || process.env.PI_HARNESS_RECORD_MODE || 'none';
+    checkRecordMode(asked);
+    /** The record mode that applies: `none` whenever CI is set. */
+    this.recordMode = ciIsSet() ? 'none' : asked;
     this.fakePi = binaries().fakePi;
-    this.cassette = resolveCassette(opts.cassette);
-    this.agent = opts.agent || agentOf(this.cassette);
+    const target = cassetteFile(opts.cassette);
+    let found = existing(target);
+    let missing = null;
+    if (!found) {
+      try { found = resolveCassette(opts.cassette); } catch (e) { missing = e; }
+    }
+    this.recording = null;
+    if (this.recordMode === 'all' || (this.recordMode === 'once' && !found)) {
+      this.cassette = existing(target) || target;
+      this.recording = recordingPlan(target, opts);
+    } else if (!found) {
+      if (asked !== 'none') {
+        throw oneLine(CassetteNotFoundError, `${missing.message}; CI is set, so record mode ${asked} is none: ${target} is not recorded`);
+      }
+      throw missing;
+    } else {
+      this.cassette = found;
+    }
+    this.agent = opts.agent || (isFile(this.cassette) ? agentOf(this.cassette) : 'pi');
     if (this.agent !== 'pi' && this.agent !== 'claude') throw oneLine(Error, `agent '${this.agent}': expected 'pi' or 'claude'`);
     const clean = String(opts.name || 'test').replace(/[^A-Za-z0-9]/g, '_').slice(0, 60);
     this.path = fs.mkdtempSync(path.join(os.tmpdir(), `pih-${clean}-`));
     this.binDir = path.join(this.path, 'bin');
     fs.mkdirSync(this.binDir);
     this.agentPath = path.join(this.binDir, this.agent);
-    fs.symlinkSync(this.fakePi, this.agentPath);
+    if (this.recording === null) {
+      fs.symlinkSync(this.fakePi, this.agentPath);
+    } else {
+      // Recording: `pi` records the call with real pi, then fake-pi replays it.
+      const words = [binaries().piHarness, 'record', '--record-mode', this.recordMode,
+        '--script', this.recording.script, '--out', this.cassette, '--pi', this.recording.pi,
+        '--replay-with', this.fakePi, '--'];
+      fs.writeFileSync(this.agentPath, `#!/bin/sh\nexec ${words.map(sh).join(' ')} "$@"\n`, { mode: 0o755 });
+    }
     this.agentDir = path.join(this.path, 'agent');
     fs.mkdirSync(this.agentDir);
     this.reportFile = path.join(this.path, 'fake-pi-report.jsonl');
@@ -287,6 +363,12 @@ class PiWorld {
     let text;
     try { text = fs.readFileSync(this.reportFile, 'utf8'); } catch { return []; }
     return text.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
+  }
+
+  /** Re-recordings of this world's cassette waiting for `pi-harness cassette review`. */
+  pending() {
+    const plain = this.cassette.replace(/\.(gz|zst)$/, '');
+    return [`${plain}.new`, `${plain}.gz.new`, `${plain}.zst.new`].filter(isFile);
   }
 
   /** Every line fake-pi said of its own, in order (`fake-pi: expectation mismatch: ...`). */
@@ -345,7 +427,13 @@ class PiWorld {
 
 /**
  * A world for one test. `options`: a cassette (path or bundled name) or
- * `{ cassette, agent, speed, name, grace, recordMode }`. Given a test context (`t` of
+ * `{ cassette, agent, speed, name, grace, recordMode, script, realPi, piVersion }`.
+ * recordMode (default `$PI_HARNESS_RECORD_MODE`, else `none`; always `none` when CI is set):
+ * `none` replays and throws on a missing cassette; `once` records a missing cassette on the
+ * wrapper's first `pi` call (`pi-harness record --record-mode once --replay-with fake-pi`,
+ * from the LLM script `NAME.llm.json` beside `NAME.cassette.jsonl` against real pi:
+ * `realPi`, `$PI_HARNESS_REAL_PI`, else `pi-harness install pi 1.5.2`); `all` records again,
+ * and a recording that differs waits in `NAME.cassette.jsonl.new` for `pi-harness cassette review`. Given a test context (`t` of
  * node:test, or vitest's/jest's with `onTestFinished`), the world is closed when the test ends
  * and its leftovers fail it; a failing test gets fake-pi's own lines added to its error.
  */
@@ -358,6 +446,7 @@ function piWorld(context, options) {
     // node:test: what fake-pi said of its own becomes the test's diagnostics.
     context.after(async () => {
       for (const line of world.mismatches()) context.diagnostic(line);
+      for (const p of world.pending()) context.diagnostic(`re-recorded, waiting for pi-harness cassette review: ${p}`);
       await world.close();
     });
   } else if (context && typeof context.onTestFinished === 'function') {

@@ -4,6 +4,7 @@ their own) of small test files that use the pi_world fixture."""
 from __future__ import annotations
 
 import os
+import subprocess
 import uuid
 
 import pytest
@@ -158,6 +159,7 @@ def test_recording(pi_world):
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rE")
     result.assert_outcomes(errors=3)
+    assert not (pytester.path / "recorded").exists()
     result.stdout.fnmatch_lines(
         [
             "*ERROR at setup of test_no_marker*",
@@ -165,7 +167,7 @@ def test_recording(pi_world):
             "*ERROR at setup of test_unknown*",
             "pi_world: no cassette 'recorded/no_such_case': not a file, nor a name in the bundled corpus *",
             "*ERROR at setup of test_recording*",
-            "pi_world: record mode 'all' is reserved: recording from tests has not landed yet *",
+            "pi_world: no LLM script '*/recorded/text_only.pi87.llm.json' to record '*/recorded/text_only.pi87.cassette.jsonl' from *",
             "*short test summary info*",
         ]
     )
@@ -176,11 +178,80 @@ def test_recording(pi_world):
 def test_record_mode_option(pytester):
     pytester.makepyfile(test_x="def test_x(): pass")
     pytester.runpytest_subprocess("-p", "no:cacheprovider", "--pi-record-mode", "none").assert_outcomes(passed=1)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--pi-record-mode", "once")
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--pi-record-mode", "once").assert_outcomes(passed=1)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--pi-record-mode", "new_episodes")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --pi-record-mode: record mode 'once' is reserved: *"])
+    result.stderr.fnmatch_lines(["ERROR: --pi-record-mode: record mode 'new_episodes' is not supported: *"])
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--pi-record-mode", "sometimes")
-    result.stderr.fnmatch_lines(["ERROR: --pi-record-mode: record mode 'sometimes': expected one of none, once, new_episodes, all"])
+    result.stderr.fnmatch_lines(["ERROR: --pi-record-mode: record mode 'sometimes': expected one of none, once, all"])
+
+
+HELLO_TEST = """
+import pytest
+from wrapper import ask
+
+@pytest.mark.pi_cassette("cassettes/hello")
+def test_hello(pi_world):
+    code, text = ask("Say hello.")
+    assert (code, text) == (0, "Hello, world!")
+"""
+
+
+def _hello_project(pytester, wrapper_source, text='["Hello", ", world!"]') -> None:
+    pytester.makepyfile(wrapper=wrapper_source, test_hello=HELLO_TEST)
+    (pytester.path / "cassettes").mkdir(exist_ok=True)
+    (pytester.path / "cassettes" / "hello.llm.json").write_text('{"turns": [{"text": %s}]}' % text)
+
+
+def test_with_ci_set_a_missing_cassette_fails_naming_it_and_nothing_is_recorded(pytester, wrapper_source, monkeypatch):
+    _hello_project(pytester, wrapper_source)
+    monkeypatch.setenv("CI", "1")
+    monkeypatch.setenv("PI_HARNESS_REAL_PI", "/nonexistent/pi")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rE", "--pi-record-mode", "once")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["pi_world: no cassette 'cassettes/hello': not a file, *; CI is set, so record mode once is none: */cassettes/hello.cassette.jsonl is not recorded"]
+    )
+    assert sorted(p.name for p in (pytester.path / "cassettes").iterdir()) == ["hello.llm.json"]
+
+
+def _real_pi() -> str:
+    pi = os.environ.get("PI_HARNESS_REAL_PI152", "")
+    if not pi:
+        pytest.skip("PI_HARNESS_REAL_PI152 not set (pi-harness install pi 1.5.2 --print-path)")
+    return pi
+
+
+def test_once_records_a_missing_cassette_then_all_leaves_a_change_for_review(pytester, wrapper_source, monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("PI_HARNESS_REAL_PI", _real_pi())
+    _hello_project(pytester, wrapper_source)
+    cassette = pytester.path / "cassettes" / "hello.cassette.jsonl"
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(errors=1)
+    assert not cassette.exists()
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--pi-record-mode", "once").assert_outcomes(passed=1)
+    committed = cassette.read_bytes()
+    assert b"world!" in committed
+    # Replayed from now on, with no real pi at all.
+    monkeypatch.setenv("PI_HARNESS_REAL_PI", "/nonexistent/pi")
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    # The model now says something else: the test fails against the new recording, which
+    # waits beside the cassette; rejecting it keeps the cassette byte for byte.
+    monkeypatch.setenv("PI_HARNESS_REAL_PI", _real_pi())
+    (pytester.path / "cassettes" / "hello.llm.json").write_text('{"turns": [{"text": ["Good", "bye!"]}]}')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--pi-record-mode", "all")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*re-recorded cassettes waiting for review*", "*cassettes/hello.cassette.jsonl.new"])
+    assert cassette.read_bytes() == committed
+    review = subprocess.run(
+        [str(pi_harness.pi_harness_path()), "cassette", "review", "--reject-all", str(pytester.path / "cassettes")],
+        capture_output=True,
+        text=True,
+    )
+    assert review.returncode == 0, review.stderr
+    assert "Goodbye!" in review.stdout
+    assert cassette.read_bytes() == committed
+    assert not (pytester.path / "cassettes" / "hello.cassette.jsonl.new").exists()
 
 
 def test_no_binary_for_this_platform_fails_the_test_in_one_line(pytester):

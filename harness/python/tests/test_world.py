@@ -134,8 +134,11 @@ class WorldTest(unittest.TestCase):
     def test_bad_input_is_one_clear_error(self) -> None:
         with self.assertRaisesRegex(pi_harness.CassetteNotFound, "^no cassette 'nope': not a file, nor a name"):
             pi_harness.World("nope")
-        with self.assertRaisesRegex(pi_harness.RecordModeUnavailable, "record mode 'once' is reserved"):
-            pi_harness.World("recorded/text_only.pi87", record_mode="once")
+        with self.assertRaisesRegex(pi_harness.RecordModeUnavailable, "record mode 'new_episodes' is not supported"):
+            pi_harness.World("recorded/text_only.pi87", record_mode="new_episodes")
+        with self.assertRaisesRegex(pi_harness.CassetteNotFound, "^no LLM script '.*/mine/hello.llm.json' to record"):
+            pi_harness.World("mine/hello", record_mode="once")
+        self.assertFalse(os.path.exists("mine"))
         with self.assertRaisesRegex(ValueError, "agent 'codex': expected 'pi' or 'claude'"):
             pi_harness.World("recorded/text_only.pi87", agent="codex")
 

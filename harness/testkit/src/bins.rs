@@ -1,7 +1,7 @@
-//! Where the binaries a test needs are: fake-pi and pi-supervisor.
+//! Where the binaries a test needs are: fake-pi, pi-supervisor and pi-harness.
 //!
 //! Looked up, in order: the environment variable (`PI_TESTKIT_FAKE_PI`,
-//! `PI_TESTKIT_SUPERVISOR`); inside this workspace, the workspace's own binaries, rebuilt
+//! `PI_TESTKIT_SUPERVISOR`, `PI_TESTKIT_PI_HARNESS`); inside this workspace, the workspace's own binaries, rebuilt
 //! once per test process so that a test never runs a stale one (a lone `cargo test -p X`
 //! does not build other packages' binaries); otherwise `PATH`.
 
@@ -14,6 +14,13 @@ use std::sync::OnceLock;
 pub fn fake_pi() -> PathBuf {
     static P: OnceLock<PathBuf> = OnceLock::new();
     P.get_or_init(|| find("fake-pi", "PI_TESTKIT_FAKE_PI"))
+        .clone()
+}
+
+/// The path of the pi-harness binary, found like [`fake_pi`] (`PI_TESTKIT_PI_HARNESS`).
+pub fn pi_harness() -> PathBuf {
+    static P: OnceLock<PathBuf> = OnceLock::new();
+    P.get_or_init(|| find("pi-harness", "PI_TESTKIT_PI_HARNESS"))
         .clone()
 }
 

@@ -46,7 +46,7 @@ pub mod world;
 
 #[cfg(feature = "provider")]
 pub use bins::provider_options;
-pub use bins::{fake_pi, supervisor};
+pub use bins::{fake_pi, pi_harness, supervisor};
 /// What a test of code that drives pi needs beside the world: the provider, its request
 /// and cancellation token (so no version of tokio-util has to be matched by hand), and
 /// the normalized messages.

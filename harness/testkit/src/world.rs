@@ -95,6 +95,41 @@ impl World {
         c
     }
 
+    /// pi for a test that may record its cassette: `pi-harness record --record-mode MODE
+    /// --script SCRIPT --out CASSETTE --pi REAL_PI --replay-with fake-pi --`, to which the
+    /// caller appends pi's arguments. `none` replays `cassette` and fails (exit 1, naming
+    /// it, creating nothing) when it is missing; `once` records a missing cassette from
+    /// `script` against `real_pi`, then replays it; `all` records again, leaving a result
+    /// that differs beside the cassette (`.new`) for `pi-harness cassette review`. Every
+    /// mode is `none` when `CI` is set. Otherwise as [`World::fake_pi`].
+    pub fn pi_recording(
+        &self,
+        mode: &str,
+        cassette: &Path,
+        script: &Path,
+        real_pi: &Path,
+    ) -> Command {
+        let mut c = Command::new(crate::pi_harness());
+        c.args(["record", "--record-mode", mode, "--script"])
+            .arg(script)
+            .arg("--out")
+            .arg(cassette)
+            .arg("--pi")
+            .arg(real_pi)
+            .arg("--replay-with")
+            .arg(crate::fake_pi())
+            .arg("--")
+            .env(MARKER_VAR, &self.marker)
+            .env("FAKE_PI_SPEED", "0")
+            .env("PI_CODING_AGENT_DIR", self.agent_dir())
+            .env_remove("FAKE_PI_CHILD_SPEC")
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
     /// A provider request that runs fake-pi on `cassette` for pi `version` at `speed`
     /// (`FAKE_PI_SPEED`: `"0"` instant, `"1"` recorded timing), prompt `hi`, provider
     /// `fake`, model `fake-model`, in the world's dir, with the marker.

@@ -11,9 +11,11 @@
 mod util;
 
 mod cli_cassette;
+mod cli_install;
 mod cli_leftovers;
 mod cli_map;
 mod cli_record;
+mod cli_record_mode;
 mod cli_record_names;
 mod cli_run;
 mod cli_serve_llm;

@@ -16,6 +16,12 @@
 //! toolchain and no freshly built binary on PATH, after writing every file a block fenced
 //! as ```LANG file=NAME shows (the test file a reader would create). CI runs it after
 //! building the packages; without `PI_HARNESS_DIST` it says so and checks nothing more.
+//!
+//! The first-cassette guide (`docs/first-cassette.md`) runs the same way, with real pi: its
+//! ```console blocks in [`real_pi_record_first_cassette_guide_runs_as_written`] and its
+//! ```console,packages blocks after the README's, both with `PI_HARNESS_CACHE` at the cache
+//! `PI_HARNESS_REAL_PI152` lives in (so `pi-harness install pi` needs no network), each
+//! skipped, said, without it.
 
 use std::path::Path;
 use std::process::Command;
@@ -150,7 +156,10 @@ fn lines_match(expected: &[String], actual: &[&str]) -> bool {
 /// Where a block's commands run: the freshly built binaries first on PATH, or (for the
 /// packages blocks) the built packages as `dist` and no Rust toolchain on PATH.
 enum Setting<'a> {
-    Built(&'a Path),
+    Built {
+        bin: &'a Path,
+        files: &'a [(String, String)],
+    },
     Packages {
         dist: &'a Path,
         files: &'a [(String, String)],
@@ -166,23 +175,32 @@ fn path_without_rust() -> String {
         .join(":")
 }
 
-fn run_file(blocks: &[Block], setting: &Setting<'_>) -> Result<(), String> {
+/// Run `blocks` in a fresh directory; `cache` is the `PI_HARNESS_CACHE` its commands see
+/// (default: an empty one inside the directory).
+fn run_file(blocks: &[Block], setting: &Setting<'_>, cache: Option<&Path>) -> Result<(), String> {
     let w = World::new("readme");
     std::os::unix::fs::symlink(repo().join("cassettes"), w.path().join("cassettes")).unwrap();
-    let path = match setting {
-        Setting::Built(bin) => format!(
-            "{}:{}",
-            bin.display(),
-            std::env::var("PATH").unwrap_or_default()
+    let (path, files) = match setting {
+        Setting::Built { bin, files } => (
+            format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+            *files,
         ),
         Setting::Packages { dist, files } => {
             std::os::unix::fs::symlink(dist, w.path().join("dist")).unwrap();
-            for (name, text) in *files {
-                w.write(name, text);
-            }
-            path_without_rust()
+            (path_without_rust(), *files)
         }
     };
+    for (name, text) in files {
+        if let Some(dir) = Path::new(name).parent() {
+            std::fs::create_dir_all(w.path().join(dir)).unwrap();
+        }
+        w.write(name, text);
+    }
+    let cache = cache.map_or_else(|| w.path().join(".cache"), Path::to_path_buf);
     let mut script = String::from("set +e\n");
     let steps: Vec<(&Block, &Step)> = blocks
         .iter()
@@ -199,8 +217,11 @@ fn run_file(blocks: &[Block], setting: &Setting<'_>) -> Result<(), String> {
         .env("PATH", path)
         .env("RUST_BACKTRACE", "1")
         .env(MARKER_VAR, w.marker())
-        .env("PI_HARNESS_CACHE", w.path().join(".cache"))
+        .env("PI_HARNESS_CACHE", cache)
         .env_remove("FAKE_PI_CASSETTE")
+        .env_remove("CI")
+        .env_remove("PI_HARNESS_RECORD_MODE")
+        .env_remove("PI_HARNESS_REAL_PI")
         .env_remove("NO_COLOR")
         .output()
         .unwrap();
@@ -255,7 +276,11 @@ fn readme_console_examples_run_as_written() {
     for file in ["README.md", "fake-pi/README.md"] {
         let blocks = blocks(file);
         count += blocks.iter().map(|b| b.steps.len()).sum::<usize>();
-        if let Err(e) = run_file(&blocks, &Setting::Built(bin.path())) {
+        let setting = Setting::Built {
+            bin: bin.path(),
+            files: &[],
+        };
+        if let Err(e) = run_file(&blocks, &setting, None) {
             failures.push(e);
         }
     }
@@ -288,7 +313,82 @@ fn readme_package_installs_run_as_written() {
         dist: &dist,
         files: &files,
     };
-    if let Err(e) = run_file(&blocks, &setting) {
+    if let Err(e) = run_file(&blocks, &setting, None) {
+        panic!("{e}");
+    }
+    // The guide's pytest and node:test steps record with real pi (from its cache).
+    let Some(cache) = real_pi_cache() else {
+        return;
+    };
+    let setting = Setting::Packages {
+        dist: &dist,
+        files: &shown_files(GUIDE),
+    };
+    if let Err(e) = run_file(
+        &blocks_fenced(GUIDE, "```console,packages"),
+        &setting,
+        Some(&cache),
+    ) {
+        panic!("{e}");
+    }
+}
+
+/// The first-cassette guide.
+const GUIDE: &str = "docs/first-cassette.md";
+
+/// The cache `scripts/install-pi.sh` filled, from `PI_HARNESS_REAL_PI152`
+/// (`CACHE/pi-1.5.2/node_modules/.bin/pi`); `None`, said, when it is not set.
+fn real_pi_cache() -> Option<std::path::PathBuf> {
+    let Some(pi) = std::env::var_os("PI_HARNESS_REAL_PI152").filter(|v| !v.is_empty()) else {
+        eprintln!(
+            "skip: PI_HARNESS_REAL_PI152 not set: the first-cassette guide records with real pi"
+        );
+        return None;
+    };
+    let cache = Path::new(&pi).ancestors().nth(4).map(Path::to_path_buf);
+    assert!(
+        cache.as_ref().is_some_and(|c| c.join("pi-1.5.2").is_dir()),
+        "PI_HARNESS_REAL_PI152 {}: not in the cache scripts/install-pi.sh fills",
+        Path::new(&pi).display()
+    );
+    cache
+}
+
+#[test]
+fn the_readme_links_the_guide_on_its_first_screen() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let first_screen: String = readme.lines().take(30).collect::<Vec<_>>().join("\n");
+    assert!(
+        first_screen.contains("(docs/first-cassette.md)"),
+        "README.md's first 30 lines do not link docs/first-cassette.md"
+    );
+}
+
+#[test]
+fn real_pi_record_first_cassette_guide_runs_as_written() {
+    let blocks = blocks(GUIDE);
+    let files = shown_files(GUIDE);
+    let count: usize = blocks.iter().map(|b| b.steps.len()).sum();
+    assert!(
+        count >= 15 && files.len() >= 5,
+        "{count} commands, {} files",
+        files.len()
+    );
+    let Some(cache) = real_pi_cache() else {
+        return;
+    };
+    let bin = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(
+        env!("CARGO_BIN_EXE_pi-harness"),
+        bin.path().join("pi-harness"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(fake_pi(), bin.path().join("fake-pi")).unwrap();
+    let setting = Setting::Built {
+        bin: bin.path(),
+        files: &files,
+    };
+    if let Err(e) = run_file(&blocks, &setting, Some(&cache)) {
         panic!("{e}");
     }
 }

@@ -195,9 +195,19 @@ test('bad input: one clear line', () => {
     name: 'CassetteNotFoundError',
     message: /^no cassette 'recorded\/no_such_case': not a file, nor a name in the bundled corpus/,
   });
-  assert.throws(() => new PiWorld({ cassette: 'recorded/text_only.pi87', recordMode: 'once' }), {
-    message: /^record mode 'once' is reserved: recording from tests has not landed yet/,
+  assert.throws(() => new PiWorld({ cassette: 'recorded/text_only.pi87', recordMode: 'new_episodes' }), {
+    message: /^record mode 'new_episodes' is not supported: a cassette is one call/,
   });
+  const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'pih-bad-'));
+  try {
+    assert.throws(() => new PiWorld({ cassette: path.join(dir, 'hello'), recordMode: 'once' }), {
+      name: 'CassetteNotFoundError',
+      message: `no LLM script '${dir}/hello.llm.json' to record '${dir}/hello.cassette.jsonl' from (write it beside the cassette, or pass script; format: pi-harness record --help)`,
+    });
+    assert.deepEqual(fs.readdirSync(dir), []);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
   assert.throws(() => new PiWorld({ cassette: 'recorded/text_only.pi87', agent: 'codex' }), {
     message: "agent 'codex': expected 'pi' or 'claude'",
   });
@@ -218,3 +228,61 @@ test('the version is the binary\'s, and the corpus the one it embeds', () => {
   walk(root);
   assert.deepEqual(onDisk.sort(), listed);
 });
+
+/** A cassette dir with the LLM script `hello.llm.json` answering `text`. */
+function helloDir(t, text) {
+  const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'pih-rec-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  fs.writeFileSync(path.join(dir, 'hello.llm.json'), JSON.stringify({ turns: [{ text }] }));
+  return dir;
+}
+
+test('with CI set, a missing cassette fails naming it and nothing is recorded', (t) => {
+  const dir = helloDir(t, ['Hello']);
+  const saved = process.env.CI;
+  process.env.CI = '1';
+  try {
+    assert.throws(() => new PiWorld({ cassette: path.join(dir, 'hello'), recordMode: 'once', realPi: '/nonexistent/pi' }), {
+      name: 'CassetteNotFoundError',
+      message: `no cassette '${dir}/hello': not a file, nor a name in the bundled corpus (pi-harness corpus list shows them, e.g. recorded/text_only.pi87); CI is set, so record mode once is none: ${dir}/hello.cassette.jsonl is not recorded`,
+    });
+  } finally {
+    if (saved === undefined) delete process.env.CI; else process.env.CI = saved;
+  }
+  assert.deepEqual(fs.readdirSync(dir), ['hello.llm.json']);
+});
+
+test('once records a missing cassette with real pi; all leaves a change for review', async (t) => {
+  const realPi = process.env.PI_HARNESS_REAL_PI152;
+  if (!realPi) { t.skip('PI_HARNESS_REAL_PI152 not set (pi-harness install pi 1.5.2 --print-path)'); return; }
+  const savedCi = process.env.CI;
+  delete process.env.CI; // the worlds below copy this environment: recording is on
+  t.after(() => { if (savedCi !== undefined) process.env.CI = savedCi; });
+  const dir = helloDir(t, ['Hello', ', world!']);
+  const cassette = path.join(dir, 'hello.cassette.jsonl');
+  const once = new PiWorld({ cassette: path.join(dir, 'hello'), recordMode: 'once', realPi });
+  let r = await ask('Say hello.', { env: once.env });
+  await once.close();
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.text, 'Hello, world!');
+  const committed = fs.readFileSync(cassette);
+  // Replayed from now on, without real pi.
+  const again = new PiWorld({ cassette: path.join(dir, 'hello'), recordMode: 'once', realPi: '/nonexistent/pi' });
+  assert.equal(again.recording, null);
+  r = await ask('Say hello.', { env: again.env });
+  await again.close();
+  assert.equal(r.text, 'Hello, world!');
+  fs.writeFileSync(path.join(dir, 'hello.llm.json'), JSON.stringify({ turns: [{ text: ['Good', 'bye!'] }] }));
+  const all = new PiWorld({ cassette: path.join(dir, 'hello'), recordMode: 'all', realPi });
+  r = await ask('Say hello.', { env: all.env });
+  assert.equal(r.text, 'Goodbye!');
+  assert.deepEqual(all.pending(), [`${cassette}.new`]);
+  await all.close();
+  assert.deepEqual(fs.readFileSync(cassette), committed);
+  const review = spawnSync(binaries().piHarness, ['cassette', 'review', '--reject-all', dir], { encoding: 'utf8' });
+  assert.equal(review.status, 0, review.stderr);
+  assert.match(review.stdout, /Goodbye!/);
+  assert.deepEqual(fs.readFileSync(cassette), committed);
+  assert.deepEqual(fs.readdirSync(dir).sort(), ['hello.cassette.jsonl', 'hello.llm.json']);
+});
+

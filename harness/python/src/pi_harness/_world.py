@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import uuid
 from pathlib import Path
@@ -17,7 +18,9 @@ from . import _bins, _procs
 
 MARKER_VAR = "PI_HARNESS_TEST_MARKER"
 REPORT_VAR = "FAKE_PI_REPORT"
-RECORD_MODES = ("none", "once", "new_episodes", "all")
+RECORD_MODES = ("none", "once", "all")
+SCRIPT_SUFFIX = ".llm.json"
+DEFAULT_PI_VERSION = "1.5.2"
 SUFFIXES = ("", ".cassette.jsonl", ".cassette.jsonl.zst", ".cassette.jsonl.gz")
 
 
@@ -34,18 +37,58 @@ class CassetteNotFound(FileNotFoundError):
 
 
 class RecordModeUnavailable(ValueError):
-    """A record mode other than ``none``: recording from tests has not landed yet."""
+    """A record mode that is not one of :data:`RECORD_MODES`, or recording asked for where it
+    cannot happen (a Claude Code cassette, a bundled name)."""
+
+
+def ci_is_set(env: Optional[Dict[str, str]] = None) -> bool:
+    """Whether ``CI`` is set (non-empty, and not ``0`` or ``false``): recording is then off."""
+    v = (os.environ if env is None else env).get("CI", "")
+    return v != "" and v != "0" and v.lower() != "false"
 
 
 def check_record_mode(mode: str) -> None:
-    """Only ``none`` (replay what is recorded) works today; the others are reserved."""
-    if mode == "none":
-        return
+    """``none`` (replay only), ``once`` (record a missing cassette), ``all`` (record again;
+    a changed recording waits for ``pi-harness cassette review``)."""
     if mode in RECORD_MODES:
+        return
+    if mode == "new_episodes":
         raise RecordModeUnavailable(
-            f"record mode {mode!r} is reserved: recording from tests has not landed yet (only 'none', replay, works)"
+            "record mode 'new_episodes' is not supported: a cassette is one call (use 'all' and review)"
         )
     raise RecordModeUnavailable(f"record mode {mode!r}: expected one of {', '.join(RECORD_MODES)}")
+
+
+def cassette_file(cassette: Union[str, "os.PathLike[str]"]) -> Path:
+    """The file a cassette to record is written to: ``cassette`` itself, with
+    ``.cassette.jsonl`` added when it has no such suffix."""
+    p = Path(cassette)
+    if p.name.endswith((".cassette.jsonl", ".cassette.jsonl.gz", ".cassette.jsonl.zst")):
+        return p.absolute()
+    return p.with_name(p.name + ".cassette.jsonl").absolute()
+
+
+def script_beside(cassette: Path) -> Path:
+    """The LLM script a cassette is recorded from by default: ``NAME.llm.json`` beside
+    ``NAME.cassette.jsonl``."""
+    name = cassette.name
+    for suffix in (".cassette.jsonl.gz", ".cassette.jsonl.zst", ".cassette.jsonl"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return cassette.with_name(name + SCRIPT_SUFFIX)
+
+
+def _sh(word: str) -> str:
+    return "'" + word.replace("'", "'\\''") + "'"
+
+
+def _existing(cassette: Path) -> Optional[Path]:
+    """``cassette``, or the same compressed (``.gz``, ``.zst``), when it is a file."""
+    for p in (cassette, Path(str(cassette) + ".gz"), Path(str(cassette) + ".zst")):
+        if p.is_file():
+            return p
+    return None
 
 
 def resolve_cassette(cassette: Union[str, "os.PathLike[str]"]) -> Path:
@@ -111,6 +154,16 @@ class World:
     subreaper so that detached processes come back to it, and by the marker), after killing
     them. It also reaps this process's dead children started during the test (adopted orphans
     would stay zombies otherwise): a ``Popen`` the test never waited for then reads exit 0.
+
+    ``record_mode`` (default ``$PI_HARNESS_RECORD_MODE``, else ``none``): ``none`` (replay; a missing cassette raises :class:`CassetteNotFound`, and
+    every mode is ``none`` when ``CI`` is set), ``once`` (a missing cassette is recorded when the
+    wrapper first calls ``pi``: ``pi`` is then ``pi-harness record --record-mode once
+    --replay-with fake-pi``, which records the call against real pi from the LLM script
+    ``script``, default ``NAME.llm.json`` beside ``NAME.cassette.jsonl``, and replays it),
+    ``all`` (record again; a recording that differs waits in ``NAME.cassette.jsonl.new`` for
+    ``pi-harness cassette review``: :meth:`pending`). Real pi: ``real_pi``, else
+    ``$PI_HARNESS_REAL_PI``, else ``pi-harness install pi VERSION --print-path`` (``pi_version``,
+    ``$PI_HARNESS_PI_VERSION``, default 1.5.2).
     """
 
     def __init__(
@@ -121,12 +174,34 @@ class World:
         speed: str = "0",
         name: str = "test",
         grace: float = 0.5,
-        record_mode: str = "none",
+        record_mode: Optional[str] = None,
+        script: Optional[Union[str, "os.PathLike[str]"]] = None,
+        real_pi: Optional[Union[str, "os.PathLike[str]"]] = None,
+        pi_version: Optional[str] = None,
         subreaper: bool = True,
     ) -> None:
+        record_mode = record_mode or os.environ.get("PI_HARNESS_RECORD_MODE") or "none"
         check_record_mode(record_mode)
+        self.record_mode = "none" if ci_is_set() else record_mode
         self.fake_pi = _bins.fake_pi()
-        self.cassette = resolve_cassette(cassette)
+        self.recording: Optional[Dict[str, Path]] = None
+        target = cassette_file(cassette)
+        try:
+            found: Optional[Path] = _existing(target) or resolve_cassette(cassette)
+            missing = None
+        except CassetteNotFound as e:
+            found, missing = None, e
+        if self.record_mode == "all" or (self.record_mode == "once" and found is None):
+            self.cassette = _existing(target) or target
+            self.recording = self._recording(target, script, real_pi, pi_version, agent)
+        elif found is None:
+            if record_mode != "none":
+                raise CassetteNotFound(
+                    f"{missing}; CI is set, so record mode {record_mode} is none: {target} is not recorded"
+                )
+            raise CassetteNotFound(str(missing))
+        else:
+            self.cassette = found
         self.agent = agent or agent_of(self.cassette)
         if self.agent not in ("pi", "claude"):
             raise ValueError(f"agent {self.agent!r}: expected 'pi' or 'claude'")
@@ -134,7 +209,17 @@ class World:
         self.path = Path(tempfile.mkdtemp(prefix=f"pih-{clean}-"))
         self.bin_dir = self.path / "bin"
         self.bin_dir.mkdir()
-        os.symlink(self.fake_pi, self.bin_dir / self.agent)
+        if self.recording is None:
+            os.symlink(self.fake_pi, self.bin_dir / self.agent)
+        else:
+            # Recording: `pi` records the call (once) with real pi, then fake-pi replays it.
+            r = self.recording
+            words = [str(_bins.pi_harness()), "record", "--record-mode", self.record_mode,
+                     "--script", str(r["script"]), "--out", str(self.cassette), "--pi", str(r["pi"]),
+                     "--replay-with", str(self.fake_pi), "--"]
+            shim = self.bin_dir / self.agent
+            shim.write_text("#!/bin/sh\nexec " + " ".join(_sh(w) for w in words) + ' "$@"\n', encoding="utf-8")
+            shim.chmod(0o755)
         self.agent_dir = self.path / "agent"
         self.agent_dir.mkdir()
         self.report_file = self.path / "fake-pi-report.jsonl"
@@ -152,6 +237,48 @@ class World:
         self._watch = _procs.Watch(MARKER_VAR, self.marker, subreaper=subreaper)
         self._closed = False
         self._last_report: List[Dict[str, Any]] = []
+
+    @staticmethod
+    def _recording(
+        target: Path,
+        script: Optional[Union[str, "os.PathLike[str]"]],
+        real_pi: Optional[Union[str, "os.PathLike[str]"]],
+        pi_version: Optional[str],
+        agent: Optional[str],
+    ) -> Dict[str, Path]:
+        """What recording ``target`` needs: its LLM script and a real pi."""
+        if agent not in (None, "pi") or (target.is_file() and agent_of(target) == "claude"):
+            raise RecordModeUnavailable(
+                "recording from tests is for pi's json mode; record Claude Code cassettes with pi-harness record --agent claude"
+            )
+        script_path = Path(script).absolute() if script is not None else script_beside(target)
+        if not script_path.is_file():
+            raise CassetteNotFound(
+                f"no LLM script {str(script_path)!r} to record {str(target)!r} from"
+                " (write it beside the cassette, or pass script=...; format: pi-harness record --help)"
+            )
+        pi = real_pi or os.environ.get("PI_HARNESS_REAL_PI")
+        if not pi:
+            version = pi_version or os.environ.get("PI_HARNESS_PI_VERSION") or DEFAULT_PI_VERSION
+            p = subprocess.run(
+                [str(_bins.pi_harness()), "install", "pi", version, "--print-path"],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+            )
+            if p.returncode != 0:
+                raise RecordModeUnavailable(p.stderr.strip() or f"pi-harness install pi {version} failed")
+            pi = p.stdout.strip()
+        return {"script": script_path, "pi": Path(pi)}
+
+    def pending(self) -> List[Path]:
+        """Re-recordings of this world's cassette waiting for ``pi-harness cassette review``."""
+        name = self.cassette.name
+        for suffix in (".gz", ".zst"):
+            if name.endswith(suffix):
+                name = name[: -len(suffix)]
+        found = [self.cassette.with_name(name + s + ".new") for s in ("", ".gz", ".zst")]
+        return [p for p in found if p.is_file()]
 
     @property
     def agent_path(self) -> Path:

@@ -8,11 +8,21 @@ empty agent dir, the marker, fake-pi's report file), so a wrapper that inherits 
 environment finds it. When the test fails, fake-pi's own lines (exit 99 mismatches) are shown
 in a ``fake-pi report`` section; when a process the test started outlives it, the test errors
 at teardown naming it (it has been killed).
+
+``--pi-record-mode`` (else ``$PI_HARNESS_RECORD_MODE``, else the ``pi_record_mode`` ini value;
+the marker's ``record_mode=`` for one test):
+``none`` (default; also whenever ``CI`` is set) replays and fails on a missing cassette;
+``once`` records a missing cassette the first time the test's wrapper calls ``pi``, from the
+LLM script beside it (``NAME.llm.json``, or the marker's ``script=``) against real pi
+(``PI_HARNESS_REAL_PI``, the marker's ``real_pi=``, else ``pi-harness install pi 1.5.2``);
+``all`` records again, and a recording that differs waits beside the cassette for
+``pi-harness cassette review`` (listed at the end of the run).
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, Optional
+import os
+from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 
@@ -28,6 +38,8 @@ from ._world import (
 
 # The test item's world, for its reports (an attribute: any pytest version has one).
 _WORLD = "_pi_harness_world"
+# The worlds that recorded in this session, for the pending re-recordings at its end.
+_recorded: List[World] = []
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -37,7 +49,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store",
         default=None,
         metavar="MODE",
-        help=f"how pi_world treats cassettes: {', '.join(RECORD_MODES)} (only 'none', replay, works today; the rest are reserved)",
+        help=f"how pi_world treats cassettes: {', '.join(RECORD_MODES)} (none: replay only, the default and "
+        "always when CI is set; once: record a missing cassette with real pi; all: record again, a changed "
+        "recording waits for pi-harness cassette review)",
     )
     parser.addini("pi_record_mode", "the default of --pi-record-mode", default="none")
 
@@ -45,8 +59,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "pi_cassette(cassette, *, agent=None, speed='0', grace=0.5, record_mode=None): the cassette the "
-        "pi_world fixture replays: a path, or a name in the bundled corpus such as recorded/text_only.pi87",
+        "pi_cassette(cassette, *, agent=None, speed='0', grace=0.5, record_mode=None, script=None, real_pi=None, "
+        "pi_version=None): the cassette the pi_world fixture replays: a path, or a name in the bundled corpus "
+        "such as recorded/text_only.pi87; script: the LLM script it is recorded from (default NAME.llm.json beside it)",
     )
     try:
         check_record_mode(_record_mode(config))
@@ -55,7 +70,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _record_mode(config: pytest.Config) -> str:
-    return str(config.getoption("--pi-record-mode") or config.getini("pi_record_mode") or "none")
+    return str(
+        config.getoption("--pi-record-mode")
+        or os.environ.get("PI_HARNESS_RECORD_MODE")
+        or config.getini("pi_record_mode")
+        or "none"
+    )
 
 
 def _settings(request: pytest.FixtureRequest) -> Dict[str, Any]:
@@ -90,6 +110,8 @@ def pi_world(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     if problem is not None:
         pytest.fail(problem, pytrace=False)
     setattr(request.node, _WORLD, world)
+    if world.recording is not None:
+        _recorded.append(world)
     for key, value in world.variables.items():
         monkeypatch.setenv(key, value)
     yield world
@@ -112,3 +134,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     lines = world.mismatches()
     if lines:
         report.sections.append(("fake-pi report", "\n".join(lines)))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The re-recordings that differ from their cassettes: waiting for review."""
+    pending = sorted({str(p) for w in _recorded for p in w.pending()})
+    if pending:
+        terminalreporter.section("pi-harness: re-recorded cassettes waiting for review")
+        for p in pending:
+            terminalreporter.write_line(p)
+        terminalreporter.write_line("review them: pi-harness cassette review (or --accept-all / --reject-all)")
