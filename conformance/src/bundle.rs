@@ -143,7 +143,12 @@ mod tests {
                 .filter(|(f, _)| f.starts_with(p) && ends.iter().any(|x| f.ends_with(x)))
                 .count()
         };
-        let cassette_ends = [".cassette.jsonl", ".cassette.jsonl.gz", ".sequence"];
+        let cassette_ends = [
+            ".cassette.jsonl",
+            ".cassette.jsonl.gz",
+            ".cassette.jsonl.zst",
+            ".sequence",
+        ];
         assert_eq!(bundled("cassettes/", &cassette_ends), cassettes);
         assert_eq!(bundled("expected/", &[".json", ".json.gz"]), expected);
         let scripts = count(&src.join("../cassettes/scripts"), &[".json", "README.md"]);
