@@ -279,10 +279,7 @@ fn header(opts: &ImportOptions, dialect: Dialect) -> Header {
         format: FORMAT_NAME.to_string(),
         version: FORMAT_VERSION,
         mode: None,
-        pi: PiSource {
-            version: opts.pi_version.clone(),
-            dialect,
-        },
+        pi: PiSource::new(&opts.pi_version, dialect),
         scenario: Scenario {
             name: opts.scenario.clone(),
             description: opts.description.clone(),

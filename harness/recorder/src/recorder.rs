@@ -97,6 +97,7 @@ pub async fn record(opts: &RecordOptions, notices: &Notices) -> Result<RecordOut
         pi_package_root(&opts.pi)
     };
     let version = install::version(opts, pi_root.as_deref())?;
+    install::check_version(&version, claude, notices)?;
     let sandbox = sandbox::Sandbox::create(&opts.script_path, &script.files)?;
     let log_path = opts
         .request_log
