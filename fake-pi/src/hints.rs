@@ -113,14 +113,22 @@ pub(crate) fn after_claude_refusal(header: &Header, cli: &Claude, argv: &[String
         ));
         return;
     }
-    if let Some(first) = claude::first_release_with(option) {
-        if cli.borrowed().is_none() && version_key(first) > version_key(cli.version()) {
-            say(&format!(
-                "fake-pi: hint: the cassette is of Claude Code {}, which has no {option}: Claude Code {first} is the first release with it. Record the cassette on it, or drop the option",
-                header.pi.version
-            ));
+    if cli.borrowed().is_none() {
+        if let Some(line) =
+            newer_claude_option(cli.version(), option, claude::first_release_with(option))
+        {
+            say(&line);
         }
     }
+}
+
+/// The hint for `option`, refused by Claude Code `version`, when `first` (the oldest measured
+/// release that takes it) is later.
+fn newer_claude_option(version: &str, option: &str, first: Option<&str>) -> Option<String> {
+    let first = first.filter(|f| version_key(f) > version_key(version))?;
+    Some(format!(
+        "fake-pi: hint: the cassette is of Claude Code {version}, which has no {option}: Claude Code {first} is the first release with it. Record the cassette on it, or drop the option"
+    ))
 }
 
 fn version_key(v: &str) -> Vec<u32> {
@@ -165,5 +173,41 @@ pub(crate) fn watch_stdin(header: &Header) -> StdinWatch {
         });
     StdinWatch {
         _done: started.is_ok().then_some(tx),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_claude_option_of_a_later_release_names_it() {
+        // (The measured releases take the same options today: the rule, on made-up data.)
+        assert_eq!(
+            newer_claude_option("2.1.330", "--brief", Some("2.1.332")).as_deref(),
+            Some("fake-pi: hint: the cassette is of Claude Code 2.1.330, which has no --brief: Claude Code 2.1.332 is the first release with it. Record the cassette on it, or drop the option")
+        );
+        assert_eq!(
+            newer_claude_option("2.1.332", "--brief", Some("2.1.330")),
+            None
+        );
+        assert_eq!(
+            newer_claude_option("2.1.330", "--brief", Some("2.1.330")),
+            None
+        );
+        assert_eq!(newer_claude_option("2.1.330", "--bogus", None), None);
+        // Compared as numbers, not text.
+        assert!(newer_claude_option("2.1.9", "--x", Some("2.1.10")).is_some());
+    }
+
+    #[test]
+    fn unknown_options_are_read_off_pis_lines() {
+        assert_eq!(
+            unknown_pi_options(
+                "Error: Unknown option: --a\nError: Unknown options: --b, -c\nother\n"
+            ),
+            ["--a", "--b", "-c"]
+        );
+        assert!(unknown_pi_options("Error: --mode requires text, json, or rpc\n").is_empty());
     }
 }
