@@ -24,3 +24,4 @@ mod memory;
 mod one_reader;
 mod readme;
 mod real_pi_faults;
+mod unverified;
