@@ -24,4 +24,5 @@ mod memory;
 mod one_reader;
 mod readme;
 mod real_pi_faults;
+mod real_unverified;
 mod unverified;
