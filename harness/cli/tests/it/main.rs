@@ -10,6 +10,7 @@
 
 mod util;
 
+mod ci_notice;
 mod cli_cassette;
 mod cli_leftovers;
 mod cli_map;
