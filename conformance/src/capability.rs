@@ -78,11 +78,7 @@ pub fn capabilities_of(case: &Case, header: &Header, messages: &[Value]) -> Vec<
     // An unverified case (a release newer than every pinned one) needs what the release
     // whose grammar it borrows needs.
     let agent = header.agent_name();
-    let named = header
-        .pi
-        .unverified
-        .as_ref()
-        .map_or(&header.pi.version, |u| &u.grammar);
+    let named = header.pi.borrowed().unwrap_or(&header.pi.version);
     let version = pi_grammar::Version::parse(named);
     caps.push(version.map_or_else(
         || format!("{agent}-{named}"),

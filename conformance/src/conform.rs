@@ -206,13 +206,12 @@ fn unverified_warning(cases: &[Case]) -> Option<String> {
         .filter_map(|c| {
             let reader = pi_cassette::CassetteReader::open(&c.cassette).ok()?;
             let pi = &reader.header().pi;
-            let u = pi.unverified.as_ref()?;
+            let borrowed = pi.borrowed()?;
             Some(format!(
-                "{} ({} {}, grammar of {})",
+                "{} ({} {}, grammar of {borrowed})",
                 c.name,
                 reader.header().agent_name(),
                 pi.version,
-                u.grammar
             ))
         })
         .collect();

@@ -119,7 +119,7 @@ pub fn compare_dirs(committed: &Path, fresh: &Path) -> Result<Report, DriftError
     }
     let unverified = fresh_loaded
         .values()
-        .any(|c| c.header.pi.unverified.is_some());
+        .any(|c| c.header.pi.borrowed().is_some());
     let fresh_tags: std::collections::BTreeSet<&str> = twins
         .keys()
         .chain(new.keys())
@@ -192,7 +192,7 @@ fn version_tag(name: &str) -> Option<&str> {
 /// (its tag swapped for the borrowed release's) and what it is (`pi 1.6.0, unverified,
 /// grammar of 1.5.2`).
 fn borrowed_twin(name: &str, c: &Cassette) -> Option<(String, String)> {
-    let borrowed = &c.header.pi.unverified.as_ref()?.grammar;
+    let borrowed = c.header.pi.borrowed()?;
     let tag = version_tag(name)?;
     let stem = name.strip_suffix(&format!(".{tag}.cassette.jsonl"))?;
     let twin_tag = if c.header.is_claude() {

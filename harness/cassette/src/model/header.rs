@@ -132,10 +132,21 @@ impl PiSource {
         pi_grammar::claude::Claude::measured_or_newer(&self.version)
     }
 
+    /// The pinned release whose grammar the cassette is read with when its own release is
+    /// not pinned (what [`PiSource::unverified`] names); `None` for a pinned release, also
+    /// when its header still carries the mark of the days before it was pinned.
+    pub fn borrowed(&self) -> Option<&'static str> {
+        if self.dialect == Dialect::StreamJson {
+            self.claude()?.borrowed()
+        } else {
+            self.grammar()?.borrowed()
+        }
+    }
+
     /// The warning an unverified cassette gets, one line: which release, which grammar it
     /// borrowed, what to run. `None` for a pinned release.
     pub fn unverified_warning(&self) -> Option<String> {
-        let u = self.unverified.as_ref()?;
+        let borrowed = self.borrowed()?;
         let cli = if self.dialect == Dialect::StreamJson {
             "Claude Code"
         } else {
@@ -143,7 +154,7 @@ impl PiSource {
         };
         Some(format!(
             "warning: {cli} {} is newer than every pinned release: unverified, read with {cli} {}'s command-line grammar (`pi-harness drift` shows what changed; pinning it: docs/pinning.md)",
-            self.version, u.grammar
+            self.version, borrowed
         ))
     }
 }
