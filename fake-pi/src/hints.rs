@@ -83,12 +83,20 @@ pub(crate) fn claude_argv_for_pi(
     unknown: &[(String, Option<String>)],
     argv: &[String],
 ) {
-    if unknown.is_empty() || claude::parse(argv, false).is_err() {
+    // An option of Claude Code's that no pi has (not `--model=x`, pi's own flag spelled
+    // another way, nor 0.73.1's `--`).
+    let pi = Grammar::newest_pinned();
+    let Some((name, _)) = unknown
+        .iter()
+        .find(|(n, _)| !n.is_empty() && claude::knows(n) && !pi.has_flag(&format!("--{n}")))
+    else {
+        return;
+    };
+    if claude::parse(argv, false).is_err() {
         return;
     }
     say(&format!(
-        "fake-pi: hint: this command line is Claude Code's (--{}), and the cassette is pi's (pi {}, {}): give it a Claude Code cassette (`mode: \"stream-json\"`), or run the host as pi",
-        unknown[0].0,
+        "fake-pi: hint: this command line is Claude Code's (--{name}), and the cassette is pi's (pi {}, {}): give it a Claude Code cassette (`mode: \"stream-json\"`), or run the host as pi",
         header.pi.version,
         header.scenario.name
     ));

@@ -224,6 +224,22 @@ fn a_claude_cassette_run_as_pi_names_the_agent() {
 }
 
 #[test]
+fn pis_own_command_lines_get_no_agent_hint() {
+    // `--model=x` is pi's own flag spelled another way, and 0.73.1's `--` an unknown flag
+    // with an empty name: Claude Code reads both command lines, but they are not Claude's.
+    let world = World::new("hint_not_claude");
+    let path = pi_cassette(&world, "p73", r#"{"version":"0.73.1","dialect":"snapshot+delta"}"#);
+    for (args, err) in [
+        (&["--model=x", "hi"][..], "Error: Unknown option: --model\n"),
+        (&["--", "hello"][..], "Error: Unknown option: --\n"),
+    ] {
+        let (code, _, got) = out(world.fake_pi(&path).args(args).output().unwrap());
+        assert_eq!((code, got.as_str()), (Some(1), err), "{args:?}");
+    }
+    world.assert_none_left();
+}
+
+#[test]
 fn a_pi_cassette_run_as_claude_code_names_the_agent_before_stdin() {
     let world = World::new("hint_pi_as_claude");
     let path = pi_cassette(
