@@ -228,7 +228,11 @@ fn pis_own_command_lines_get_no_agent_hint() {
     // `--model=x` is pi's own flag spelled another way, and 0.73.1's `--` an unknown flag
     // with an empty name: Claude Code reads both command lines, but they are not Claude's.
     let world = World::new("hint_not_claude");
-    let path = pi_cassette(&world, "p73", r#"{"version":"0.73.1","dialect":"snapshot+delta"}"#);
+    let path = pi_cassette(
+        &world,
+        "p73",
+        r#"{"version":"0.73.1","dialect":"snapshot+delta"}"#,
+    );
     for (args, err) in [
         (&["--model=x", "hi"][..], "Error: Unknown option: --model\n"),
         (&["--", "hello"][..], "Error: Unknown option: --\n"),

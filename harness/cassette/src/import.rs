@@ -301,7 +301,7 @@ fn header(opts: &ImportOptions, dialect: Dialect) -> Header {
 pub(crate) fn dialect_of(opts: &ImportOptions) -> Result<Dialect, ImportError> {
     match opts.dialect {
         Some(d) => Ok(d),
-        None => Dialect::for_pi_version(&opts.pi_version).ok_or_else(|| {
+        None => Dialect::for_pi_version_or_newer(&opts.pi_version).ok_or_else(|| {
             ImportError::Usage(format!(
                 "pi version {:?} has no known wire dialect; give --dialect (snapshot+delta, delta-only or snapshot-only)",
                 opts.pi_version

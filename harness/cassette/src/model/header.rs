@@ -177,13 +177,26 @@ pub enum Dialect {
 }
 
 impl Dialect {
-    /// The dialect real pi of this version speaks, when known.
+    /// The dialect real pi of this version speaks, when known (a pinned version).
     pub fn for_pi_version(version: &str) -> Option<Dialect> {
-        let grammar = pi_grammar::Grammar::pinned_or_newer(version)?;
-        Some(match grammar.wire_dialect() {
+        Some(Dialect::of_grammar(pi_grammar::Grammar::for_version(
+            version,
+        )?))
+    }
+
+    /// [`Dialect::for_pi_version`], or for a release newer than every pinned one the newest
+    /// pinned one's (unverified: what it borrows).
+    pub fn for_pi_version_or_newer(version: &str) -> Option<Dialect> {
+        Some(Dialect::of_grammar(pi_grammar::Grammar::pinned_or_newer(
+            version,
+        )?))
+    }
+
+    fn of_grammar(grammar: pi_grammar::Grammar) -> Dialect {
+        match grammar.wire_dialect() {
             pi_grammar::WireDialect::SnapshotDelta => Dialect::SnapshotDelta,
             pi_grammar::WireDialect::DeltaOnly => Dialect::DeltaOnly,
-        })
+        }
     }
 }
 

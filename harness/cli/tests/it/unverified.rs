@@ -335,3 +335,44 @@ fn a_newer_claude_code_is_recorded_unverified_and_conform_says_so() {
     );
     w.assert_none_left_within(Duration::from_secs(5));
 }
+
+#[test]
+fn a_capture_of_a_newer_pi_is_imported_unverified() {
+    let w = World::new("unverified_import");
+    // pi 1.5.2's stdout, as a capture of 1.6.0.
+    let recorded =
+        Cassette::load(&repo().join("cassettes/recorded/text_only.pi152.cassette.jsonl")).unwrap();
+    let raw = w.write("raw.jsonl", recorded.stdout_bytes());
+    let out = w.path().join("imported.cassette.jsonl");
+    let import = |version: &str| {
+        pih(&w)
+            .args(["cassette", "import"])
+            .arg(&raw)
+            .args([
+                "--pi-version",
+                version,
+                "--scenario",
+                "imported",
+                "--description",
+                "a capture",
+                "--exit",
+                "0",
+            ])
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    let o = import("1.6.0");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(err, format!("{PI_WARNING}\n"));
+    let c = Cassette::load(&out).unwrap();
+    assert_eq!(c.header.pi.borrowed(), Some("1.5.2"));
+    assert_eq!(c.stdout_bytes(), recorded.stdout_bytes());
+    // Older than every pinned version: refused as before.
+    std::fs::remove_file(&out).unwrap();
+    let o = import("0.50.0");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!out.exists());
+}
