@@ -3,7 +3,9 @@
 # own `--version` and `--help` print and every option its parser accepts, into
 # harness/grammar/data/claude/VERSION/ (version.txt, help.txt, grammar.tsv; the format is in
 # harness/grammar/data/claude/README.md). A new release is a data change: run this on it, commit.
-# Usage: scripts/claude-grammar.sh [CLAUDE_BIN]   (default: scripts/install-claude.sh's binary)
+# Usage: scripts/claude-grammar.sh [CLAUDE_BIN] [--out DIR]
+#   CLAUDE_BIN: default scripts/install-claude.sh's binary; --out DIR: write DIR/VERSION/ instead
+#   of harness/grammar/data/claude/VERSION/ (a test compares it with the committed data).
 #
 # Everything is measured by running the CLI offline (HOME a temp dir, no environment but PATH):
 # - the options the help lists, with their flags, choices and aliases;
@@ -20,7 +22,14 @@
 # reports unknown options.) About 300 probes, a few minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=${1:-$(scripts/install-claude.sh)}
+DATA_OUT=harness/grammar/data/claude
+if [ "${1:-}" = --out ]; then set -- "" "$@"; fi
+if [ "${2:-}" = --out ]; then
+  [ -n "${3:-}" ] || { echo "claude-grammar.sh: --out needs a directory" >&2; exit 2; }
+  DATA_OUT=$3
+fi
+BIN=${1:-}
+[ -n "$BIN" ] || BIN=$(scripts/install-claude.sh)
 [ -x "$BIN" ] || { echo "claude-grammar.sh: $BIN is not executable" >&2; exit 2; }
 BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
 work=$(mktemp -d "${TMPDIR:-/tmp}/claude-grammar.XXXXXX")
@@ -50,7 +59,7 @@ probe --version
 VERSION_LINE=$OUT
 VERSION=${VERSION_LINE%% *}
 [[ $VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "claude-grammar.sh: odd --version: $VERSION_LINE" >&2; exit 1; }
-DEST=harness/grammar/data/claude/$VERSION
+DEST=$DATA_OUT/$VERSION
 mkdir -p "$DEST"
 printf '%s\n' "$VERSION_LINE" >"$DEST/version.txt"
 (cd "$work/home" && env -i PATH=/usr/bin:/bin HOME="$work/home" TERM=dumb "$BIN" --help </dev/null >"$work/help")

@@ -10,7 +10,9 @@
 # Following a new release: add its version and the registry's integrity value
 # (`npm view @anthropic-ai/claude-code-linux-x64@X dist.integrity`) here, regenerate its
 # command-line data (scripts/claude-grammar.sh), record the corpus on it
-# (scripts/record-claude-corpus.sh cassettes/claude VERSION=X) and bless conform's streams.
+# (scripts/record-claude-corpus.sh cassettes/claude VERSION=X) and bless conform's streams: step by
+# step in docs/pinning.md. Until then a newer release works unverified (recorded and replayed with
+# the newest pinned release's grammar).
 set -euo pipefail
 PKG=@anthropic-ai/claude-code-linux-x64
 declare -A INTEGRITY=(

@@ -75,10 +75,13 @@ pub fn capabilities_of(case: &Case, header: &Header, messages: &[Value]) -> Vec<
     let mut caps: Vec<String> = caps.into_iter().map(str::to_string).collect();
     // One capability per pi (or Claude Code) minor release the case was recorded on
     // (`pi-0.87`, `claude-2.1`).
+    // An unverified case (a release newer than every pinned one) needs what the release
+    // whose grammar it borrows needs.
     let agent = header.agent_name();
-    let version = pi_grammar::Version::parse(&header.pi.version);
+    let named = header.pi.borrowed().unwrap_or(&header.pi.version);
+    let version = pi_grammar::Version::parse(named);
     caps.push(version.map_or_else(
-        || format!("{agent}-{}", header.pi.version),
+        || format!("{agent}-{named}"),
         |v| format!("{agent}-{}.{}", v.major, v.minor),
     ));
     caps

@@ -111,9 +111,10 @@ pub fn case_of(root: &Path, path: &Path, c: &Outline) -> Case {
         return claude_case(name, path, c);
     }
     // What the recording ran with, by meaning: an implementation passes these as flags.
-    let effective = pi_grammar::Grammar::for_version(&h.pi.version)
-        .map(|g| pi_cassette::matching::expected(&h.expect, &g))
-        .unwrap_or_default();
+    let effective =
+        h.pi.grammar()
+            .map(|g| pi_cassette::matching::expected(&h.expect, &g))
+            .unwrap_or_default();
     let thinking = effective
         .thinking
         .clone()

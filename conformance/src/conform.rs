@@ -130,6 +130,9 @@ pub fn conform(opts: &ConformOptions, out: Output<'_>) -> Result<bool, String> {
             .collect();
         let _ = writeln!(out.report, "partition {p}: {} of {all} cases", cases.len());
     }
+    if let Some(w) = unverified_warning(&cases) {
+        let _ = writeln!(out.report, "{w}");
+    }
     let runner = CaseRunner {
         fake_pi: &fake_pi,
         cassettes: &cassettes,
@@ -193,6 +196,32 @@ pub fn conform(opts: &ConformOptions, out: Output<'_>) -> Result<bool, String> {
     Ok(!results
         .iter()
         .any(|r| matches!(r.verdict, Verdict::Failed { .. })))
+}
+
+/// One line naming the cases of releases newer than every pinned one (unverified: replayed
+/// with the grammar their header names), when there are any.
+fn unverified_warning(cases: &[Case]) -> Option<String> {
+    let marked: Vec<String> = cases
+        .iter()
+        .filter_map(|c| {
+            let reader = pi_cassette::CassetteReader::open(&c.cassette).ok()?;
+            let pi = &reader.header().pi;
+            let borrowed = pi.borrowed()?;
+            Some(format!(
+                "{} ({} {}, grammar of {borrowed})",
+                c.name,
+                reader.header().agent_name(),
+                pi.version,
+            ))
+        })
+        .collect();
+    (!marked.is_empty()).then(|| {
+        format!(
+            "warning: unverified: {} of releases newer than every pinned one, replayed with the newest pinned grammar: {}",
+            if marked.len() == 1 { "1 case is" } else { "cases are" },
+            marked.join(", ")
+        )
+    })
 }
 
 /// The (cassettes, expected) directories of a run: given, or the bundled suite's (a user's

@@ -64,7 +64,7 @@ pub(crate) fn before_stdin(
     let warnings = parsed.warnings_text();
     let mode = parsed.app_mode(stdin_tty, stdout_tty, grammar);
     if parsed.has("--version") {
-        let text = format!("{}\n", grammar.version());
+        let text = format!("{}\n", grammar.claimed());
         return Next::Finish(Finish::on(grammar.version_stream(mode), text, warnings, 0));
     }
     if let Err(e) = parsed.validate() {

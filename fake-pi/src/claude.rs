@@ -24,7 +24,7 @@ use pi_cassette::{FlagRule, Header, StdinKind};
 use pi_grammar::claude;
 
 use crate::exit::{self, fail};
-use crate::{client, environ, replay, session, signals, source, values};
+use crate::{client, environ, hints, replay, session, signals, source, values};
 
 /// The variable the CLI takes its key from.
 const API_KEY: &str = "ANTHROPIC_API_KEY";
@@ -38,7 +38,10 @@ pub(crate) fn run(
     speed: Option<&str>,
 ) -> i32 {
     let stdout_tty = std::io::stdout().is_terminal();
-    let cli = claude::Claude::nearest(&header.pi.version);
+    let cli = header
+        .pi
+        .claude()
+        .unwrap_or_else(|| claude::Claude::nearest(&header.pi.version));
     let parsed = match cli.parse(argv, stdout_tty) {
         Ok(p) => p,
         Err(stop) => {
@@ -51,6 +54,7 @@ pub(crate) fn run(
                 return exit::STDOUT_CLOSED;
             }
             let _ = std::io::stderr().write_all(stop.stderr.as_bytes());
+            hints::after_claude_refusal(header, &cli, argv, &stop.stderr);
             return stop.code;
         }
     };

@@ -14,7 +14,8 @@
 //! [`agent`] (pi's agent dir), [`client`] (a two-way replay's client), [`replay`] (the
 //! records in time), [`values`] (realistic values for placeholders), [`signals`] and
 //! [`child`] (real signals and processes), [`environ`] and [`exit`] (the environment read,
-//! the statuses given), [`report`] (fake-pi's own lines also in `FAKE_PI_REPORT`).
+//! the statuses given), [`report`] (fake-pi's own lines also in `FAKE_PI_REPORT`), [`hints`] (what to do, on
+//! stderr only; `FAKE_PI_HINTS=0` turns them off).
 
 // A command-line program: what it has to say goes to its stdout and stderr.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -28,6 +29,7 @@ mod claude;
 mod client;
 mod environ;
 mod exit;
+mod hints;
 mod pi;
 mod replay;
 mod report;
@@ -96,6 +98,7 @@ fn run() -> i32 {
         Err(e) => return exit::cassette_failure(e),
     };
     let header = first.header().clone();
+    hints::unverified(&header);
     if header.is_claude() {
         drop(first);
         return claude::run(&header, &argv, &path, &file, settings.speed.as_deref());

@@ -16,7 +16,7 @@ use pi_grammar::{self as pi_cli, AppMode, Grammar, ParsedArgs, KNOWN_VERSIONS};
 use crate::agent::{self, AgentDir};
 use crate::exit::{self, fail};
 use crate::replay::{self, Hooks};
-use crate::{args, client, environ, session, signals, source, values};
+use crate::{args, client, environ, hints, session, signals, source, values};
 
 /// Replay the pi cassette `file` (at `path`, header `header`, `first` its reader past the
 /// header) for `argv`; returns the exit status.
@@ -46,11 +46,12 @@ fn replay_as_pi<R: BufRead>(
         stdin: std::io::stdin().is_terminal(),
         stdout: std::io::stdout().is_terminal(),
     };
-    let grammar = Grammar::for_version(&header.pi.version);
+    let grammar = header.pi.grammar();
     let recorded = recorded_session_unless_argv_answers(grammar.as_ref(), first, argv, tty)?;
     let grammar = checked_grammar(header, grammar, path)?;
     let speed = get_ready(header, &grammar, argv, settings)?;
-    let (parsed, mode) = command_line(&grammar, argv, tty)?;
+    let (parsed, mode) = command_line(header, &grammar, argv, tty)?;
+    hints::claude_argv_for_pi(header, &parsed.unknown_flags, argv);
     let (agent, cwd, plan) = plan_session(&grammar, &parsed)?;
     // pi reads piped stdin to EOF (not in RPC mode, where stdin carries commands).
     let stdin = if mode != AppMode::Rpc && !tty.stdin {
@@ -58,7 +59,10 @@ fn replay_as_pi<R: BufRead>(
         // cassette's, which the reader bounds the same way.
         let max = pi_cassette::Limits::from_env().max_line_bytes;
         let mut raw = Vec::new();
-        if let Err(e) = std::io::stdin().take(max as u64 + 1).read_to_end(&mut raw) {
+        let watch = hints::watch_stdin(header);
+        let read = std::io::stdin().take(max as u64 + 1).read_to_end(&mut raw);
+        drop(watch);
+        if let Err(e) = read {
             return Err(fail(exit::MISUSE, format!("cannot read stdin: {e}")));
         }
         if raw.len() > max {
@@ -76,6 +80,7 @@ fn replay_as_pi<R: BufRead>(
     };
     if let Some(e) = grammar.runtime_errors(&parsed) {
         eprint!("{}", e.stderr);
+        hints::newer_pi_flags(header, &grammar, &e.stderr);
         return Err(e.exit_code);
     }
     let agent_dir = agent.path.display().to_string();
@@ -192,6 +197,7 @@ fn get_ready(
 /// The command line as pi reads it before stdin: either answered now (its output written,
 /// `Err` with pi's status) or parsed, with its warnings said.
 fn command_line(
+    header: &Header,
     grammar: &Grammar,
     argv: &[String],
     tty: Ttys,
@@ -208,6 +214,7 @@ fn command_line(
                 return Err(exit::STDOUT_CLOSED);
             }
             let _ = std::io::stderr().write_all(f.stderr.as_bytes());
+            hints::newer_pi_flags(header, grammar, &f.stderr);
             Err(f.code)
         }
         args::Next::Run {

@@ -6,6 +6,7 @@
 mod claude;
 mod cli;
 mod contract;
+mod hints;
 mod memory;
 mod process;
 mod real_pi_parity;

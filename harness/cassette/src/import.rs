@@ -289,10 +289,7 @@ fn header(opts: &ImportOptions, dialect: Dialect) -> Header {
         format: FORMAT_NAME.to_string(),
         version: FORMAT_VERSION,
         mode: None,
-        pi: PiSource {
-            version: opts.pi_version.clone(),
-            dialect,
-        },
+        pi: PiSource::new(&opts.pi_version, dialect),
         scenario: Scenario {
             name: opts.scenario.clone(),
             description: opts.description.clone(),
@@ -314,7 +311,7 @@ fn header(opts: &ImportOptions, dialect: Dialect) -> Header {
 pub(crate) fn dialect_of(opts: &ImportOptions) -> Result<Dialect, ImportError> {
     match opts.dialect {
         Some(d) => Ok(d),
-        None => Dialect::for_pi_version(&opts.pi_version).ok_or_else(|| {
+        None => Dialect::for_pi_version_or_newer(&opts.pi_version).ok_or_else(|| {
             ImportError::Usage(format!(
                 "pi version {:?} has no known wire dialect; give --dialect (snapshot+delta, delta-only or snapshot-only)",
                 opts.pi_version

@@ -121,7 +121,7 @@ fn dialect(opts: &ImportOptions, claude: bool) -> Result<Dialect, ImportError> {
     if !claude {
         return crate::import::dialect_of(opts);
     }
-    if !KNOWN_CLAUDE_VERSIONS.contains(&opts.pi_version.as_str()) {
+    if pi_grammar::claude::Claude::measured_or_newer(&opts.pi_version).is_none() {
         return Err(ImportError::Usage(format!(
             "--pi-version: pi-harness knows Claude Code {}, not {:?}",
             KNOWN_CLAUDE_VERSIONS.join(", "),
@@ -205,10 +205,7 @@ fn header(
         format: FORMAT_NAME.to_string(),
         version: FORMAT_VERSION_TWO_WAY,
         mode: Some(if claude { MODE_STREAM_JSON } else { "rpc" }.into()),
-        pi: PiSource {
-            version: opts.pi_version.clone(),
-            dialect,
-        },
+        pi: PiSource::new(&opts.pi_version, dialect),
         scenario: Scenario {
             name: opts.scenario.clone(),
             description: opts.description.clone(),
@@ -255,7 +252,8 @@ pub fn import_transcript_file(
         protocol,
     } = *files;
     let ending = ending.clone();
-    if protocol == Protocol::Rpc && pi_grammar::Grammar::for_version(&opts.pi_version).is_none() {
+    if protocol == Protocol::Rpc && pi_grammar::Grammar::pinned_or_newer(&opts.pi_version).is_none()
+    {
         return Err(ImportError::Usage(format!(
             "--pi-version {}: not a pinned pi version ({})",
             opts.pi_version,

@@ -64,8 +64,8 @@ pub use model::{
     is_verbatim_json, Action, ActionRef, Bytes, Cassette, ClientLine, Dialect, EffectiveExpect,
     Expect, FlagRule, Form, Grandchild, Header, Origin, OriginKind, PiSource, ProcessBehaviour,
     Record, RecordRef, Scenario, Secret, SessionUse, SignalAction, Spawn, StdinKind, TimingKind,
-    CLIENT_SIGNALS, FORMAT_NAME, FORMAT_VERSION, FORMAT_VERSION_TWO_WAY, KNOWN_CLAUDE_VERSIONS,
-    MAX_DT_MS, MODE_STREAM_JSON, SIGNAL_NAMES, TWO_WAY_MODES,
+    Unverified, CLIENT_SIGNALS, FORMAT_NAME, FORMAT_VERSION, FORMAT_VERSION_TWO_WAY,
+    KNOWN_CLAUDE_VERSIONS, MAX_DT_MS, MODE_STREAM_JSON, SIGNAL_NAMES, TWO_WAY_MODES,
 };
 pub use parse::{is_header_line, parse_record_line};
 pub use reader::{read_lines, CassetteReader};

@@ -105,6 +105,8 @@ pub(crate) fn check_header(v: &Value, text: &str) -> Result<(), String> {
     for path in [
         "pi",
         "claude",
+        "pi.unverified",
+        "claude.unverified",
         "scenario",
         "expect",
         "expect.flags",

@@ -258,6 +258,11 @@ pub fn run_import(args: ImportArgs) -> i32 {
     };
     match result {
         Ok(c) => {
+            // A release newer than every pinned one: imported unverified, said once.
+            let header = pi_cassette::CassetteReader::open(&out).map(|r| r.header().pi.clone());
+            if let Some(w) = header.ok().and_then(|pi| pi.unverified_warning()) {
+                eprintln!("{w}");
+            }
             crate::say(format_args!(
                 "{}: {} records ({} bytes of stdout), ends with {}",
                 out.display(),

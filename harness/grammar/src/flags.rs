@@ -98,3 +98,12 @@ pub(crate) const FLAGS: &[FlagSpec] = &[
     flag("--offline", None, Switch, V073),
     flag("--no-mcp", None, Switch, Version::new(1, 0, 4)),
 ];
+
+/// The release that added the flag spelled `name` (long like `--no-mcp`, or short like
+/// `-xt`), as the flag table knows it; `None` for a flag no pi release has had.
+pub fn flag_since(name: &str) -> Option<Version> {
+    FLAGS
+        .iter()
+        .find(|f| f.long == name || f.short == Some(name))
+        .map(|f| f.since)
+}

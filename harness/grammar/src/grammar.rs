@@ -6,10 +6,13 @@ use crate::flags::FlagKind::{OptionalValue, Repeated, Switch, Value};
 use crate::flags::{FlagSpec, FLAGS};
 use crate::version::{since, Feature, Version, COMMANDS, KNOWN_VERSIONS, THINKING_LEVELS};
 
-/// The command-line grammar of one pi version.
+/// The command-line grammar of one pi version: a pinned version's own, or, for a release
+/// newer than every pinned one, the newest pinned grammar borrowed (*unverified*: the
+/// release answers `--version` as itself, everything else as the version it borrowed from).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Grammar {
     version: Version,
+    claimed: Version,
 }
 
 /// How `--mode json` writes assistant messages.
@@ -29,7 +32,52 @@ impl Grammar {
         KNOWN_VERSIONS
             .iter()
             .any(|k| Version::parse(k) == Some(v))
-            .then_some(Grammar { version: v })
+            .then_some(Grammar {
+                version: v,
+                claimed: v,
+            })
+    }
+
+    /// The newest pinned version.
+    pub fn newest_pinned() -> Grammar {
+        let v = KNOWN_VERSIONS
+            .iter()
+            .filter_map(|k| Version::parse(k))
+            .max()
+            .expect("KNOWN_VERSIONS is not empty");
+        Grammar {
+            version: v,
+            claimed: v,
+        }
+    }
+
+    /// A release newer than every pinned version, read with the newest pinned grammar and
+    /// marked unverified ([`Grammar::borrowed`]); `None` for a pinned version, an older one
+    /// or no version at all (those stay refused: there is no later data to borrow from).
+    pub fn unverified(version: &str) -> Option<Grammar> {
+        let want = Version::parse(version)?;
+        let newest = Grammar::newest_pinned();
+        (want > newest.version).then_some(Grammar {
+            version: newest.version,
+            claimed: want,
+        })
+    }
+
+    /// The grammar a cassette or a recording of `version` is read with: the pinned
+    /// version's own, else a newer release's borrowed one ([`Grammar::unverified`]).
+    pub fn pinned_or_newer(version: &str) -> Option<Grammar> {
+        Grammar::for_version(version).or_else(|| Grammar::unverified(version))
+    }
+
+    /// The pinned version whose grammar this one borrowed, when it is unverified.
+    pub fn borrowed(&self) -> Option<&'static str> {
+        (self.claimed != self.version).then(|| self.version())
+    }
+
+    /// The version this grammar answers as (`pi --version`): the release it stands for,
+    /// which for an unverified grammar is newer than [`Grammar::version`].
+    pub fn claimed(&self) -> Version {
+        self.claimed
     }
 
     /// The grammar closest to any version string: the newest pinned version not newer
@@ -41,14 +89,17 @@ impl Grammar {
             Some(w) => known.clone().filter(|k| *k <= w).max(),
             None => None,
         };
+        let version = pick
+            .or_else(|| known.min())
+            .expect("KNOWN_VERSIONS is not empty");
         Grammar {
-            version: pick
-                .or_else(|| known.min())
-                .expect("KNOWN_VERSIONS is not empty"),
+            version,
+            claimed: version,
         }
     }
 
-    /// The version string (`0.73.1`).
+    /// The pinned version whose data this grammar is (`0.73.1`; for an unverified grammar
+    /// the version it borrowed, see [`Grammar::claimed`]).
     pub fn version(&self) -> &'static str {
         KNOWN_VERSIONS
             .iter()
@@ -120,7 +171,7 @@ impl Grammar {
     pub fn help_text(&self) -> String {
         let mut s = format!(
             "pi {} (fake-pi stand-in) - AI coding assistant\n\nUsage:\n  pi [options] [@files...] [messages...]\n\nOptions:\n",
-            self.version()
+            self.claimed
         );
         for f in self.flags() {
             let value = match f.kind {

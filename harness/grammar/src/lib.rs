@@ -74,7 +74,7 @@ mod version;
 mod tests;
 
 pub use effective::{AgentSettings, Effective, DEFAULT_THINKING, DEFAULT_TOOLS};
-pub use flags::{FlagKind, FlagSpec};
+pub use flags::{flag_since, FlagKind, FlagSpec};
 pub use grammar::{Grammar, WireDialect};
 pub use output::{AppMode, Stream};
 pub use parse::{tool_list_error, FlagValues, ParsedArgs};

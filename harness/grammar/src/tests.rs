@@ -480,3 +480,25 @@ fn help_lists_version_flags() {
         .contains("--exclude-tools, -xt <value>"));
     assert!(!v("0.73.1").help_text().contains("--exclude-tools"));
 }
+
+#[test]
+fn a_release_newer_than_every_pinned_one_borrows_the_newest_grammar() {
+    let g = Grammar::unverified("1.6.0").expect("newer than 1.5.2");
+    assert_eq!(g.borrowed(), Some("1.5.2"));
+    assert_eq!(g.version(), "1.5.2");
+    assert_eq!(g.claimed(), Version::new(1, 6, 0));
+    let newest = v("1.5.2");
+    assert!(g.flags().eq(newest.flags()), "the flags are 1.5.2's");
+    assert_eq!(g.thinking_levels(), newest.thinking_levels());
+    // It answers --version (and heads its help) as the release it stands for.
+    assert!(g.help_text().starts_with("pi 1.6.0 (fake-pi stand-in)"));
+    assert_eq!(Grammar::pinned_or_newer("1.6.0"), Some(g));
+    assert_eq!(Grammar::pinned_or_newer("1.5.2"), Some(newest));
+    assert_eq!(newest.borrowed(), None);
+    // Pinned, older, in between and unreadable versions are not unverified.
+    for not_newer in ["1.5.2", "1.5.1", "0.80.0", "0.1.0", "garbage", "1.6"] {
+        assert_eq!(Grammar::unverified(not_newer), None, "{not_newer}");
+    }
+    assert_eq!(Grammar::pinned_or_newer("0.80.0"), None);
+    assert_eq!(Grammar::pinned_or_newer("0.1.0"), None);
+}

@@ -93,46 +93,125 @@ fn cassettes_in(dir: &Path) -> Result<BTreeMap<String, PathBuf>, DriftError> {
     Ok(out)
 }
 
-/// Compare every cassette of `committed` with its namesake in `fresh`.
+/// Compare every cassette of `committed` with its namesake in `fresh`. A fresh cassette of a
+/// release newer than every pinned one (its header says `unverified`) is compared with the
+/// committed cassette of the release whose grammar it borrowed (`hello.pi160` with
+/// `hello.pi152`): what the new release actually changed. When the fresh directory holds
+/// such cassettes, committed cassettes of versions recorded neither afresh nor borrowed
+/// from are left out (counted in one line), not reported missing.
 pub fn compare_dirs(committed: &Path, fresh: &Path) -> Result<Report, DriftError> {
     let old = cassettes_in(committed)?;
     let new = cassettes_in(fresh)?;
+    let mut fresh_loaded = BTreeMap::new();
+    // Committed name -> (fresh name, what the fresh release is, the borrowed grammar).
+    let mut twins: BTreeMap<String, (String, Option<String>)> = BTreeMap::new();
+    for (name, path) in &new {
+        let c = Cassette::load(path)?;
+        let pair = if old.contains_key(name) {
+            Some((name.clone(), None))
+        } else {
+            borrowed_twin(name, &c).map(|(twin, what)| (twin, Some(what)))
+        };
+        if let Some((twin, what)) = pair {
+            twins.insert(twin, (name.clone(), what));
+        }
+        fresh_loaded.insert(name.clone(), c);
+    }
+    let unverified = fresh_loaded
+        .values()
+        .any(|c| c.header.pi.borrowed().is_some());
+    let fresh_tags: std::collections::BTreeSet<&str> = twins
+        .keys()
+        .chain(new.keys())
+        .filter_map(|n| version_tag(n))
+        .collect();
     let mut text = String::new();
     let mut clean = true;
     let mut same = 0;
+    let mut compared = 0;
+    let mut skipped = Vec::new();
     for (name, old_path) in &old {
-        let Some(new_path) = new.get(name) else {
+        let Some((fresh_name, what)) = twins.get(name) else {
+            if unverified && version_tag(name).is_some_and(|t| !fresh_tags.contains(t)) {
+                skipped.push(name.as_str());
+                continue;
+            }
+            compared += 1;
             clean = false;
             let _ = writeln!(text, "MISSING  {name}: committed, but not recorded afresh");
             continue;
         };
+        compared += 1;
         let a = normalize(&Cassette::load(old_path)?);
-        let b = normalize(&Cassette::load(new_path)?);
+        let b = normalize(&fresh_loaded[fresh_name]);
+        let label = match what {
+            Some(what) => format!("{fresh_name} ({what}) vs {name}"),
+            None => name.clone(),
+        };
         if a == b {
             same += 1;
-            let _ = writeln!(text, "same     {name} ({} stream lines)", a.len());
+            let _ = writeln!(text, "same     {label} ({} stream lines)", a.len());
         } else {
             clean = false;
             let _ = writeln!(
                 text,
-                "DRIFT    {name}: committed {} vs fresh {}",
+                "DRIFT    {label}: committed {} vs fresh {}",
                 old_path.display(),
-                new_path.display()
+                new[fresh_name].display()
             );
             text.push_str(&diff(&a, &b, 3));
         }
     }
-    for name in new.keys().filter(|n| !old.contains_key(*n)) {
+    let paired: std::collections::BTreeSet<&String> = twins.values().map(|(n, _)| n).collect();
+    for name in new.keys().filter(|n| !paired.contains(n)) {
         clean = false;
         let _ = writeln!(text, "NEW      {name}: recorded afresh, but not committed");
     }
+    if !skipped.is_empty() {
+        let _ = writeln!(
+            text,
+            "skipped  {} committed cassettes of versions not recorded afresh",
+            skipped.len()
+        );
+    }
     let _ = writeln!(
         text,
-        "{}: {same} of {} cassettes unchanged",
+        "{}: {same} of {compared} cassettes unchanged",
         if clean { "no drift" } else { "DRIFT" },
-        old.len()
     );
     Ok(Report { text, clean })
+}
+
+/// The version tag of a corpus name (`pi152` in `hello.pi152.cassette.jsonl`).
+fn version_tag(name: &str) -> Option<&str> {
+    let stem = name.strip_suffix(".cassette.jsonl")?;
+    stem.rsplit_once('.').map(|(_, tag)| tag)
+}
+
+/// For a fresh cassette of an unverified release: the committed name it is compared with
+/// (its tag swapped for the borrowed release's) and what it is (`pi 1.6.0, unverified,
+/// grammar of 1.5.2`).
+fn borrowed_twin(name: &str, c: &Cassette) -> Option<(String, String)> {
+    let borrowed = c.header.pi.borrowed()?;
+    let tag = version_tag(name)?;
+    let stem = name.strip_suffix(&format!(".{tag}.cassette.jsonl"))?;
+    let twin_tag = if c.header.is_claude() {
+        format!("cc{}", borrowed.replace('.', ""))
+    } else {
+        pi_grammar::Version::parse(borrowed)?.tag()
+    };
+    let cli = if c.header.is_claude() {
+        "Claude Code"
+    } else {
+        "pi"
+    };
+    Some((
+        format!("{stem}.{twin_tag}.cassette.jsonl"),
+        format!(
+            "{cli} {}, unverified, grammar of {borrowed}",
+            c.header.pi.version
+        ),
+    ))
 }
 
 /// The coarse stream of a cassette: what must not change when pi is re-recorded.

@@ -105,6 +105,7 @@ pub async fn record(opts: &RecordOptions, notices: &Notices) -> Result<RecordOut
         pi_package_root(&opts.pi)
     };
     let version = install::version(opts, pi_root.as_deref())?;
+    install::check_version(&version, claude, notices)?;
     let stand_in = stand_in_of(opts, &version)?;
     let sandbox = sandbox::Sandbox::create(&opts.script_path, &script.files)?;
     let log_path = opts

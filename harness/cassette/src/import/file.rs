@@ -46,7 +46,7 @@ pub fn import_file(
     out: &Path,
     opts: &ImportOptions,
 ) -> Result<Imported, ImportError> {
-    if pi_grammar::Grammar::for_version(&opts.pi_version).is_none() {
+    if pi_grammar::Grammar::pinned_or_newer(&opts.pi_version).is_none() {
         return Err(ImportError::Usage(format!(
             "--pi-version {}: not a pinned pi version ({}); fake-pi replays only those. A capture of another producer in pi's format (snapshot-only, for example) is imported with the nearest pinned version and --dialect",
             opts.pi_version,

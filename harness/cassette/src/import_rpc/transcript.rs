@@ -450,7 +450,7 @@ impl<'a> Walk<'a> {
         match self.last_client {
             // Claude Code lets a tool finish when stdin closes (its result is already reaped).
             Some("stdin_close") if self.claude => false,
-            Some("stdin_close") => pi_grammar::Grammar::for_version(&self.opts.pi_version)
+            Some("stdin_close") => pi_grammar::Grammar::pinned_or_newer(&self.opts.pi_version)
                 .is_some_and(|g| g.has(pi_grammar::Feature::RpcEofKillsTools)),
             _ => true,
         }

@@ -80,6 +80,83 @@ pub struct PiSource {
     pub version: String,
     /// The shape of its streamed updates on the wire.
     pub dialect: Dialect,
+    /// Present when `version` is newer than every pinned release: the cassette is read with
+    /// the newest pinned grammar, which it names (`pi-harness drift` tells what changed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unverified: Option<Unverified>,
+}
+
+/// The mark of a cassette of a release newer than every pinned one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unverified {
+    /// The pinned release whose command-line grammar the cassette is read with (`1.5.2`).
+    pub grammar: String,
+}
+
+impl PiSource {
+    /// The CLI at `version` writing `dialect` (Claude Code's for `stream-json`), marked
+    /// [`Unverified`] with the grammar it borrows when the version is newer than every
+    /// pinned one.
+    pub fn new(version: &str, dialect: Dialect) -> PiSource {
+        let borrowed = if dialect == Dialect::StreamJson {
+            pi_grammar::claude::Claude::unverified(version).and_then(|c| c.borrowed())
+        } else {
+            pi_grammar::Grammar::unverified(version).and_then(|g| g.borrowed())
+        };
+        PiSource {
+            version: version.to_string(),
+            dialect,
+            unverified: borrowed.map(|g| Unverified {
+                grammar: g.to_string(),
+            }),
+        }
+    }
+
+    /// pi's command-line grammar for this cassette: its pinned version's, or the one an
+    /// unverified cassette borrows; `None` for Claude Code and for a version pi-harness
+    /// does not read (the reader refuses those headers).
+    pub fn grammar(&self) -> Option<pi_grammar::Grammar> {
+        if self.dialect == Dialect::StreamJson {
+            return None;
+        }
+        pi_grammar::Grammar::pinned_or_newer(&self.version)
+    }
+
+    /// Claude Code's command line for a stream-json cassette (its release's, or the one an
+    /// unverified cassette borrows).
+    pub fn claude(&self) -> Option<pi_grammar::claude::Claude> {
+        if self.dialect != Dialect::StreamJson {
+            return None;
+        }
+        pi_grammar::claude::Claude::measured_or_newer(&self.version)
+    }
+
+    /// The pinned release whose grammar the cassette is read with when its own release is
+    /// not pinned (what [`PiSource::unverified`] names); `None` for a pinned release, also
+    /// when its header still carries the mark of the days before it was pinned.
+    pub fn borrowed(&self) -> Option<&'static str> {
+        if self.dialect == Dialect::StreamJson {
+            self.claude()?.borrowed()
+        } else {
+            self.grammar()?.borrowed()
+        }
+    }
+
+    /// The warning an unverified cassette gets, one line: which release, which grammar it
+    /// borrowed, what to run. `None` for a pinned release.
+    pub fn unverified_warning(&self) -> Option<String> {
+        let borrowed = self.borrowed()?;
+        let cli = if self.dialect == Dialect::StreamJson {
+            "Claude Code"
+        } else {
+            "pi"
+        };
+        Some(format!(
+            "warning: {cli} {} is newer than every pinned release: unverified, read with {cli} {}'s command-line grammar (`pi-harness drift` shows what changed; pinning it: docs/pinning.md)",
+            self.version, borrowed
+        ))
+    }
 }
 
 /// The shape of `message_update` on the wire.
@@ -100,13 +177,26 @@ pub enum Dialect {
 }
 
 impl Dialect {
-    /// The dialect real pi of this version speaks, when known.
+    /// The dialect real pi of this version speaks, when known (a pinned version).
     pub fn for_pi_version(version: &str) -> Option<Dialect> {
-        let grammar = pi_grammar::Grammar::for_version(version)?;
-        Some(match grammar.wire_dialect() {
+        Some(Dialect::of_grammar(pi_grammar::Grammar::for_version(
+            version,
+        )?))
+    }
+
+    /// [`Dialect::for_pi_version`], or for a release newer than every pinned one the newest
+    /// pinned one's (unverified: what it borrows).
+    pub fn for_pi_version_or_newer(version: &str) -> Option<Dialect> {
+        Some(Dialect::of_grammar(pi_grammar::Grammar::pinned_or_newer(
+            version,
+        )?))
+    }
+
+    fn of_grammar(grammar: pi_grammar::Grammar) -> Dialect {
+        match grammar.wire_dialect() {
             pi_grammar::WireDialect::SnapshotDelta => Dialect::SnapshotDelta,
             pi_grammar::WireDialect::DeltaOnly => Dialect::DeltaOnly,
-        })
+        }
     }
 }
 

@@ -9,7 +9,7 @@ mod record;
 pub use header::{
     Dialect, EffectiveExpect, Expect, FlagRule, Header, Origin, OriginKind, PiSource,
     ProcessBehaviour, Scenario, Secret, SessionUse, SignalAction, StdinKind, TimingKind,
-    MODE_STREAM_JSON,
+    Unverified, MODE_STREAM_JSON,
 };
 pub use record::{
     is_verbatim_json, Action, ActionRef, Bytes, ClientLine, Form, Grandchild, Record, RecordRef,

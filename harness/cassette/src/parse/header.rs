@@ -135,22 +135,44 @@ fn check_agent(probe: &Value, header: &Header) -> Result<(), String> {
             }
         ));
     }
-    if claude {
-        if !KNOWN_CLAUDE_VERSIONS.contains(&header.pi.version.as_str()) {
-            return Err(format!(
-                "header field `claude.version`: pi-harness knows Claude Code {}, not {:?}",
-                KNOWN_CLAUDE_VERSIONS.join(", "),
-                header.pi.version
-            ));
-        }
-    } else if pi_grammar::Grammar::for_version(&header.pi.version).is_none() {
-        return Err(format!(
+    let (known, borrowed, newest) = if claude {
+        (
+            KNOWN_CLAUDE_VERSIONS.contains(&header.pi.version.as_str()),
+            pi_grammar::claude::Claude::unverified(&header.pi.version).and_then(|c| c.borrowed()),
+            pi_grammar::claude::Claude::latest().version(),
+        )
+    } else {
+        (
+            pi_grammar::Grammar::for_version(&header.pi.version).is_some(),
+            pi_grammar::Grammar::unverified(&header.pi.version).and_then(|g| g.borrowed()),
+            pi_grammar::Grammar::newest_pinned().version(),
+        )
+    };
+    let cli = if claude { "Claude Code" } else { "pi" };
+    let stated = header.pi.unverified.as_ref().map(|u| u.grammar.as_str());
+    match (known, borrowed, stated) {
+        // A pinned release; a stale mark (the release was pinned since) is history.
+        (true, _, _) => Ok(()),
+        (false, Some(b), Some(s)) if b == s => Ok(()),
+        (false, Some(b), Some(s)) => Err(format!(
+            "header field `{want}.unverified.grammar`: {cli} {} borrows the newest pinned grammar, {b}, not {s:?}",
+            header.pi.version
+        )),
+        (false, Some(b), None) => Err(format!(
+            "header field `{want}.unverified`: {cli} {} is newer than every pinned release ({newest}); a cassette of it says so and names the grammar it is read with: \"unverified\":{{\"grammar\":\"{b}\"}}",
+            header.pi.version
+        )),
+        (false, None, _) if claude => Err(format!(
+            "header field `claude.version`: pi-harness knows Claude Code {}, not {:?}",
+            KNOWN_CLAUDE_VERSIONS.join(", "),
+            header.pi.version
+        )),
+        (false, None, _) => Err(format!(
             "header field `pi.version`: pi-harness knows pi {}, not {:?}",
             pi_grammar::KNOWN_VERSIONS.join(", "),
             header.pi.version
-        ));
+        )),
     }
-    Ok(())
 }
 
 /// The exit codes the signal answers give are 0..=255.

@@ -692,3 +692,52 @@ fn the_schemas_ignorable_fields_are_the_contracts() {
         assert_eq!(names, pi_cassette::matching::IGNORABLE, "v{version}");
     }
 }
+
+#[test]
+fn a_release_newer_than_every_pinned_one_is_marked_with_the_grammar_it_borrows() {
+    use pi_cassette::{Dialect, PiSource};
+    let newer = PiSource::new("1.6.0", Dialect::DeltaOnly);
+    assert_eq!(
+        newer.unverified.as_ref().map(|u| u.grammar.as_str()),
+        Some("1.5.2")
+    );
+    assert_eq!(newer.grammar().map(|g| g.version()), Some("1.5.2"));
+    let json = serde_json::to_string(&newer).unwrap();
+    assert_eq!(
+        json,
+        r#"{"version":"1.6.0","dialect":"delta-only","unverified":{"grammar":"1.5.2"}}"#
+    );
+    // Pinned releases carry no mark; Claude Code's newer release borrows the newest measured.
+    assert_eq!(PiSource::new("1.5.2", Dialect::DeltaOnly).unverified, None);
+    assert!(PiSource::new("1.5.2", Dialect::DeltaOnly)
+        .unverified_warning()
+        .is_none());
+    let cc = PiSource::new("2.1.340", Dialect::StreamJson);
+    let newest = pi_grammar::claude::Claude::latest().version();
+    assert_eq!(
+        cc.unverified.as_ref().map(|u| u.grammar.as_str()),
+        Some(newest)
+    );
+    assert_eq!(
+        cc.claude().map(|c| c.claimed_version()).as_deref(),
+        Some("2.1.340")
+    );
+    assert_eq!(
+        cc.unverified_warning().as_deref(),
+        Some(format!("warning: Claude Code 2.1.340 is newer than every pinned release: unverified, read with Claude Code {newest}'s command-line grammar (`pi-harness drift` shows what changed; pinning it: docs/pinning.md)").as_str())
+    );
+    // A mark left on a release pinned since is history: the header still reads.
+    let stale = r#"{"format":"pi-cassette","version":1,"pi":{"version":"1.5.2","dialect":"delta-only","unverified":{"grammar":"0.87.1"}},"scenario":{"name":"s","description":"d"},"origin":{"kind":"hand-made","timing":"synthetic"}}
+{"dt_ms":0,"exit":0}
+"#;
+    let c = pi_cassette::Cassette::parse(std::path::Path::new("stale"), stale.as_bytes()).unwrap();
+    assert_eq!(c.header.pi.borrowed(), None);
+    assert_eq!(c.header.pi.unverified_warning(), None);
+    assert_eq!(c.header.pi.grammar().and_then(|g| g.borrowed()), None);
+    // The mark must be an object with the one field.
+    let bad = stale.replace(r#"{"grammar":"0.87.1"}"#, r#""0.87.1""#);
+    let err = pi_cassette::Cassette::parse(std::path::Path::new("bad"), bad.as_bytes())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("pi.unverified"), "{err}");
+}

@@ -449,10 +449,7 @@ fn replayed_prefix_snapshot_only() -> Fault {
         &["fault", "snapshot-only", "replayed-prefix", "tool", "bash"],
         Some("Shapes follow pi 0.73.1 (events, messages, tool lines copied from tool_bash.pi73) with the delta fields removed and the snapshots made exact; pi.version names the 0.73.1 shapes, pi.dialect says snapshot-only."),
     );
-    b.header.pi = PiSource {
-        version: "0.73.1".into(),
-        dialect: Dialect::SnapshotOnly,
-    };
+    b.header.pi = PiSource::new("0.73.1", Dialect::SnapshotOnly);
     b.lines(&l[..5]);
     // Turn 1: text then a tool call, snapshots only.
     let msg = |content: &[String], stop: &str, ts| assistant(content, stop, ts);

@@ -36,7 +36,7 @@ pub fn facts(c: &Recording, path: Option<&Path>) -> Result<Facts, String> {
         return Ok(assemble(c, path, &grammar, true, call, replay));
     }
     let version = &c.header.pi.version;
-    let known = Grammar::for_version(version);
+    let known = c.header.pi.grammar();
     let grammar = known.unwrap_or_else(|| Grammar::nearest(version));
     if known.is_some() {
         matching::validate(&c.header.expect, &grammar)?;

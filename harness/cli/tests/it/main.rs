@@ -10,6 +10,7 @@
 
 mod util;
 
+mod ci_notice;
 mod cli_cassette;
 mod cli_install;
 mod cli_leftovers;
@@ -28,3 +29,5 @@ mod one_reader;
 mod readme;
 mod real_pi_faults;
 mod real_pi_record;
+mod real_unverified;
+mod unverified;

@@ -34,10 +34,15 @@ mod data;
 
 pub use data::{Check, ClaudeOption, OptionKind, Release};
 
-/// One release's command line (see the module docs).
+/// One release's command line (see the module docs): a measured release's own, or, for a
+/// release newer than every measured one, the newest measured release's borrowed
+/// (*unverified*: it answers `--version` as itself, everything else as the release it
+/// borrowed from).
 #[derive(Debug, Clone, Copy)]
 pub struct Claude {
     release: &'static Release,
+    /// The newer release this one stands for, as `[major, minor, patch]`, when unverified.
+    claimed: Option<[u32; 3]>,
 }
 
 /// The measured releases, oldest first (`2.1.330`).
@@ -57,7 +62,43 @@ impl Claude {
         data::releases()
             .iter()
             .find(|r| r.version == v)
-            .map(|release| Claude { release })
+            .map(|release| Claude {
+                release,
+                claimed: None,
+            })
+    }
+
+    /// A release newer than every measured one, read with the newest measured release and
+    /// marked unverified ([`Claude::borrowed`]); `None` for a measured release, an older
+    /// one or no version at all (those stay refused).
+    pub fn unverified(version: &str) -> Option<Claude> {
+        let want = version_key(version.split_whitespace().next().unwrap_or(""))?;
+        let newest = Claude::latest();
+        let have = version_key(newest.release.version)?;
+        (want > have).then(|| Claude {
+            release: newest.release,
+            claimed: Some([want[0], want[1], want[2]]),
+        })
+    }
+
+    /// The grammar a cassette or a recording of `version` is read with: the measured
+    /// release's own, else a newer release's borrowed one ([`Claude::unverified`]).
+    pub fn measured_or_newer(version: &str) -> Option<Claude> {
+        Claude::for_version(version).or_else(|| Claude::unverified(version))
+    }
+
+    /// The measured release whose data this one borrowed, when it is unverified.
+    pub fn borrowed(&self) -> Option<&'static str> {
+        self.claimed.map(|_| self.release.version)
+    }
+
+    /// The version this grammar answers as (`claude --version`): the release it stands
+    /// for, newer than [`Claude::version`] when unverified.
+    pub fn claimed_version(&self) -> String {
+        match self.claimed {
+            Some([a, b, c]) => format!("{a}.{b}.{c}"),
+            None => self.release.version.to_string(),
+        }
     }
 
     /// The release closest to any version: the newest measured one not newer than it, else
@@ -73,6 +114,7 @@ impl Claude {
         });
         Claude {
             release: pick.unwrap_or(&releases[0]),
+            claimed: None,
         }
     }
 
@@ -81,17 +123,27 @@ impl Claude {
         let releases = data::releases();
         Claude {
             release: &releases[releases.len() - 1],
+            claimed: None,
         }
     }
 
-    /// Its version (`2.1.330`).
+    /// The measured release whose data this is (`2.1.330`; for an unverified grammar the
+    /// release it borrowed, see [`Claude::claimed_version`]).
     pub fn version(&self) -> &'static str {
         self.release.version
     }
 
-    /// What `claude --version` prints (`2.1.330 (Claude Code)` and a newline).
-    pub fn version_line(&self) -> &'static str {
-        self.release.version_line
+    /// What `claude --version` prints (`2.1.330 (Claude Code)` and a newline; an unverified
+    /// grammar's own version in the measured release's line).
+    pub fn version_line(&self) -> String {
+        match self.claimed {
+            Some(_) => {
+                self.release
+                    .version_line
+                    .replacen(self.release.version, &self.claimed_version(), 1)
+            }
+            None => self.release.version_line.to_string(),
+        }
     }
 
     /// What `claude --help` prints (as the CLI prints it to a pipe: 80 columns).
@@ -121,7 +173,13 @@ impl Claude {
     /// implies `--print`). `Err` is what the CLI prints instead (also for `--version` and
     /// `--help`).
     pub fn parse(&self, argv: &[String], stdout_tty: bool) -> Result<Parsed, Stop> {
-        let parsed = commander::parse(self.release, argv)?;
+        let parsed = commander::parse(self.release, argv).map_err(|mut stop| {
+            // `--version` stops the parse with the release's line: an unverified grammar's own.
+            if stop.code == 0 && stop.stdout == self.release.version_line {
+                stop.stdout = self.version_line();
+            }
+            stop
+        })?;
         checks::check(&parsed, stdout_tty)?;
         Ok(parsed)
     }
@@ -199,6 +257,14 @@ pub fn option_argv(name: &str, value: Option<&str>) -> Vec<String> {
             .collect(),
         (Some(v), _) => vec![format!("--{name}"), v.to_string()],
     }
+}
+
+/// The oldest measured release whose parser takes `flag` (`--from-pr`, `-p`), if any.
+pub fn first_release_with(flag: &str) -> Option<&'static str> {
+    data::releases()
+        .iter()
+        .find(|r| r.options.iter().any(|o| o.is(flag)))
+        .map(|r| r.version)
 }
 
 /// Is `name` a long option (without dashes) some measured release knows?

@@ -235,3 +235,26 @@ fn a_version_without_data_is_read_as_the_nearest_earlier_release() {
     assert_eq!(Claude::nearest("1.0.0").version(), known_versions()[0]);
     assert_eq!(Claude::nearest("").version(), known_versions()[0]);
 }
+
+#[test]
+fn a_release_newer_than_every_measured_one_borrows_the_newest() {
+    let newest = Claude::latest();
+    let cc = Claude::unverified("2.1.340").expect("newer than every measured release");
+    assert_eq!(cc.borrowed(), Some(newest.version()));
+    assert_eq!(cc.version(), newest.version());
+    assert_eq!(cc.claimed_version(), "2.1.340");
+    assert_eq!(cc.options().len(), newest.options().len());
+    // `--version` answers as the newer release, in the measured release's words.
+    let v = cc.parse(&["--version".to_string()], false).unwrap_err();
+    assert_eq!(v.stdout, "2.1.340 (Claude Code)\n");
+    assert_eq!(v.code, 0);
+    assert_eq!(
+        Claude::measured_or_newer("2.1.340 (Claude Code)").and_then(|c| c.borrowed()),
+        Some(newest.version())
+    );
+    assert_eq!(Claude::for_version("2.1.332").unwrap().borrowed(), None);
+    for not_newer in ["2.1.332", "2.1.331", "2.1.1", "garbage", "2.2"] {
+        assert!(Claude::unverified(not_newer).is_none(), "{not_newer}");
+    }
+    assert!(Claude::measured_or_newer("2.1.331").is_none());
+}

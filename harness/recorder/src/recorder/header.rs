@@ -31,7 +31,7 @@ pub fn expect_from_args(
     settings: &pi_grammar::AgentSettings,
     session: pi_cassette::SessionUse,
 ) -> Result<Expect, String> {
-    let grammar = pi_grammar::Grammar::for_version(version)
+    let grammar = pi_grammar::Grammar::pinned_or_newer(version)
         .ok_or_else(|| format!("no command-line grammar for pi {version}"))?;
     let parsed = grammar
         .parse(args)

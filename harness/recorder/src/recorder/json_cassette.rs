@@ -317,10 +317,7 @@ pub(crate) fn cassette(
         format: FORMAT_NAME.into(),
         version: FORMAT_VERSION,
         mode: None,
-        pi: PiSource {
-            version: version.to_string(),
-            dialect,
-        },
+        pi: PiSource::new(version, dialect),
         scenario: Scenario {
             name: scenario_name(opts),
             description: description(opts, version),

@@ -1,0 +1,221 @@
+//! Hints: lines of fake-pi's own on stderr (`fake-pi: hint: ...`, `fake-pi: warning: ...`)
+//! that say what to do where the imitated CLI's own message leaves a user guessing: a flag
+//! newer than the cassette's release, a cassette of the other agent, stdin left open, a
+//! cassette of an unverified (newer than pinned) release. They never touch stdout, go to
+//! `FAKE_PI_REPORT` like fake-pi's other lines, and `FAKE_PI_HINTS=0` turns every one off
+//! (stderr is then the recording's, byte for byte).
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use pi_cassette::Header;
+use pi_grammar::claude::{self, Claude};
+use pi_grammar::{Grammar, KNOWN_VERSIONS};
+
+use crate::environ;
+
+/// The variable that turns hints off (`0`).
+pub(crate) const HINTS_ENV: &str = "FAKE_PI_HINTS";
+/// How long stdin may stay open before its hint, in milliseconds.
+pub(crate) const STDIN_HINT_ENV: &str = "FAKE_PI_HINT_STDIN_MS";
+/// The wait before the stdin hint when [`STDIN_HINT_ENV`] does not say.
+const STDIN_HINT_DEFAULT: Duration = Duration::from_secs(3);
+
+/// Hints are on unless `FAKE_PI_HINTS=0`.
+fn enabled() -> bool {
+    environ::var(HINTS_ENV).map_or(true, |v| v.trim() != "0")
+}
+
+/// Say one hint line (already prefixed), unless hints are off.
+fn say(line: &str) {
+    if enabled() {
+        crate::exit::say(line);
+    }
+}
+
+/// The one warning line of a cassette of a release newer than every pinned one.
+pub(crate) fn unverified(header: &Header) {
+    if let Some(w) = header.pi.unverified_warning() {
+        say(&format!("fake-pi: {w}"));
+    }
+}
+
+/// After pi's unknown-option error (`stderr`, as printed): for each flag the cassette's
+/// release lacks but a later one has, the release that added it.
+pub(crate) fn newer_pi_flags(header: &Header, grammar: &Grammar, stderr: &str) {
+    for name in unknown_pi_options(stderr) {
+        let Some(since) = pi_grammar::flag_since(&name) else {
+            continue;
+        };
+        if since <= grammar.release() {
+            continue;
+        }
+        let pinned = KNOWN_VERSIONS
+            .iter()
+            .filter_map(|k| pi_grammar::Version::parse(k))
+            .find(|k| *k >= since);
+        let record_on =
+            pinned.map_or_else(|| "a newer pi".to_string(), |p| format!("pi {p} (pinned)"));
+        say(&format!(
+            "fake-pi: hint: the cassette is of pi {}, which has no {name}: pi {since} is the first release with it. Record the cassette on {record_on}, or drop the flag",
+            header.pi.version
+        ));
+    }
+}
+
+/// The flags named by pi's `Unknown option: X` / `Unknown options: X, Y` lines.
+fn unknown_pi_options(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("Error: Unknown options: ")
+                .or_else(|| l.strip_prefix("Error: Unknown option: "))
+        })
+        .flat_map(|names| names.split(", ").map(str::to_string))
+        .collect()
+}
+
+/// A pi cassette, and a command line with flags pi does not know that Claude Code reads
+/// whole: the cassette is of the other agent. Said before pi reads stdin (which a Claude
+/// Code host keeps open).
+pub(crate) fn claude_argv_for_pi(
+    header: &Header,
+    unknown: &[(String, Option<String>)],
+    argv: &[String],
+) {
+    // An option of Claude Code's that no pi has (not `--model=x`, pi's own flag spelled
+    // another way, nor 0.73.1's `--`).
+    let pi = Grammar::newest_pinned();
+    let Some((name, _)) = unknown
+        .iter()
+        .find(|(n, _)| !n.is_empty() && claude::knows(n) && !pi.has_flag(&format!("--{n}")))
+    else {
+        return;
+    };
+    if claude::parse(argv, false).is_err() {
+        return;
+    }
+    say(&format!(
+        "fake-pi: hint: this command line is Claude Code's (--{name}), and the cassette is pi's (pi {}, {}): give it a Claude Code cassette (`mode: \"stream-json\"`), or run the host as pi",
+        header.pi.version,
+        header.scenario.name
+    ));
+}
+
+/// After Claude Code refused the command line (`stderr`, as printed): the agent the command
+/// line is written for when it is pi's, and an option only a later release has.
+pub(crate) fn after_claude_refusal(header: &Header, cli: &Claude, argv: &[String], stderr: &str) {
+    let Some(option) = stderr
+        .strip_prefix("error: unknown option '")
+        .and_then(|r| r.split('\'').next())
+    else {
+        return;
+    };
+    let pi_reads_it = Grammar::newest_pinned()
+        .parse(argv)
+        .is_ok_and(|p| p.unknown_flags.is_empty());
+    if pi_reads_it {
+        say(&format!(
+            "fake-pi: hint: this command line is pi's ({option}), and the cassette is Claude Code's (Claude Code {}, {}): give it a pi cassette, or run the host as Claude Code",
+            header.pi.version, header.scenario.name
+        ));
+        return;
+    }
+    if cli.borrowed().is_none() {
+        if let Some(line) =
+            newer_claude_option(cli.version(), option, claude::first_release_with(option))
+        {
+            say(&line);
+        }
+    }
+}
+
+/// The hint for `option`, refused by Claude Code `version`, when `first` (the oldest measured
+/// release that takes it) is later.
+fn newer_claude_option(version: &str, option: &str, first: Option<&str>) -> Option<String> {
+    let first = first.filter(|f| version_key(f) > version_key(version))?;
+    Some(format!(
+        "fake-pi: hint: the cassette is of Claude Code {version}, which has no {option}: Claude Code {first} is the first release with it. Record the cassette on it, or drop the option"
+    ))
+}
+
+fn version_key(v: &str) -> Vec<u32> {
+    v.split('.').filter_map(|p| p.parse().ok()).collect()
+}
+
+/// Watches pi's read of piped stdin: when it is still open after the delay, one hint.
+/// Dropping the watch (stdin read to its end) ends it quietly.
+pub(crate) struct StdinWatch {
+    _done: Option<mpsc::Sender<()>>,
+}
+
+/// Start watching the stdin read of a json-mode replay of `header`.
+pub(crate) fn watch_stdin(header: &Header) -> StdinWatch {
+    if !enabled() {
+        return StdinWatch { _done: None };
+    }
+    let delay = environ::var(STDIN_HINT_ENV)
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(STDIN_HINT_DEFAULT, Duration::from_millis);
+    let e = &header.expect;
+    let prompt_in_argv = match (&e.prompt, &e.argv_messages) {
+        (Some(p), Some(m)) => m.first() == Some(p),
+        _ => false,
+    };
+    let what = if prompt_in_argv {
+        "the recording's prompt was on the command line: give pi </dev/null or close its stdin"
+    } else {
+        "the recording's prompt came on stdin: close stdin after writing it"
+    };
+    let line = format!(
+        "fake-pi: hint: stdin is still open after {} ms; pi reads piped stdin to its end before it runs, so it waits ({what})",
+        delay.as_millis()
+    );
+    let (tx, rx) = mpsc::channel::<()>();
+    let started = std::thread::Builder::new()
+        .name("stdin-hint".into())
+        .spawn(move || {
+            if rx.recv_timeout(delay) == Err(mpsc::RecvTimeoutError::Timeout) {
+                crate::exit::say(&line);
+            }
+        });
+    StdinWatch {
+        _done: started.is_ok().then_some(tx),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_claude_option_of_a_later_release_names_it() {
+        // (The measured releases take the same options today: the rule, on made-up data.)
+        assert_eq!(
+            newer_claude_option("2.1.330", "--brief", Some("2.1.332")).as_deref(),
+            Some("fake-pi: hint: the cassette is of Claude Code 2.1.330, which has no --brief: Claude Code 2.1.332 is the first release with it. Record the cassette on it, or drop the option")
+        );
+        assert_eq!(
+            newer_claude_option("2.1.332", "--brief", Some("2.1.330")),
+            None
+        );
+        assert_eq!(
+            newer_claude_option("2.1.330", "--brief", Some("2.1.330")),
+            None
+        );
+        assert_eq!(newer_claude_option("2.1.330", "--bogus", None), None);
+        // Compared as numbers, not text.
+        assert!(newer_claude_option("2.1.9", "--x", Some("2.1.10")).is_some());
+    }
+
+    #[test]
+    fn unknown_options_are_read_off_pis_lines() {
+        assert_eq!(
+            unknown_pi_options(
+                "Error: Unknown option: --a\nError: Unknown options: --b, -c\nother\n"
+            ),
+            ["--a", "--b", "-c"]
+        );
+        assert!(unknown_pi_options("Error: --mode requires text, json, or rpc\n").is_empty());
+    }
+}
