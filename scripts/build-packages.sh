@@ -26,10 +26,13 @@ echo "build-packages.sh: version $version -> $out"
 
 echo "== binaries (cargo build --profile dist)"
 cargo build --locked --profile dist -p fake-pi -p pi-harness
-bin="$root/target/dist"
+# Where cargo put them: CARGO_TARGET_DIR when set (relative to the checkout), else target/.
+target="${CARGO_TARGET_DIR:-target}"
+case "$target" in /*) ;; *) target="$root/$target" ;; esac
+bin="$target/dist"
 
 echo "== wheel (maturin)"
-venv="$root/target/packages/build-venv"
+venv="$target/packages/build-venv"
 if [ ! -x "$venv/bin/maturin" ] || [ ! -x "$venv/bin/auditwheel" ]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "maturin>=1.5,<2" "auditwheel>=6,<7"
@@ -42,16 +45,16 @@ rm -f "$out"/pi_harness-*.whl
 wheel="$(ls "$out"/pi_harness-"$version"-*.whl)"
 tag="$(basename "$wheel" .whl | sed 's/.*-py3-none-//')"
 # auditwheel reads every ELF file in the wheel (both binaries) and names the tag they allow.
-"$venv/bin/auditwheel" show "$wheel" | tee "$root/target/packages/auditwheel.txt" \
+"$venv/bin/auditwheel" show "$wheel" | tee "$target/packages/auditwheel.txt" \
   | tr -s ' \n' ' ' | grep -q "consistent with the following platform tag: \"$tag\"" || {
     echo "build-packages.sh: auditwheel does not confirm the wheel's tag $tag:" >&2
-    cat "$root/target/packages/auditwheel.txt" >&2
+    cat "$target/packages/auditwheel.txt" >&2
     exit 1
   }
 echo "wheel: $(basename "$wheel") (auditwheel: consistent with $tag)"
 
 echo "== npm packages (npm pack)"
-stage="$root/target/packages/npm"
+stage="$target/packages/npm"
 rm -rf "$stage"
 mkdir -p "$stage/linux-x64/bin"
 cp -R harness/npm/pi-harness "$stage/pi-harness"
