@@ -115,7 +115,17 @@ pub(crate) fn parse_object(
 
 /// The last non-empty line of a stderr tail, trimmed and bounded.
 pub(crate) fn last_line(tail: &str) -> Option<String> {
-    let line = tail.lines().rev().map(str::trim).find(|l| !l.is_empty())?;
+    last_line_except(tail, |_| false)
+}
+
+/// The last non-empty line of a stderr tail that `noise` does not reject, trimmed and
+/// bounded.
+pub(crate) fn last_line_except(tail: &str, noise: impl Fn(&str) -> bool) -> Option<String> {
+    let line = tail
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !noise(l))?;
     Some(cut(line, EXCERPT_BYTES).to_string())
 }
 

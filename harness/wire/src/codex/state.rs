@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
-use crate::diagnostics::{last_line, parse_object, InvalidLines};
+use crate::diagnostics::{last_line_except, parse_object, InvalidLines};
 use crate::framing::Line;
 use crate::mapper::{EndCause, MapperOptions, StreamEnd};
 use crate::message::{ExitInfo, Failure, FailureReason, Message, RetrySource, Usage};
@@ -375,7 +375,7 @@ impl State {
     }
 
     /// The failure of a stdout that ended with no turn ended: how the process ended, with
-    /// Codex's fatal `error` event or else the last stderr line.
+    /// Codex's fatal `error` event or else the last stderr line that is not start-up noise.
     fn without_outcome(
         &self,
         exit: &Option<ExitInfo>,
@@ -384,7 +384,7 @@ impl State {
         let detail = self
             .last_error
             .clone()
-            .or_else(|| stderr_tail.and_then(last_line));
+            .or_else(|| stderr_tail.and_then(|t| last_line_except(t, startup_noise)));
         let with_detail = |s: String| match &detail {
             Some(d) => format!("{s}: {d}"),
             None => s,
@@ -406,6 +406,13 @@ impl State {
             ),
         }
     }
+}
+
+/// Lines Codex writes to stderr on every start (measured on 0.169.0), which say nothing
+/// about how a run ended: not quoted in a failure message.
+fn startup_noise(line: &str) -> bool {
+    line == "Reading additional input from stdin..."
+        || line.starts_with("WARNING: proceeding, even though we could not create PATH aliases")
 }
 
 /// `Reconnecting... N/M (reason)`: Codex retrying the model stream, as `retry.scheduled`.
