@@ -327,6 +327,17 @@ fn signals_mid_tool_leave_the_call_open_and_say_how_codex_ended() {
 }
 
 #[test]
+fn sigterm_reported_as_exit_code_143_is_a_process_exit() {
+    // The notes say "dies by SIGTERM (143)": a caller that sees the code (a shell's view,
+    // or a wrapper that exits 128 + n) gets process_exit, not process_signal.
+    let end = StreamEnd::recorded(Some(143), None, &data("SIGTERM-mid-tool", "stderr"));
+    let out = map_all(&stdout("SIGTERM-mid-tool"), end, MapperOptions::default());
+    let f = failure(&out);
+    assert_eq!(f.reason, FailureReason::ProcessExit);
+    assert_eq!(f.message, "codex exited with code 143");
+}
+
+#[test]
 fn a_caller_that_cancels_mid_tool_gets_terminal_cancelled() {
     let exit = Some(ExitInfo {
         code: None,
