@@ -1,6 +1,11 @@
 //! The diagnostics a failed run carries, kept within bounds: the bad lines of its stdout
-//! ([`InvalidLines`], handed to `terminal.failed`) and the last line of its stderr that a
-//! failure message quotes ([`last_line`]). Shared by pi's mapper and Claude Code's.
+//! ([`InvalidLines`], handed to `terminal.failed`), the reading of one line as a JSON
+//! object that reports why it is not one ([`parse_object`]), and the last line of its
+//! stderr that a failure message quotes ([`last_line`]). Shared by pi's mapper, Claude
+//! Code's and Codex's.
+
+use serde::de::IgnoredAny;
+use serde_json::{Map, Value};
 
 use crate::message::InvalidLine;
 
@@ -64,9 +69,63 @@ impl InvalidLines {
     }
 }
 
+/// Line `n` (`raw`) as a JSON object, or `None` with the reason recorded in `invalid`:
+/// `empty line`, `not JSON: ...`, `not a JSON object`. JSON whose strings hold invalid
+/// UTF-8 is decoded lossily (U+FFFD), used, and recorded all the same.
+pub(crate) fn parse_object(
+    invalid: &mut InvalidLines,
+    n: u64,
+    raw: &[u8],
+) -> Option<Map<String, Value>> {
+    let mut bad = |problem: String| invalid.record(n, raw.len() as u64, problem, raw);
+    match raw.iter().find(|b| !b.is_ascii_whitespace()) {
+        None => {
+            bad("empty line".into());
+            return None;
+        }
+        Some(b'{') => {}
+        Some(_) => {
+            bad(match serde_json::from_slice::<IgnoredAny>(raw) {
+                Ok(_) => "not a JSON object".to_string(),
+                Err(e) => format!("not JSON: {e}"),
+            });
+            return None;
+        }
+    }
+    match serde_json::from_slice::<Value>(raw) {
+        Ok(Value::Object(map)) => Some(map),
+        Ok(_) => {
+            bad("not a JSON object".into());
+            None
+        }
+        Err(e) => {
+            if std::str::from_utf8(raw).is_err() {
+                // JSON whose strings hold invalid UTF-8: still says what happened.
+                let lossy = String::from_utf8_lossy(raw);
+                if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(&lossy) {
+                    bad("invalid UTF-8, decoded lossily (U+FFFD); the record was used".into());
+                    return Some(map);
+                }
+            }
+            bad(format!("not JSON: {e}"));
+            None
+        }
+    }
+}
+
 /// The last non-empty line of a stderr tail, trimmed and bounded.
 pub(crate) fn last_line(tail: &str) -> Option<String> {
-    let line = tail.lines().rev().map(str::trim).find(|l| !l.is_empty())?;
+    last_line_except(tail, |_| false)
+}
+
+/// The last non-empty line of a stderr tail that `noise` does not reject, trimmed and
+/// bounded.
+pub(crate) fn last_line_except(tail: &str, noise: impl Fn(&str) -> bool) -> Option<String> {
+    let line = tail
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !noise(l))?;
     Some(cut(line, EXCERPT_BYTES).to_string())
 }
 

@@ -11,7 +11,8 @@
 //! - [`mapper`]: lines to messages ([`mapper::Mapper`], fed with `push` and ended with
 //!   `finish` and a [`mapper::StreamEnd`] saying how the process ended);
 //! - [`claude`]: Claude Code's `stream-json` stdout to messages ([`claude::ClaudeMapper`], a run per turn);
-//! - `diagnostics`: the bad lines both mappers keep for a failed run, within bounds, and the
+//! - [`codex`]: Codex CLI's `exec --json` stdout to messages ([`codex::CodexMapper`], a run per process);
+//! - `diagnostics`: the bad lines the mappers keep for a failed run, within bounds, and the
 //!   stderr line a failure message quotes;
 //! - [`message`]: the normalized messages themselves (serde, one JSON object each), the
 //!   contract every implementation targets (`docs/normalized-stream.md`);
@@ -51,6 +52,7 @@
 //! ```
 
 pub mod claude;
+pub mod codex;
 mod diagnostics;
 pub mod framing;
 pub mod json;

@@ -5,10 +5,9 @@
 
 use std::collections::HashMap;
 
-use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
 
-use crate::diagnostics::{last_line, InvalidLines};
+use crate::diagnostics::{last_line, parse_object, InvalidLines};
 use crate::framing::Line;
 use crate::mapper::{EndCause, MapperOptions, StreamEnd};
 use crate::message::{ExitInfo, Failure, FailureReason, Message, RetrySource, Usage};
@@ -131,44 +130,7 @@ impl State {
 
     /// One line as a JSON object, or `None` (recorded) when it is not one.
     fn parse(&mut self, n: u64, raw: &[u8]) -> Option<Map<String, Value>> {
-        match raw.iter().find(|b| !b.is_ascii_whitespace()) {
-            None => {
-                self.bad(n, raw, "empty line");
-                return None;
-            }
-            Some(b'{') => {}
-            Some(_) => {
-                let problem = match serde_json::from_slice::<IgnoredAny>(raw) {
-                    Ok(_) => "not a JSON object".to_string(),
-                    Err(e) => format!("not JSON: {e}"),
-                };
-                self.bad(n, raw, problem);
-                return None;
-            }
-        }
-        match serde_json::from_slice::<Value>(raw) {
-            Ok(Value::Object(map)) => Some(map),
-            Ok(_) => {
-                self.bad(n, raw, "not a JSON object");
-                None
-            }
-            Err(e) => {
-                if std::str::from_utf8(raw).is_err() {
-                    // JSON whose strings hold invalid UTF-8: still says what happened.
-                    let lossy = String::from_utf8_lossy(raw);
-                    if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(&lossy) {
-                        self.bad(
-                            n,
-                            raw,
-                            "invalid UTF-8, decoded lossily (U+FFFD); the record was used",
-                        );
-                        return Some(map);
-                    }
-                }
-                self.bad(n, raw, format!("not JSON: {e}"));
-                None
-            }
-        }
+        parse_object(&mut self.invalid, n, raw)
     }
 
     fn dispatch(&mut self, n: u64, raw: &[u8], rec: &Map<String, Value>, out: &mut Vec<Message>) {

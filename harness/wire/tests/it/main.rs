@@ -3,6 +3,7 @@
 //! snapshots are in `tests/it/snapshots/`.
 
 mod claude;
+mod codex;
 mod mapper;
 mod mapper_props;
 mod mapper_snapshots;
