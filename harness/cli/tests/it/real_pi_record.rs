@@ -227,10 +227,52 @@ fn production_names_record_and_replay_on_pi152() {
     production_names("PI_HARNESS_REAL_PI152", "1.5.2");
 }
 
+/// The wrapper's command line for `openai`.
+const OPENAI_ARGS: [&str; 6] = [
+    "--mode",
+    "json",
+    "--provider",
+    "openai",
+    "--model",
+    "gpt-4.1",
+];
+
+/// `pi-harness record` of real `pi` with [`OPENAI_ARGS`] and `script` into `out`; its
+/// output and the server's request log.
+fn record_openai(
+    w: &World,
+    pi: &Path,
+    script: &Path,
+    out: &Path,
+) -> (std::process::Output, Vec<serde_json::Value>) {
+    let o = pih()
+        .env(MARKER_VAR, w.marker())
+        .args(["record", "--timeout", "120", "--script"])
+        .arg(script)
+        .arg("--out")
+        .arg(out)
+        .arg("--pi")
+        .arg(pi)
+        .arg("--request-log")
+        .arg(out.with_extension("requests"))
+        .arg("--")
+        .args(OPENAI_ARGS)
+        .args(["--no-session", PROMPT])
+        .timeout(Duration::from_secs(180))
+        .output()
+        .unwrap();
+    let log = std::fs::read_to_string(out.with_extension("requests")).unwrap_or_default();
+    let reqs = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (o, reqs)
+}
+
 /// The wrapper's `--provider openai --model gpt-4.1` on pi `version` (from `var`): pi speaks
 /// the OpenAI Responses API to the server (reasoning, a bash tool call, text, usage), the
 /// tool's output goes back in the second request, and fake-pi replays the wrapper's command
-/// line unchanged with what real pi printed.
+/// line unchanged with what real pi printed; an HTTP 400 reaches pi as its error message.
 fn openai_over_responses(var: &str, version: &str) {
     let Some(pi) = std::env::var_os(var).map(PathBuf::from) else {
         eprintln!("skip: {var} not set");
@@ -246,37 +288,9 @@ fn openai_over_responses(var: &str, version: &str) {
             {"text":["Done: ","hi."],"usage":{"input":40,"output":3}}]}"#,
     );
     let out = w.path().join("openai.cassette.jsonl");
-    let args = [
-        "--mode",
-        "json",
-        "--provider",
-        "openai",
-        "--model",
-        "gpt-4.1",
-    ];
-    let o = pih()
-        .env(MARKER_VAR, w.marker())
-        .args(["record", "--timeout", "120", "--script"])
-        .arg(&script)
-        .arg("--out")
-        .arg(&out)
-        .arg("--pi")
-        .arg(&pi)
-        .arg("--request-log")
-        .arg(out.with_extension("requests"))
-        .arg("--")
-        .args(args)
-        .args(["--no-session", PROMPT])
-        .timeout(Duration::from_secs(180))
-        .output()
-        .unwrap();
+    let (o, reqs) = record_openai(&w, &pi, &script, &out);
     check_success(&o, "openai");
-    let log = std::fs::read_to_string(out.with_extension("requests")).unwrap();
-    let reqs: Vec<serde_json::Value> = log
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    assert_eq!(reqs.len(), 2, "pi {version}: {log}");
+    assert_eq!(reqs.len(), 2, "pi {version}: {reqs:?}");
     for r in &reqs {
         assert_eq!(r["path"], "/v1/responses", "pi {version}: {r}");
         assert_eq!(r["model"], "gpt-4.1");
@@ -292,7 +306,7 @@ fn openai_over_responses(var: &str, version: &str) {
     assert!(second.contains("call_r1"), "pi {version}: {second}");
     let c = Cassette::load(&out).unwrap();
     assert_eq!(c.header.pi.version, version);
-    let (code, stdout) = replay(&w, &out, &args);
+    let (code, stdout) = replay(&w, &out, &OPENAI_ARGS);
     assert_eq!(code, Some(0), "pi {version}: the wrapper replays unchanged");
     let events: Vec<serde_json::Value> = stdout
         .lines()
@@ -333,6 +347,31 @@ fn openai_over_responses(var: &str, version: &str) {
         .find(|e| e["type"] == "message_end")
         .unwrap_or_else(|| panic!("pi {version}: no message_end in {stdout}"));
     assert!(last.to_string().contains("Done: hi."), "{last}");
+
+    // An HTTP 400 on the Responses route: pi reads the status and the error body's message,
+    // makes no other request, and the recording replays as it ended.
+    let script = w.write(
+        "openai-400.llm.json",
+        r#"{"turns":[{"status":400,"msg":"bad request from the script"}]}"#,
+    );
+    let out = w.path().join("openai-400.cassette.jsonl");
+    let (o, reqs) = record_openai(&w, &pi, &script, &out);
+    check_success(&o, "openai 400");
+    assert_eq!(reqs.len(), 1, "pi {version}: {reqs:?}");
+    assert_eq!(reqs[0]["status"], 400);
+    let (_, stdout) = replay(&w, &out, &OPENAI_ARGS);
+    let failed = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["type"] == "message_end" && e["message"]["role"] == "assistant")
+        .unwrap_or_else(|| panic!("pi {version}: no assistant message_end in {stdout}"));
+    let m = &failed["message"];
+    assert_eq!(m["stopReason"], "error", "pi {version}: {m}");
+    let said = m["errorMessage"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("400") && said.contains("bad request from the script"),
+        "pi {version}: {said}"
+    );
     w.assert_none_left_within(Duration::from_secs(5));
 }
 
