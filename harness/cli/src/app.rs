@@ -37,11 +37,12 @@ enum Command {
     Leftovers(crate::leftovers::LeftoversArgs),
     /// Map a captured pi stdout or a cassette to the normalized stream.
     Map(crate::map::MapArgs),
-    /// Serve a scripted LLM (OpenAI chat-completions and Anthropic messages streaming) on 127.0.0.1.
+    /// Serve a scripted LLM (OpenAI chat completions, OpenAI Responses and Anthropic messages streaming) on 127.0.0.1.
     ///
     /// Prints its base URL on the first stdout line, then serves until SIGINT/SIGTERM (exit 0).
-    /// Use `http://127.0.0.1:PORT/v1` as an `openai-completions` baseUrl, or without `/v1`
-    /// for `anthropic-messages`.
+    /// Use `http://127.0.0.1:PORT/v1` as an `openai-completions` or `openai-responses` baseUrl
+    /// (Codex: a `[model_providers.X]` `base_url` with `wire_api = "responses"`), or without
+    /// `/v1` for `anthropic-messages`.
     ///
     /// A script that cannot be read or is invalid, a port that cannot be bound or a log that
     /// cannot be opened is one line `error: ...` and exit 2. When stdout is closed before the
@@ -66,11 +67,11 @@ enum Command {
     /// in pi's arguments (`--provider anthropic --model claude-sonnet-4-5`) or, for a program
     /// that passes no model flags and relies on settings.json, with --provider/--model here.
     /// The cassette then expects your names, and your program replays unchanged. The server
-    /// speaks Anthropic messages and OpenAI chat completions: a built-in provider of pi whose
-    /// models speak one of these (anthropic, groq, cerebras, deepseek, ...) keeps its own
-    /// wire; a provider pi does not know (your models.json's, or the fake names `--provider
-    /// fake --model fake-model`) speaks --api. A provider of another wire (openai: the
-    /// Responses API; google; amazon-bedrock) is refused, exit 1.
+    /// speaks Anthropic messages, OpenAI chat completions and the OpenAI Responses API: a
+    /// built-in provider of pi whose models speak one of these (anthropic, groq, cerebras,
+    /// deepseek, openai, ...) keeps its own wire; a provider pi does not know (your
+    /// models.json's, or the fake names `--provider fake --model fake-model`) speaks --api. A
+    /// provider of another wire (google, amazon-bedrock, mistral) is refused, exit 1.
     ///
     /// A recording in which pi never called the model fails (exit 1, nothing written),
     /// unless the script has no turns (`"turns": []`: a run that never reaches the model).
@@ -203,8 +204,8 @@ struct RecordArgs {
     #[arg(long, default_value_t = 180)]
     timeout: u64,
     /// Wire protocol pi speaks to the server for a provider pi does not know (the fake names,
-    /// your models.json's): openai (chat completions) or anthropic (messages). A built-in
-    /// provider speaks its own.
+    /// your models.json's): openai (chat completions), anthropic (messages) or
+    /// openai-responses (the Responses API). A built-in provider speaks its own.
     #[arg(long, default_value = "openai")]
     api: String,
     /// The provider your program uses when it passes no --provider/--model to pi (it relies

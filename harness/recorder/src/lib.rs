@@ -3,7 +3,8 @@
 //! made.
 //!
 //! - [`llm_script`]: what the fake model answers, request by request (text, reasoning,
-//!   tool calls, HTTP errors, stalls, cut streams), rendered as OpenAI or Anthropic SSE;
+//!   tool calls, HTTP errors, stalls, cut streams), rendered as OpenAI chat-completions,
+//!   OpenAI Responses or Anthropic SSE;
 //! - [`llm_server`]: that script served on 127.0.0.1, with a log of every request (the
 //!   proof of what reached the model);
 //! - [`recorder`]: one run of real pi (or Claude Code) against the server, redacted and

@@ -2,8 +2,11 @@
 //!
 //! This module owns the script data model (what the fake model answers, request by
 //! request), reading it with `file: field: problem` errors, and rendering one answer
-//! into the exact bytes of an OpenAI chat-completions or Anthropic messages SSE stream.
-//! It is pure: no sockets, no clocks (delays are data the server acts on).
+//! into the exact bytes of an OpenAI chat-completions or Anthropic messages SSE stream
+//! (the OpenAI Responses stream is [`responses`]'s). It is pure: no sockets, no clocks
+//! (delays are data the server acts on).
+
+mod responses;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -135,6 +138,8 @@ pub enum Api {
     OpenAi,
     /// `POST /v1/messages`
     Anthropic,
+    /// `POST /v1/responses` (the OpenAI Responses API)
+    Responses,
 }
 
 /// One piece of a streamed body, written after waiting `delay_ms`.
@@ -346,7 +351,9 @@ pub fn exhausted_reply(api: Api, n: usize, capacity: usize) -> Reply {
 
 fn error_body(api: Api, status: u16, msg: &str) -> String {
     match api {
-        Api::OpenAi => json!({"error":{"message":msg,"type":error_type(status),"code":null}}),
+        Api::OpenAi | Api::Responses => {
+            json!({"error":{"message":msg,"type":error_type(status),"code":null}})
+        }
         Api::Anthropic => json!({"type":"error","error":{"type":error_type(status),"message":msg}}),
     }
     .to_string()
@@ -388,6 +395,7 @@ pub fn render(turn: &Turn, api: Api, model: &str, request: usize) -> Reply {
     let events = match api {
         Api::OpenAi => openai_events(turn, model, request),
         Api::Anthropic => anthropic_events(turn, model, request),
+        Api::Responses => responses::events(turn, model, request),
     };
     let limit = turn.stall_after.or(turn.cut_after).unwrap_or(usize::MAX);
     let end = if turn.stall_after.is_some() {

@@ -1,4 +1,5 @@
-//! The scripted LLM server: OpenAI chat-completions and Anthropic messages streaming on loopback.
+//! The scripted LLM server: OpenAI chat completions, OpenAI Responses and Anthropic messages
+//! streaming on loopback.
 //!
 //! This module owns the socket side: HTTP/1.1 on hyper (one request per connection,
 //! `connection: close`, SSE bodies sent with chunked transfer encoding so a scripted cut is
@@ -105,7 +106,7 @@ pub struct LoggedRequest {
     pub index: usize,
     /// The HTTP method.
     pub method: String,
-    /// The request path (`/v1/chat/completions`, `/v1/messages`).
+    /// The request path (`/v1/chat/completions`, `/v1/responses`, `/v1/messages`).
     pub path: String,
     /// Which script turn answered (0-based); absent when none did.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -115,9 +116,9 @@ pub struct LoggedRequest {
     /// The `model` the client asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// The request's `messages` array, as received.
+    /// The request's `messages` array (the Responses API's `input`), as received.
     pub messages: Value,
-    /// Anthropic's top-level `system`, when sent.
+    /// Anthropic's top-level `system` (the Responses API's `instructions`), when sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub system: Option<Value>,
     /// Names of the tools offered to the model.
@@ -432,6 +433,8 @@ async fn answer(
     let route = head.uri.path();
     let api = if route.ends_with("/chat/completions") {
         Some(Api::OpenAi)
+    } else if route.ends_with("/responses") {
+        Some(Api::Responses)
     } else if route.ends_with("/messages") {
         Some(Api::Anthropic)
     } else {
@@ -454,10 +457,13 @@ async fn answer(
             .map(str::to_string),
         messages: parsed
             .as_ref()
-            .and_then(|v| v.get("messages"))
+            .and_then(|v| v.get("messages").or_else(|| v.get("input")))
             .cloned()
             .unwrap_or(Value::Null),
-        system: parsed.as_ref().and_then(|v| v.get("system")).cloned(),
+        system: parsed
+            .as_ref()
+            .and_then(|v| v.get("system").or_else(|| v.get("instructions")))
+            .cloned(),
         tools: parsed
             .as_ref()
             .and_then(|v| v.get("tools"))
@@ -497,7 +503,7 @@ async fn answer(
             status: 404,
             headers: vec![],
             body: format!(
-                r#"{{"error":{{"message":"pi-harness serve-llm: no route for {} {} (POST /v1/chat/completions or /v1/messages)"}}}}"#,
+                r#"{{"error":{{"message":"pi-harness serve-llm: no route for {} {} (POST /v1/chat/completions, /v1/responses or /v1/messages)"}}}}"#,
                 method,
                 path.escape_default()
             )

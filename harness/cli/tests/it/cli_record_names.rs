@@ -67,10 +67,14 @@ fn a_recording_that_never_reached_the_model_fails_and_writes_nothing() {
 #[test]
 fn a_provider_the_server_does_not_stand_in_for_fails_and_writes_nothing() {
     let s = setup();
-    let out = s.path().join("openai.cassette.jsonl");
+    let out = s.path().join("refused.cassette.jsonl");
     for (provider, model, api) in [
-        ("openai", "gpt-4o", "openai-responses"),
         ("google", "gemini-2.5-pro", "google-generative-ai"),
+        (
+            "amazon-bedrock",
+            "anthropic.claude-sonnet-4",
+            "bedrock-converse-stream",
+        ),
     ] {
         let a = record_with(
             &s,

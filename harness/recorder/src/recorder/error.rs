@@ -142,7 +142,7 @@ pub enum RecordError {
     /// The provider the recording runs under speaks a wire the scripted server does not
     /// serve; nothing was run.
     #[error(
-        "pi {version} speaks {apis} to provider `{provider}` (model `{model}`), which the scripted LLM server does not serve (it stands in for providers of Anthropic messages and OpenAI chat completions: anthropic, groq, ...); nothing recorded: record under one of those or the fake names (--provider fake --model fake-model) and add `--ignore provider model` so your own names replay"
+        "pi {version} speaks {apis} to provider `{provider}` (model `{model}`), which the scripted LLM server does not serve (it stands in for providers of Anthropic messages, OpenAI chat completions and the OpenAI Responses API: anthropic, groq, openai, ...); nothing recorded: record under one of those or the fake names (--provider fake --model fake-model) and add `--ignore provider model` so your own names replay"
     )]
     NotStoodIn {
         /// pi's version.

@@ -55,12 +55,15 @@ pub fn parse_signal(text: &str) -> Result<Signal, String> {
         .map_err(|_| format!("unknown signal {text:?} (try SIGINT, SIGTERM, SIGHUP)"))
 }
 
-/// Parse `--api` (`openai`, `anthropic`).
+/// Parse `--api` (`openai`, `anthropic`, `openai-responses`).
 pub fn parse_api(text: &str) -> Result<Api, String> {
     match text {
         "openai" | "openai-completions" => Ok(Api::OpenAi),
         "anthropic" | "anthropic-messages" => Ok(Api::Anthropic),
-        other => Err(format!("unknown api {other:?} (openai, anthropic)")),
+        "openai-responses" | "responses" => Ok(Api::Responses),
+        other => Err(format!(
+            "unknown api {other:?} (openai, anthropic, openai-responses)"
+        )),
     }
 }
 

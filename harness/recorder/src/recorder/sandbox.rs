@@ -241,6 +241,9 @@ mod tests {
         let m = models_json(Api::OpenAi, "http://127.0.0.1:9", "k");
         assert_eq!(m["providers"]["fake"]["baseUrl"], "http://127.0.0.1:9/v1");
         assert_eq!(m["providers"]["fake"]["api"], "openai-completions");
+        let m = models_json(Api::Responses, "http://127.0.0.1:9", "k");
+        assert_eq!(m["providers"]["fake"]["baseUrl"], "http://127.0.0.1:9/v1");
+        assert_eq!(m["providers"]["fake"]["api"], "openai-responses");
         let m = models_json(Api::Anthropic, "http://127.0.0.1:9", "k");
         assert_eq!(m["providers"]["fake"]["baseUrl"], "http://127.0.0.1:9");
         assert_eq!(m["providers"]["fake"]["api"], "anthropic-messages");

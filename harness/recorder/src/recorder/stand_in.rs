@@ -9,13 +9,14 @@
 //! override a built-in provider's `baseUrl`, `api` and key and upsert a model by id
 //! (measured with each real pi).
 //!
-//! The server speaks two wires: Anthropic messages and OpenAI chat completions. A built-in
-//! provider is stood in for with its own wire, read from pi's model catalog ([`catalog`]):
-//! only when every model of the provider speaks one wire the server serves. A provider
-//! that speaks another (`openai`: OpenAI Responses; `google`, `amazon-bedrock`, ...) is
-//! not stood in for: recording it would write a cassette of another wire than production's.
-//! A provider pi does not know (`fake`, your company's `models.json` entry) speaks the wire
-//! `record --api` names.
+//! The server speaks three wires: Anthropic messages, OpenAI chat completions and the
+//! OpenAI Responses API. A built-in provider is stood in for with its own wire, read from
+//! pi's model catalog ([`catalog`]): only when every chat model of the provider speaks one
+//! wire the server serves (`openai`'s classifier models, 1.5.2's `openai-decisions`, are
+//! not chat models and do not count). A provider that speaks another (`google`,
+//! `amazon-bedrock`, `azure-openai-responses`, ...) is not stood in for: recording it would
+//! write a cassette of another wire than production's. A provider pi does not know
+//! (`fake`, your company's `models.json` entry) speaks the wire `record --api` names.
 
 mod catalog;
 
@@ -114,14 +115,21 @@ pub fn resolve(
 /// The wire pi `pinned` speaks to `provider`: its catalog's, else `api` (a provider pi
 /// does not know).
 fn wire_of(pinned: &str, provider: &str, api: Api) -> Wire {
-    match catalog::for_pinned(pinned)
+    let Some((_, apis)) = catalog::for_pinned(pinned)
         .iter()
         .find(|(p, _)| *p == provider)
-    {
-        None => Wire::Served(api),
-        Some((_, "anthropic-messages")) => Wire::Served(Api::Anthropic),
-        Some((_, "openai-completions")) => Wire::Served(Api::OpenAi),
-        Some((_, apis)) => Wire::NotServed(apis.replace(',', ", ")),
+    else {
+        return Wire::Served(api);
+    };
+    let chat: Vec<&str> = apis
+        .split(',')
+        .filter(|a| !catalog::CLASSIFIER_APIS.contains(a))
+        .collect();
+    match chat[..] {
+        ["anthropic-messages"] => Wire::Served(Api::Anthropic),
+        ["openai-completions"] => Wire::Served(Api::OpenAi),
+        ["openai-responses"] => Wire::Served(Api::Responses),
+        _ => Wire::NotServed(apis.replace(',', ", ")),
     }
 }
 
@@ -168,6 +176,13 @@ pub(crate) fn models_json_one(
             "api": "openai-completions",
             "apiKey": key,
             "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+            "models": models
+        }),
+        // pi's Responses provider posts to `{baseUrl}/responses`.
+        Api::Responses => serde_json::json!({
+            "baseUrl": format!("{base_url}/v1"),
+            "api": "openai-responses",
+            "apiKey": key,
             "models": models
         }),
         // The Anthropic SDK appends `/v1/messages` itself.
@@ -324,7 +339,7 @@ mod tests {
     }
 
     #[test]
-    fn providers_of_another_wire_are_not_stood_in_for() {
+    fn openai_is_stood_in_for_with_the_responses_api() {
         let flags = s(&[
             "--mode",
             "json",
@@ -336,22 +351,67 @@ mod tests {
         ]);
         for v in ["0.73.1", "0.87.1", "1.5.2"] {
             let st = resolve(v, &flags, None, false, Api::OpenAi).unwrap();
-            assert!(
-                matches!(&st.wire, Wire::NotServed(apis) if apis.contains("openai-responses")),
-                "{v}: {:?}",
-                st.wire
-            );
-            assert!(models_json_for(&st, "http://127.0.0.1:9", "k").is_none());
+            // 1.5.2's catalog lists `openai-decisions` too: its classifier models, not chat.
+            assert_eq!(st.wire, Wire::Served(Api::Responses), "{v}");
+            let m = models_json_for(&st, "http://127.0.0.1:9", "k").unwrap();
+            let p = &m["providers"]["openai"];
+            assert_eq!(p["baseUrl"], "http://127.0.0.1:9/v1");
+            assert_eq!(p["api"], "openai-responses");
+            assert_eq!(p["models"][0]["id"], "gpt-4o");
+            assert!(served_providers(v).contains(&("openai", Api::Responses)));
         }
         // xai moved from chat completions (0.73.1) to the Responses API (0.87.1).
         assert_eq!(
             wire_of("0.73.1", "xai", Api::Anthropic),
             Wire::Served(Api::OpenAi)
         );
-        assert!(matches!(
+        assert_eq!(
             wire_of("0.87.1", "xai", Api::OpenAi),
-            Wire::NotServed(_)
-        ));
+            Wire::Served(Api::Responses)
+        );
+    }
+
+    #[test]
+    fn providers_of_another_wire_are_not_stood_in_for() {
+        let flags = s(&[
+            "--mode",
+            "json",
+            "--provider",
+            "google",
+            "--model",
+            "gemini-2.5-pro",
+            "hi",
+        ]);
+        for v in ["0.73.1", "0.87.1", "1.5.2"] {
+            let st = resolve(v, &flags, None, false, Api::OpenAi).unwrap();
+            assert_eq!(
+                st.wire,
+                Wire::NotServed("google-generative-ai".into()),
+                "{v}"
+            );
+            assert!(models_json_for(&st, "http://127.0.0.1:9", "k").is_none());
+            // Azure's Responses variant is its own wire (deployments, api-version).
+            assert!(matches!(
+                wire_of(
+                    v,
+                    if v == "1.5.2" {
+                        "azure"
+                    } else {
+                        "azure-openai-responses"
+                    },
+                    Api::OpenAi
+                ),
+                Wire::NotServed(_)
+            ));
+        }
+        // A provider whose chat models speak several wires is refused, naming them all.
+        assert_eq!(
+            wire_of("1.5.2", "opencode-go", Api::OpenAi),
+            Wire::NotServed(
+                "anthropic-messages, google-generative-ai, openai-completions, openai-responses"
+                    .into()
+            )
+        );
         assert!(served_providers("1.5.2").contains(&("anthropic", Api::Anthropic)));
         assert!(!served_providers("1.5.2")
             .iter()

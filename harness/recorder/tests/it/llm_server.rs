@@ -273,3 +273,106 @@ async fn a_stalled_stream_holds_until_the_server_stops() {
     assert!(!r.complete);
     assert_eq!(r.sse().0.len(), 1);
 }
+
+/// The OpenAI Responses route (`POST /v1/responses`, what pi's `openai` provider and Codex
+/// call): a stream with a function call and usage, an HTTP error status with its
+/// retry headers and OpenAI's error body, a stream cut before its terminal event; the log
+/// keeps the request's `input`, `instructions` and tool names.
+#[tokio::test]
+async fn the_responses_route_streams_a_function_call_an_error_status_and_a_cut() {
+    let script = Script::parse(
+        r#"{"turns":[
+            {"text":["Let me ","look."],"tools":[{"id":"call_9","name":"bash","args":{"command":"ls"}}],
+             "usage":{"input":50,"output":7}},
+            {"status":429,"msg":"Rate limit reached","headers":{"retry-after-ms":"10","x-should-retry":"true"}},
+            {"text":["cut","here"],"cut_after":3}
+        ]}"#,
+    )
+    .unwrap();
+    let server = LlmServer::start(script, ServerOptions::default())
+        .await
+        .unwrap();
+    let request = serde_json::json!({"model": "gpt-4.1", "stream": true, "instructions": "Be brief.",
+        "input": [{"role": "user", "content": [{"type": "input_text", "text": "list files"}]}],
+        "tools": [{"type": "function", "name": "bash", "parameters": {}}]});
+
+    let r = post(server.addr(), "/v1/responses", &request).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    assert!(r.complete);
+    // Each event names its type twice: the SSE `event:` line and the data's `type`.
+    let text = String::from_utf8(r.body.clone()).unwrap();
+    let kinds: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("event: "))
+        .collect();
+    let (events, done) = r.sse();
+    assert!(!done, "no [DONE] on the Responses wire");
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, types);
+    assert_eq!(
+        types,
+        [
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added",
+            "response.content_part.added",
+            "response.output_text.delta",
+            "response.output_text.delta",
+            "response.output_text.done",
+            "response.content_part.done",
+            "response.output_item.done",
+            "response.output_item.added",
+            "response.function_call_arguments.delta",
+            "response.function_call_arguments.delta",
+            "response.function_call_arguments.done",
+            "response.output_item.done",
+            "response.completed",
+        ]
+    );
+    assert_eq!(events[0]["response"]["model"], "gpt-4.1");
+    let call = &events[13]["item"];
+    assert_eq!(call["type"], "function_call");
+    assert_eq!(call["call_id"], "call_9");
+    assert_eq!(call["name"], "bash");
+    assert_eq!(call["arguments"], r#"{"command":"ls"}"#);
+    let done = &events[14]["response"];
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["output"][1], *call);
+    assert_eq!(done["usage"]["input_tokens"], 50);
+    assert_eq!(done["usage"]["output_tokens"], 7);
+    assert_eq!(done["usage"]["total_tokens"], 57);
+
+    let r = post(server.addr(), "/v1/responses", &request).await;
+    assert_eq!(r.status, 429);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.header("retry-after-ms"), Some("10"));
+    assert_eq!(r.header("x-should-retry"), Some("true"));
+    let body: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(body["error"]["message"], "Rate limit reached");
+    assert_eq!(body["error"]["type"], "rate_limit_error");
+
+    // Cut after three events: no terminal event, no terminating chunk.
+    let r = post(server.addr(), "/v1/responses", &request).await;
+    assert_eq!(r.status, 200);
+    assert!(!r.complete);
+    let (events, _) = r.sse();
+    assert_eq!(events.len(), 3);
+    assert!(events.iter().all(|e| e["type"] != "response.completed"));
+
+    let log = server.requests();
+    assert_eq!(log.len(), 3);
+    assert_eq!(log[0].path, "/v1/responses");
+    assert_eq!(log[0].model.as_deref(), Some("gpt-4.1"));
+    assert_eq!(log[0].tools, ["bash"]);
+    assert!(log[0].mentions("list files"), "input is logged as messages");
+    assert!(
+        log[0].mentions("Be brief."),
+        "instructions are logged as system"
+    );
+    assert_eq!(
+        log.iter().map(|r| r.status).collect::<Vec<_>>(),
+        [200, 429, 200]
+    );
+    server.shutdown().await;
+}

@@ -3,6 +3,11 @@
 //! 0.73.1 and 0.87.1; the catalog chunk of 1.5.2's bundle), every `api` of every model of
 //! the provider, joined by `,` when they differ.
 
+/// APIs of classifier models, not chat models: pi 1.5.2 lists `openai`'s classifiers
+/// (`gpt-6-luna`, type `classifier`, api `openai-decisions`) beside its chat models, which
+/// all speak `openai-responses`; a recording's chat never goes to them.
+pub(super) const CLASSIFIER_APIS: &[&str] = &["openai-decisions"];
+
 /// The catalog of the pinned version `version` names (`0.73.1`, `0.87.1`, `1.5.2`).
 pub(super) fn for_pinned(version: &str) -> &'static [(&'static str, &'static str)] {
     match version {
