@@ -413,7 +413,7 @@ fn a_client_that_passes_no_environment_finds_the_cassette_beside_pi() {
     // fake-pi installed as `pi` in a bin dir, with its settings beside it.
     let bin = w.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    std::fs::copy(pi_testkit::fake_pi(), bin.join("pi")).unwrap();
+    pi_testkit::bins::install_exe(&pi_testkit::fake_pi(), &bin.join("pi")).unwrap();
     std::fs::write(
         bin.join("fake-pi.conf"),
         format!(

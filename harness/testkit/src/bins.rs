@@ -31,6 +31,23 @@ pub fn supervisor() -> PathBuf {
         .clone()
 }
 
+/// Put the executable `src` at `dst` under another name (`pi`, `claude` beside a
+/// `fake-pi.conf`): a hard link when the two are on one file system, else a copy. A copy is
+/// written through a file descriptor that a process forked meanwhile by another test thread
+/// holds until it execs, and running `dst` in that moment fails with "Text file busy"; a
+/// link writes nothing. An existing `dst` is replaced (removed first: writing into it could
+/// write into the linked binary itself).
+pub fn install_exe(src: &std::path::Path, dst: &std::path::Path) -> std::io::Result<()> {
+    match std::fs::remove_file(dst) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    if std::fs::hard_link(src, dst).is_ok() {
+        return Ok(());
+    }
+    std::fs::copy(src, dst).map(|_| ())
+}
+
 /// A binary of this workspace (`fake-pi`, `pi-supervisor`, `pi-harness`), when the tests run
 /// inside it: the workspace's binaries are built once per test process (`cargo build
 /// --bins`), so a test never runs a stale one; panics when that build fails.

@@ -437,7 +437,7 @@ fn agent_claude_records_a_stream_json_session() {
     let scripts = repo().join("cassettes/scripts/claude");
     let bin = w.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    std::fs::copy(pi_testkit::fake_pi(), bin.join("claude")).unwrap();
+    pi_testkit::bins::install_exe(&pi_testkit::fake_pi(), &bin.join("claude")).unwrap();
     std::fs::write(
         bin.join("fake-pi.conf"),
         format!("FAKE_PI_CASSETTE={}\nFAKE_PI_SPEED=0\n", source.display()),
@@ -524,7 +524,7 @@ fn agent_claude_records_with_a_terminal_on_stdin() {
     let source = repo().join("cassettes/claude/claude_bridge_default.cc21330.cassette.jsonl");
     let bin = w.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    std::fs::copy(pi_testkit::fake_pi(), bin.join("claude")).unwrap();
+    pi_testkit::bins::install_exe(&pi_testkit::fake_pi(), &bin.join("claude")).unwrap();
     std::fs::write(
         bin.join("fake-pi.conf"),
         format!("FAKE_PI_CASSETTE={}\nFAKE_PI_SPEED=0\n", source.display()),

@@ -212,7 +212,7 @@ fn every_json_cassette_replays_through_three_kinds_of_client() {
         std::fs::create_dir_all(&bin).unwrap();
         let pi = bin.join("pi");
         if !pi.exists() {
-            std::fs::copy(&fake_pi, &pi).unwrap();
+            pi_testkit::bins::install_exe(&fake_pi, &pi).unwrap();
         }
         std::fs::write(
             bin.join("fake-pi.conf"),

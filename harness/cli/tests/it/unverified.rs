@@ -19,7 +19,7 @@ use crate::util::repo;
 fn stand_in(w: &World, name: &str, cassette: &Path) -> PathBuf {
     let bin = w.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    std::fs::copy(pi_testkit::fake_pi(), bin.join(name)).unwrap();
+    pi_testkit::bins::install_exe(&pi_testkit::fake_pi(), &bin.join(name)).unwrap();
     std::fs::write(
         bin.join("fake-pi.conf"),
         format!("FAKE_PI_CASSETTE={}\nFAKE_PI_SPEED=0\n", cassette.display()),
