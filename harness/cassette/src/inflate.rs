@@ -1,9 +1,10 @@
-//! A compressed input decoded on a thread of its own, beside the reader that takes the text:
-//! gzip (zstd decodes fast enough on the reader's own thread: `input::decompress`).
+//! A compressed input (gzip or zstd) decoded on a thread of its own, beside the reader that
+//! takes the text.
 //!
-//! A gzip cassette is read as fast as the slower of the two: inflating (zlib-rs, about
-//! 1.6 GB/s here) and whatever consumes the lines (fake-pi checking and writing records
-//! runs at about the same speed). On one thread they add up; on two they overlap.
+//! A compressed cassette is read as fast as the slower of the two: decoding (zlib-rs
+//! inflates about 1.6 GB/s here; zstd decodes a recorded cassette faster still) and whatever
+//! consumes the lines (fake-pi checking and writing records). On one thread they add up; on
+//! two they overlap.
 //!
 //! The compressed bytes are still read on the caller's thread (the input may borrow, as
 //! `Cassette::parse` lends a slice, and a file shared with the caller, as fake-pi's is, must
@@ -230,7 +231,7 @@ impl<'a> Inflating<'a> {
             };
             let Ok(msg) = text.recv() else {
                 self.done = true;
-                return Err(io::Error::other("the gzip decoder's thread stopped"));
+                return Err(io::Error::other("the decoder's thread stopped"));
             };
             match msg {
                 Out::Text(buf, len) => {

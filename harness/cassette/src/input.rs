@@ -173,9 +173,9 @@ impl Compression {
 }
 
 /// `raw` as lines: decompressed when it starts with gzip's or zstd's magic bytes, and cut
-/// off with an error past `limits.max_bytes`. gzip is inflated on a thread of its own beside
-/// the caller (the crate's `inflate` module; the compressed bytes are still read on the
-/// caller's thread); zstd is decoded on the caller's thread.
+/// off with an error past `limits.max_bytes`. The decoder runs on a thread of its own beside
+/// the caller (the crate's `inflate` module); the compressed bytes are still read on the
+/// caller's thread.
 pub fn decompress<'a>(
     path: &Path,
     raw: Box<dyn Read + Send + 'a>,
@@ -196,19 +196,9 @@ pub fn decompress<'a>(
             capped(src, max),
         )));
     }
-    // gzip is inflated on a thread of its own. zstd decodes several times faster than
-    // inflating: handing its text across threads cost more than decoding it here (replay of
-    // the committed long answer: 1.44x the plain cassette's time through the thread, 1.24-1.31x
-    // here, on this 2-vCPU machine under load; benches/README.md).
-    let started = match kind {
-        Compression::Gzip => {
-            crate::inflate::Inflating::start(Box::new(src), move |c| decoder(kind, max, c))
-        }
-        _ => Err(Box::new(src) as Box<dyn Read + Send + 'a>),
-    };
-    match started {
+    match crate::inflate::Inflating::start(Box::new(src), move |c| decoder(kind, max, c)) {
         Ok(on_a_thread) => Ok(Box::new(on_a_thread)),
-        // Decoded here: zstd, or gzip when no thread can be had.
+        // No thread to be had: decode here.
         Err(src) => Ok(Box::new(BufReader::with_capacity(
             256 << 10,
             decoder(kind, max, Box::new(BufReader::with_capacity(64 << 10, src))),
