@@ -489,6 +489,12 @@ fn agent_claude_records_a_stream_json_session() {
         source_text.contains("record --agent claude"),
         "{source_text}"
     );
+    // The scripts' absolute paths (this checkout) are not kept: their file names are.
+    assert!(
+        !source_text.contains(&repo().display().to_string())
+            && source_text.contains("--client-script claude_tool_allowed.client.json"),
+        "{source_text}"
+    );
     // The same host lines (the allow answers the request id the CLI issued), spawns, reaps
     // and CLI record types, in the same order.
     let shape = |c: &Cassette| -> Vec<String> {

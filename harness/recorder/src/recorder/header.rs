@@ -3,6 +3,8 @@
 //! Code's with `pi_grammar::claude`), whether the run continues a session, the scenario's
 //! name and description, and `origin.source`.
 
+use std::path::Path;
+
 use pi_cassette::{Expect, FlagRule};
 
 use super::{Agent, RecordOptions};
@@ -120,12 +122,28 @@ pub(crate) fn description(opts: &RecordOptions, version: &str) -> String {
     }
 }
 
+/// A script's path as `origin.source` names it: as given when relative; when absolute (a
+/// test helper passes it so), relative to the cassette's directory when below it, else its
+/// file name. A committed cassette never carries the recording machine's directories.
+pub(crate) fn script_shown(script: &Path, out: &Path) -> String {
+    if script.is_relative() {
+        return script.display().to_string();
+    }
+    let dir = out.parent().unwrap_or(Path::new(""));
+    match script.strip_prefix(dir).ok().filter(|_| dir.is_absolute()) {
+        Some(rel) => rel.display().to_string(),
+        None => script
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+    }
+}
+
 /// `origin.source` of a json-mode recording: the option, else the command that made it.
 pub(crate) fn json_source(opts: &RecordOptions, redacted_args: &[String]) -> String {
     opts.source.clone().unwrap_or_else(|| {
         format!(
             "pi-harness record --script {} -- {}",
-            opts.script_path.display(),
+            script_shown(&opts.script_path, &opts.out),
             redacted_args.join(" ")
         )
     })
@@ -138,9 +156,12 @@ pub(crate) fn two_way_source(opts: &RecordOptions, redacted_args: &[String]) -> 
         if opts.agent == Agent::Claude {
             s.push_str(" --agent claude");
         }
-        s.push_str(&format!(" --script {}", opts.script_path.display()));
+        s.push_str(&format!(
+            " --script {}",
+            script_shown(&opts.script_path, &opts.out)
+        ));
         if let Some(p) = &opts.client_script {
-            s.push_str(&format!(" --client-script {}", p.display()));
+            s.push_str(&format!(" --client-script {}", script_shown(p, &opts.out)));
         }
         if opts.stdin_terminal {
             s.push_str(" --stdin-terminal");
@@ -155,6 +176,25 @@ mod tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn a_script_is_named_without_the_recording_machines_directories() {
+        let out = Path::new("/home/alice/proj/tests/cassettes/hi.cassette.jsonl");
+        let shown = |p: &str| script_shown(Path::new(p), out);
+        assert_eq!(
+            shown("/home/alice/proj/tests/cassettes/hi.llm.json"),
+            "hi.llm.json"
+        );
+        assert_eq!(
+            shown("/home/alice/proj/tests/cassettes/scripts/hi.json"),
+            "scripts/hi.json"
+        );
+        assert_eq!(shown("/home/alice/elsewhere/hi.json"), "hi.json");
+        assert_eq!(
+            shown("cassettes/scripts/hi.json"),
+            "cassettes/scripts/hi.json"
+        );
     }
 
     #[test]
