@@ -61,6 +61,36 @@ fn lines() -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// `line` holds a `\u` escape not followed by four hex digits.
+fn has_bad_unicode_escape(line: &[u8]) -> bool {
+    let mut i = 0;
+    while i + 1 < line.len() {
+        if line[i] == b'\\' {
+            if line[i + 1] == b'u'
+                && !line
+                    .get(i + 2..i + 6)
+                    .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
+            {
+                return true;
+            }
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    false
+}
+
+#[test]
+fn sonic_rs_accepts_a_bad_unicode_escape_that_serde_json_refuses() {
+    // The lenience the property allows, shown once: if a sonic-rs release fixes it, this
+    // fails and the allowance goes.
+    let line = br#"{"type":"x","\usage":1}"#;
+    assert!(serde_json::from_slice::<serde_json::Value>(line).is_err());
+    assert!(has_bad_unicode_escape(line));
+    assert_eq!(sonic_validate_lines(line).invalid, 0);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
 
@@ -75,7 +105,10 @@ proptest! {
         let serde_ok = serde_json::from_slice::<serde_json::Value>(&line).is_ok();
         let sonic_ok = sonic_validate_lines(&line).invalid == 0;
         let simd_ok = simd_json_validate_lines(&line).invalid == 0;
-        prop_assert_eq!(sonic_ok, serde_ok, "sonic-rs: {:?}", String::from_utf8_lossy(&line));
+        // sonic-rs 0.5 skips a string without checking its `\u` escapes (a found lenience,
+        // benches/README.md): it may accept such a line that serde_json refuses, nothing else.
+        let lenient = sonic_ok && !serde_ok && has_bad_unicode_escape(&line);
+        prop_assert!(sonic_ok == serde_ok || lenient, "sonic-rs: {:?}", String::from_utf8_lossy(&line));
         prop_assert_eq!(simd_ok, serde_ok, "simd-json: {:?}", String::from_utf8_lossy(&line));
     }
 }
