@@ -140,7 +140,9 @@ def test_by_param(pi_world):
     pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=3)
 
 
-def test_bad_input_is_one_line(pytester):
+def test_bad_input_is_one_line(pytester, monkeypatch):
+    # Recording is on for this test even on a CI machine: CI would make record_mode="all" none.
+    monkeypatch.delenv("CI", raising=False)
     pytester.makepyfile(
         test_bad="""
 import pytest

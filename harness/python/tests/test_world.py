@@ -9,6 +9,7 @@ import sys
 import time
 import unittest
 import uuid
+from unittest import mock
 
 import pi_harness
 from pi_harness import _procs
@@ -136,7 +137,11 @@ class WorldTest(unittest.TestCase):
             pi_harness.World("nope")
         with self.assertRaisesRegex(pi_harness.RecordModeUnavailable, "record mode 'new_episodes' is not supported"):
             pi_harness.World("recorded/text_only.pi87", record_mode="new_episodes")
-        with self.assertRaisesRegex(pi_harness.CassetteNotFound, "^no LLM script '.*/mine/hello.llm.json' to record"):
+        # Recording is on here even on a CI machine, where CI would make record mode once none.
+        with mock.patch.dict(os.environ), self.assertRaisesRegex(
+            pi_harness.CassetteNotFound, "^no LLM script '.*/mine/hello.llm.json' to record"
+        ):
+            os.environ.pop("CI", None)
             pi_harness.World("mine/hello", record_mode="once")
         self.assertFalse(os.path.exists("mine"))
         with self.assertRaisesRegex(ValueError, "agent 'codex': expected 'pi' or 'claude'"):
