@@ -53,11 +53,16 @@
 //!   refuses one ([`Rejection`]);
 //! - `session`: session file names and the session ids pi accepts;
 //! - `prompt`: piped stdin and the first prompt ([`stdin_content`], [`join_prompt`]);
+//! - [`Agent`]: the agent CLIs, as data (names, the header key, pinned releases);
+//! - [`codex`]: Codex CLI's releases (`codex exec --json`);
 //! - [`claude`]: Claude Code's command line per release, on its own: the data in
 //!   `data/claude/VERSION/` (written by `scripts/claude-grammar.sh` from the CLI, embedded at
 //!   build time; a new release is a new directory), read as its parser (commander) reads argv.
 
 pub mod claude;
+pub mod codex;
+
+mod agent;
 
 mod effective;
 mod flags;
@@ -73,6 +78,7 @@ mod version;
 #[cfg(test)]
 mod tests;
 
+pub use agent::Agent;
 pub use effective::{AgentSettings, Effective, DEFAULT_THINKING, DEFAULT_TOOLS};
 pub use flags::{flag_since, FlagKind, FlagSpec};
 pub use grammar::{Grammar, WireDialect};

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use pi_grammar::Agent;
 use serde::{Deserialize, Serialize};
 
 /// The mode of a Claude Code stream-json cassette. Its header names the CLI under
@@ -25,8 +26,9 @@ pub struct Header {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
     /// Which pi produced (or is imitated by) this cassette; for a `stream-json` cassette,
-    /// which Claude Code (written under the key `claude`).
-    #[serde(alias = "claude")]
+    /// which Claude Code (written under the key `claude`); for an `exec-json` one, which
+    /// Codex (under `codex`).
+    #[serde(alias = "claude", alias = "codex")]
     pub pi: PiSource,
     /// What the recording shows: its name, description and tags.
     pub scenario: Scenario,
@@ -49,25 +51,30 @@ impl Header {
         self.mode.as_deref() == Some(MODE_STREAM_JSON)
     }
 
-    /// The name of the CLI the cassette imitates, for messages: `pi` or `claude`.
-    pub fn agent_name(&self) -> &'static str {
+    /// The CLI the cassette imitates: Claude Code for a `stream-json` cassette, else the
+    /// agent its dialect belongs to (Codex for `exec-json`), else pi.
+    pub fn agent(&self) -> Agent {
         if self.is_claude() {
-            "claude"
+            Agent::Claude
         } else {
-            "pi"
+            self.pi.dialect.agent()
         }
     }
 
-    /// The header line (without its newline): the CLI's section is `pi`, or `claude` for
-    /// a stream-json cassette.
+    /// The name of the CLI the cassette imitates, for messages: `pi`, `claude` or `codex`.
+    pub fn agent_name(&self) -> &'static str {
+        self.agent().name()
+    }
+
+    /// The header line (without its newline): the CLI's section is named for the agent
+    /// (`pi`, `claude`, `codex`).
     pub fn to_json(&self) -> String {
         let text = serde_json::to_string(self).expect("a header always serializes");
-        if self.is_claude() {
+        match self.agent() {
+            Agent::Pi => text,
             // `format`, `version` and `mode` come first and cannot contain this text: the
             // first occurrence is the top-level key.
-            text.replacen(",\"pi\":{", ",\"claude\":{", 1)
-        } else {
-            text
+            agent => text.replacen(",\"pi\":{", &format!(",\"{}\":{{", agent.name()), 1),
         }
     }
 }
@@ -95,29 +102,24 @@ pub struct Unverified {
 }
 
 impl PiSource {
-    /// The CLI at `version` writing `dialect` (Claude Code's for `stream-json`), marked
-    /// [`Unverified`] with the grammar it borrows when the version is newer than every
-    /// pinned one.
+    /// The CLI at `version` writing `dialect` (Claude Code's for `stream-json`, Codex's for
+    /// `exec-json`), marked [`Unverified`] with the grammar it borrows when the version is
+    /// newer than every pinned one.
     pub fn new(version: &str, dialect: Dialect) -> PiSource {
-        let borrowed = if dialect == Dialect::StreamJson {
-            pi_grammar::claude::Claude::unverified(version).and_then(|c| c.borrowed())
-        } else {
-            pi_grammar::Grammar::unverified(version).and_then(|g| g.borrowed())
-        };
         PiSource {
             version: version.to_string(),
             dialect,
-            unverified: borrowed.map(|g| Unverified {
+            unverified: dialect.agent().borrowed_for(version).map(|g| Unverified {
                 grammar: g.to_string(),
             }),
         }
     }
 
     /// pi's command-line grammar for this cassette: its pinned version's, or the one an
-    /// unverified cassette borrows; `None` for Claude Code and for a version pi-harness
+    /// unverified cassette borrows; `None` for another agent and for a version pi-harness
     /// does not read (the reader refuses those headers).
     pub fn grammar(&self) -> Option<pi_grammar::Grammar> {
-        if self.dialect == Dialect::StreamJson {
+        if self.dialect.agent() != Agent::Pi {
             return None;
         }
         pi_grammar::Grammar::pinned_or_newer(&self.version)
@@ -126,32 +128,33 @@ impl PiSource {
     /// Claude Code's command line for a stream-json cassette (its release's, or the one an
     /// unverified cassette borrows).
     pub fn claude(&self) -> Option<pi_grammar::claude::Claude> {
-        if self.dialect != Dialect::StreamJson {
+        if self.dialect.agent() != Agent::Claude {
             return None;
         }
         pi_grammar::claude::Claude::measured_or_newer(&self.version)
+    }
+
+    /// Codex's release for an exec-json cassette (its own, or the one an unverified
+    /// cassette borrows).
+    pub fn codex(&self) -> Option<pi_grammar::codex::Codex> {
+        if self.dialect.agent() != Agent::Codex {
+            return None;
+        }
+        pi_grammar::codex::Codex::pinned_or_newer(&self.version)
     }
 
     /// The pinned release whose grammar the cassette is read with when its own release is
     /// not pinned (what [`PiSource::unverified`] names); `None` for a pinned release, also
     /// when its header still carries the mark of the days before it was pinned.
     pub fn borrowed(&self) -> Option<&'static str> {
-        if self.dialect == Dialect::StreamJson {
-            self.claude()?.borrowed()
-        } else {
-            self.grammar()?.borrowed()
-        }
+        self.dialect.agent().borrowed_for(&self.version)
     }
 
     /// The warning an unverified cassette gets, one line: which release, which grammar it
     /// borrowed, what to run. `None` for a pinned release.
     pub fn unverified_warning(&self) -> Option<String> {
         let borrowed = self.borrowed()?;
-        let cli = if self.dialect == Dialect::StreamJson {
-            "Claude Code"
-        } else {
-            "pi"
-        };
+        let cli = self.dialect.agent().display_name();
         Some(format!(
             "warning: {cli} {} is newer than every pinned release: unverified, read with {cli} {}'s command-line grammar (`pi-harness drift` shows what changed; pinning it: docs/pinning.md)",
             self.version, borrowed
@@ -174,9 +177,22 @@ pub enum Dialect {
     /// Claude Code's `--output-format stream-json` (a `stream-json` cassette).
     #[serde(rename = "stream-json")]
     StreamJson,
+    /// Codex CLI's `exec --json` (a version 1 cassette naming `codex`).
+    #[serde(rename = "exec-json")]
+    ExecJson,
 }
 
 impl Dialect {
+    /// The agent that writes this dialect: Claude Code for `stream-json`, Codex for
+    /// `exec-json`, pi for the rest.
+    pub fn agent(self) -> Agent {
+        match self {
+            Dialect::StreamJson => Agent::Claude,
+            Dialect::ExecJson => Agent::Codex,
+            Dialect::SnapshotDelta | Dialect::DeltaOnly | Dialect::SnapshotOnly => Agent::Pi,
+        }
+    }
+
     /// The dialect real pi of this version speaks, when known (a pinned version).
     pub fn for_pi_version(version: &str) -> Option<Dialect> {
         Some(Dialect::of_grammar(pi_grammar::Grammar::for_version(
@@ -554,6 +570,7 @@ impl fmt::Display for Dialect {
             Dialect::DeltaOnly => "delta-only",
             Dialect::SnapshotOnly => "snapshot-only",
             Dialect::StreamJson => "stream-json",
+            Dialect::ExecJson => "exec-json",
         })
     }
 }

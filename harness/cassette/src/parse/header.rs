@@ -5,12 +5,13 @@
 
 use std::path::Path;
 
+use pi_grammar::Agent;
 use serde_json::Value;
 
 use crate::error::shown;
 use crate::{
     CassetteError, Dialect, FlagRule, Header, ProcessBehaviour, SignalAction, FORMAT_NAME,
-    FORMAT_VERSION, FORMAT_VERSION_TWO_WAY, KNOWN_CLAUDE_VERSIONS, TWO_WAY_MODES,
+    FORMAT_VERSION, FORMAT_VERSION_TWO_WAY, TWO_WAY_MODES,
 };
 
 /// Read and check the header line `text` (line `lineno` of `path`, which only name it in
@@ -109,22 +110,37 @@ fn check_names(header: &Header) -> Result<(), String> {
     Ok(())
 }
 
-/// The CLI the cassette imitates: a stream-json cassette names Claude Code under `claude`
-/// with its dialect, any other names pi under `pi`; either in a version pi-harness knows.
+/// The CLI the cassette imitates, named under its own key (`pi`, `claude` for a
+/// stream-json cassette, `codex` for an exec-json one, which is version 1) with its
+/// dialect, in a version pi-harness knows or one newer than every pinned one (marked).
 fn check_agent(probe: &Value, header: &Header) -> Result<(), String> {
-    let claude = header.is_claude();
-    let (want, other) = if claude {
-        ("claude", "pi")
-    } else {
-        ("pi", "claude")
-    };
-    if probe.get(other).is_some() || probe.get(want).is_none() {
-        return Err(if claude {
-            "header field `claude`: a stream-json cassette names the Claude Code it imitates under `claude` (not `pi`)".to_string()
-        } else {
-            "header field `pi`: missing (only a `mode: \"stream-json\"` cassette names a `claude` instead)".to_string()
+    let agent = header.agent();
+    let want = agent.name();
+    if let Some(other) = Agent::ALL
+        .into_iter()
+        .find(|a| *a != agent && probe.get(a.name()).is_some())
+    {
+        return Err(match agent {
+            Agent::Claude => "header field `claude`: a stream-json cassette names the Claude Code it imitates under `claude` (not `pi`)".to_string(),
+            _ => format!(
+                "header field `{}`: a cassette of {} names it under `{want}` ({})",
+                other.name(),
+                agent.display_name(),
+                match other {
+                    Agent::Claude => "only a `mode: \"stream-json\"` cassette names a `claude`",
+                    Agent::Codex => "only a cassette of dialect \"exec-json\" names a `codex`",
+                    Agent::Pi => "not `pi`",
+                }
+            ),
         });
     }
+    if probe.get(want).is_none() {
+        return Err(match agent {
+            Agent::Claude => "header field `claude`: a stream-json cassette names the Claude Code it imitates under `claude` (not `pi`)".to_string(),
+            _ => format!("header field `{want}`: missing (only a `mode: \"stream-json\"` cassette names a `claude` instead)"),
+        });
+    }
+    let claude = header.is_claude();
     if claude != (header.pi.dialect == Dialect::StreamJson) {
         return Err(format!(
             "header field `{want}.dialect`: {}",
@@ -135,42 +151,31 @@ fn check_agent(probe: &Value, header: &Header) -> Result<(), String> {
             }
         ));
     }
-    let (known, borrowed, newest) = if claude {
-        (
-            KNOWN_CLAUDE_VERSIONS.contains(&header.pi.version.as_str()),
-            pi_grammar::claude::Claude::unverified(&header.pi.version).and_then(|c| c.borrowed()),
-            pi_grammar::claude::Claude::latest().version(),
-        )
-    } else {
-        (
-            pi_grammar::Grammar::for_version(&header.pi.version).is_some(),
-            pi_grammar::Grammar::unverified(&header.pi.version).and_then(|g| g.borrowed()),
-            pi_grammar::Grammar::newest_pinned().version(),
-        )
-    };
-    let cli = if claude { "Claude Code" } else { "pi" };
+    if agent == Agent::Codex && header.mode.is_some() {
+        return Err(
+            "header field `mode`: a Codex (exec-json) cassette is one-way, version 1, with no mode"
+                .into(),
+        );
+    }
+    let version = header.pi.version.as_str();
+    let known = agent.pinned_versions().contains(&version);
+    let borrowed = agent.borrowed_for(version);
+    let cli = agent.display_name();
     let stated = header.pi.unverified.as_ref().map(|u| u.grammar.as_str());
     match (known, borrowed, stated) {
         // A pinned release; a stale mark (the release was pinned since) is history.
         (true, _, _) => Ok(()),
         (false, Some(b), Some(s)) if b == s => Ok(()),
         (false, Some(b), Some(s)) => Err(format!(
-            "header field `{want}.unverified.grammar`: {cli} {} borrows the newest pinned grammar, {b}, not {s:?}",
-            header.pi.version
+            "header field `{want}.unverified.grammar`: {cli} {version} borrows the newest pinned grammar, {b}, not {s:?}"
         )),
         (false, Some(b), None) => Err(format!(
-            "header field `{want}.unverified`: {cli} {} is newer than every pinned release ({newest}); a cassette of it says so and names the grammar it is read with: \"unverified\":{{\"grammar\":\"{b}\"}}",
-            header.pi.version
-        )),
-        (false, None, _) if claude => Err(format!(
-            "header field `claude.version`: pi-harness knows Claude Code {}, not {:?}",
-            KNOWN_CLAUDE_VERSIONS.join(", "),
-            header.pi.version
+            "header field `{want}.unverified`: {cli} {version} is newer than every pinned release ({}); a cassette of it says so and names the grammar it is read with: \"unverified\":{{\"grammar\":\"{b}\"}}",
+            agent.pinned_versions().last().copied().unwrap_or_default()
         )),
         (false, None, _) => Err(format!(
-            "header field `pi.version`: pi-harness knows pi {}, not {:?}",
-            pi_grammar::KNOWN_VERSIONS.join(", "),
-            header.pi.version
+            "header field `{want}.version`: pi-harness knows {cli} {}, not {version:?}",
+            agent.pinned_versions().join(", "),
         )),
     }
 }

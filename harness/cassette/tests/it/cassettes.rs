@@ -741,3 +741,58 @@ fn a_release_newer_than_every_pinned_one_is_marked_with_the_grammar_it_borrows()
         .to_string();
     assert!(err.contains("pi.unverified"), "{err}");
 }
+
+#[test]
+fn a_codex_cassette_names_codex_under_its_own_key_and_only_there() {
+    let text = r#"{"format":"pi-cassette","version":1,"codex":{"version":"0.169.0","dialect":"exec-json"},"scenario":{"name":"s","description":"d"},"origin":{"kind":"hand-made","timing":"synthetic"}}
+{"dt_ms":0,"exit":0}
+"#;
+    let c = Cassette::parse(Path::new("c"), text.as_bytes()).unwrap();
+    assert_eq!(c.header.agent(), pi_grammar::Agent::Codex);
+    assert_eq!(c.header.agent_name(), "codex");
+    assert_eq!(c.header.pi.dialect, Dialect::ExecJson);
+    assert_eq!(c.header.pi.codex().map(|x| x.version()), Some("0.169.0"));
+    assert!(c.header.pi.grammar().is_none() && c.header.pi.claude().is_none());
+    // Written back under the same key, byte for byte.
+    assert_eq!(c.header.to_json(), text.lines().next().unwrap());
+
+    let err = |text: String| {
+        Cassette::parse(Path::new("c"), text.as_bytes())
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(
+        err(text.replace(r#""codex":{"#, r#""pi":{"#))
+            .contains("header field `pi`: a cassette of Codex names it under `codex`"),
+        "{}",
+        err(text.replace(r#""codex":{"#, r#""pi":{"#))
+    );
+    let as_pi = err(text.replace("exec-json", "delta-only"));
+    assert!(as_pi.contains("header field `codex`: a cassette of pi names it under `pi` (only a cassette of dialect \"exec-json\" names a `codex`)"), "{as_pi}");
+    let old = err(text.replace("0.169.0", "0.100.0"));
+    assert!(
+        old.contains(
+            "header field `codex.version`: pi-harness knows Codex 0.169.0, not \"0.100.0\""
+        ),
+        "{old}"
+    );
+    let newer = err(text.replace("0.169.0", "0.170.0"));
+    assert!(newer.contains("header field `codex.unverified`: Codex 0.170.0 is newer than every pinned release (0.169.0)"), "{newer}");
+    let marked = text.replace(
+        r#""0.169.0","dialect":"exec-json""#,
+        r#""0.170.0","dialect":"exec-json","unverified":{"grammar":"0.169.0"}"#,
+    );
+    let c = Cassette::parse(Path::new("c"), marked.as_bytes()).unwrap();
+    assert_eq!(c.header.pi.borrowed(), Some("0.169.0"));
+    assert!(c
+        .header
+        .pi
+        .unverified_warning()
+        .unwrap()
+        .starts_with("warning: Codex 0.170.0 is newer than every pinned release"));
+    let two_way = err(text.replace(r#""version":1,"#, r#""version":2,"mode":"rpc","#));
+    assert!(
+        two_way.contains("a Codex (exec-json) cassette is one-way, version 1, with no mode"),
+        "{two_way}"
+    );
+}
