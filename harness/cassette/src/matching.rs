@@ -44,6 +44,8 @@ pub const FIELDS: &[&str] = &[
     "no_prompt_templates",
     "no_context_files",
     "no_mcp",
+    "sandbox",
+    "approval",
     "prompt",
     "follow_ups",
     "session",
@@ -51,27 +53,16 @@ pub const FIELDS: &[&str] = &[
 
 /// Every name `expect.irrelevant` accepts: the effective [`FIELDS`], and `env` (the
 /// variables of `expect.env` need not be set; `never_in_argv` is still checked).
-pub const IGNORABLE: &[&str] = &[
-    "mode",
-    "provider",
-    "model",
-    "thinking",
-    "tools",
-    "system_prompt",
-    "append_system_prompt",
-    "extensions",
-    "no_extensions",
-    "skills",
-    "no_skills",
-    "prompt_templates",
-    "no_prompt_templates",
-    "no_context_files",
-    "no_mcp",
-    "prompt",
-    "follow_ups",
-    "session",
-    "env",
-];
+pub const IGNORABLE: &[&str] = &{
+    let mut names = [""; FIELDS.len() + 1];
+    let mut i = 0;
+    while i < FIELDS.len() {
+        names[i] = FIELDS[i];
+        i += 1;
+    }
+    names[FIELDS.len()] = "env";
+    names
+};
 
 /// How fake-pi was actually called.
 pub struct Call<'a> {

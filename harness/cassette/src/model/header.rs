@@ -353,6 +353,14 @@ pub struct EffectiveExpect {
     /// `--no-mcp`: MCP servers off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_mcp: Option<bool>,
+    /// Codex: the sandbox the tools ran in (`sandbox_mode`: `read-only`, `workspace-write`,
+    /// `danger-full-access`), from `--sandbox`, `-c`, `config.toml` or the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
+    /// Codex: when it asked before running a tool (`approval_policy`: `untrusted`,
+    /// `on-request`, `never`, ...), from the same sources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<String>,
 }
 
 impl EffectiveExpect {
@@ -375,6 +383,8 @@ impl EffectiveExpect {
             no_prompt_templates: Some(e.no_prompt_templates),
             no_context_files: Some(e.no_context_files),
             no_mcp: Some(e.no_mcp),
+            sandbox: None,
+            approval: None,
         }
     }
 }
