@@ -6,9 +6,10 @@
 use std::fmt;
 
 /// One agent CLI.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Agent {
-    /// The pi coding agent (`pi --mode json`, `pi --mode rpc`).
+    /// The pi coding agent (`pi --mode json`, `pi --mode rpc`): the default.
+    #[default]
     Pi,
     /// Claude Code (`claude -p --output-format stream-json`).
     Claude,

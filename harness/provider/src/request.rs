@@ -7,7 +7,10 @@ use std::time::Duration;
 /// What to run.
 #[derive(Debug, Clone, Default)]
 pub struct Request {
-    /// The pi binary; `pi` on `PATH` when absent.
+    /// The agent CLI to run: pi (the default) or Codex (`codex exec --json`; see
+    /// [`crate::codex_argv`] for what a Codex request may ask).
+    pub agent: pi_grammar::Agent,
+    /// The agent's executable (pi, or `codex`); `pi` (`codex`) on `PATH` when absent.
     pub pi_path: Option<PathBuf>,
     /// pi's version; probed once per binary with `pi --version` when absent.
     pub pi_version: Option<String>,

@@ -14,12 +14,15 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::argv::build_argv;
+use crate::codex_argv::codex_argv;
 use crate::probe::{probe_version, which};
 use crate::request::{ProviderOptions, Request};
 use crate::spawn::{spawn_supervised, supervisor_from_env, Spawned, SupervisorChild};
 use crate::stderr_tail::StderrTail;
 use crate::supervisor::Event;
 use crate::wait::{after, sleep_until, StoppedWatch, MAX_WAIT};
+use pi_grammar::Agent;
+use pi_wire::codex::CodexMapper;
 use pi_wire::mapper::{EndCause, Mapper, MapperOptions, StreamEnd};
 use pi_wire::message::{ExitInfo, Failure, FailureReason, Message};
 use pi_wire::secret::SecretFilter;
@@ -94,20 +97,39 @@ impl Run {
             self.send_all(&mut out).await;
             return;
         }
+        let program = req.agent.name();
         let pi = match &req.pi_path {
             Some(p) => p.clone(),
-            None => match which("pi") {
+            None => match which(program) {
                 Some(p) => p,
                 None => {
                     return self
                         .fail_early(
                             FailureReason::SpawnFailed,
-                            "cannot start pi: not found on PATH".into(),
+                            format!("cannot start {program}: not found on PATH"),
                         )
                         .await
                 }
             },
         };
+        if req.agent == Agent::Codex {
+            // Codex's command line is the same on every release: no version to ask for.
+            let argv = match codex_argv(&req) {
+                Ok(a) => a,
+                Err(e) => return self.fail_early(FailureReason::InvalidRequest, e).await,
+            };
+            let supervisor = self.opts.supervisor.clone().or_else(supervisor_from_env);
+            return self.supervised(req, pi, argv, supervisor, cancel).await;
+        }
+        if req.agent != Agent::Pi {
+            let message = format!(
+                "the provider runs pi and Codex, not {}",
+                req.agent.display_name()
+            );
+            return self
+                .fail_early(FailureReason::InvalidRequest, message)
+                .await;
+        }
         let version = match &req.pi_version {
             Some(v) => v.clone(),
             None => {
@@ -160,11 +182,14 @@ impl Run {
             nix::fcntl::FcntlArg::F_SETPIPE_SZ(STDOUT_PIPE_BYTES as nix::libc::c_int),
         );
 
-        let mut mapper = Mapper::new(MapperOptions {
-            max_line_bytes: self.opts.max_line_bytes,
-            resumed_session: req.session.as_ref().is_some_and(|s| s.resume),
-            ..MapperOptions::default()
-        });
+        let mut mapper = StreamMapper::new(
+            req.agent,
+            MapperOptions {
+                max_line_bytes: self.opts.max_line_bytes,
+                resumed_session: req.session.as_ref().is_some_and(|s| s.resume),
+                ..MapperOptions::default()
+            },
+        );
         let mut tail = StderrTail::new(
             self.opts.stderr_tail_bytes,
             req.api_key.as_ref().map(|k| k.value.as_str()),
@@ -231,7 +256,7 @@ impl Run {
         writer.abort();
 
         let exit = st.exit();
-        let cause = st.end_cause(&status, req.timeout);
+        let cause = st.end_cause(&status, req.timeout, req.agent.name());
         mapper.finish(
             StreamEnd {
                 exit,
@@ -241,6 +266,37 @@ impl Run {
             &mut out,
         );
         self.send_all(&mut out).await;
+    }
+}
+
+/// The mapper of the agent's stdout: pi's, or Codex's `exec --json`. One per run, held
+/// by the run's future: the size of the larger variant costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
+enum StreamMapper {
+    Pi(Mapper),
+    Codex(CodexMapper),
+}
+
+impl StreamMapper {
+    fn new(agent: Agent, opts: MapperOptions) -> StreamMapper {
+        match agent {
+            Agent::Codex => StreamMapper::Codex(CodexMapper::new(opts)),
+            _ => StreamMapper::Pi(Mapper::new(opts)),
+        }
+    }
+
+    fn push(&mut self, chunk: &[u8], out: &mut Vec<Message>) {
+        match self {
+            StreamMapper::Pi(m) => m.push(chunk, out),
+            StreamMapper::Codex(m) => m.push(chunk, out),
+        }
+    }
+
+    fn finish(&mut self, end: StreamEnd, out: &mut Vec<Message>) {
+        match self {
+            StreamMapper::Pi(m) => m.finish(end, out),
+            StreamMapper::Codex(m) => m.finish(end, out),
+        }
     }
 }
 
@@ -429,12 +485,13 @@ impl RunState {
         self,
         status: &std::io::Result<std::process::ExitStatus>,
         timeout: Option<Duration>,
+        pi: &str,
     ) -> EndCause {
         if self.supervisor_lost {
             EndCause::Failed {
                 reason: FailureReason::ProcessSignal,
                 message: format!(
-                    "the supervisor died ({status:?}) before pi ended; pi's process group was stopped (SIGTERM, then SIGKILL)"
+                    "the supervisor died ({status:?}) before {pi} ended; {pi}'s process group was stopped (SIGTERM, then SIGKILL)"
                 ),
             }
         } else if let Some(e) = self.spawn_failed {
@@ -447,16 +504,21 @@ impl RunState {
                 Some(Stop::Cancelled) | Some(Stop::ConsumerGone) => EndCause::Cancelled,
                 Some(Stop::Timeout) => EndCause::Failed {
                     reason: FailureReason::Timeout,
-                    message: format!("pi did not finish within {:?}", timeout.unwrap_or_default()),
+                    message: format!(
+                        "{pi} did not finish within {:?}",
+                        timeout.unwrap_or_default()
+                    ),
                 },
                 Some(Stop::OutputLimit(cap)) => EndCause::Failed {
                     reason: FailureReason::OutputLimit,
-                    message: format!("pi wrote more than {cap} bytes on stdout (max_output_bytes)"),
+                    message: format!(
+                        "{pi} wrote more than {cap} bytes on stdout (max_output_bytes)"
+                    ),
                 },
                 None if self.exited.is_none() => EndCause::Failed {
                     reason: FailureReason::ProcessSignal,
                     message: format!(
-                        "the supervisor ended without reporting pi's exit ({status:?})"
+                        "the supervisor ended without reporting {pi}'s exit ({status:?})"
                     ),
                 },
                 // The supervisor was told to stop by a signal (a terminal's Ctrl-C reaches the

@@ -34,7 +34,7 @@ use crate::exit::{EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::{parse_duration, parse_env_pair, use_color, CliError};
 use pi_provider::retry::{execute_with_retry, RetryPolicy};
 use pi_provider::{
-    supervisor_from_env, which, ApiKey, Provider, ProviderOptions, Request, SessionRef,
+    supervisor_from_env, which, Agent, ApiKey, Provider, ProviderOptions, Request, SessionRef,
 };
 use pi_wire::message::{FailureReason, Message};
 
@@ -110,6 +110,19 @@ pub struct RunArgs {
     /// (stdin closed, SIGTERM after --grace, SIGKILL of everything below pi).
     #[arg(long, conflicts_with_all = ["timeout", "retry"])]
     pub rpc: bool,
+    /// The agent CLI: `pi`, or `codex` (`codex exec --json`, the prompt on its stdin; --pi
+    /// then names the codex executable [default: `codex` on PATH]; its sandbox and approval
+    /// policy come from CODEX_HOME/config.toml, passed with --env CODEX_HOME=DIR).
+    #[arg(long, value_name = "AGENT", default_value = "pi", value_parser = parse_agent)]
+    pub agent: Agent,
+}
+
+/// `--agent`: the agents `run` drives.
+fn parse_agent(s: &str) -> Result<Agent, String> {
+    match Agent::from_name(s) {
+        Some(a @ (Agent::Pi | Agent::Codex)) => Ok(a),
+        _ => Err(format!("expected pi or codex, found {s:?}")),
+    }
 }
 
 const RUN_HELP: &str = "Examples:
@@ -176,10 +189,20 @@ pub fn plan(
             }
             p.clone()
         }
-        None => which("pi").ok_or_else(|| {
-            CliError::usage("pi not found on PATH (install pi or give --pi PATH)")
-        })?,
+        None => {
+            let name = args.agent.name();
+            which(name).ok_or_else(|| {
+                CliError::usage(format!(
+                    "{name} not found on PATH (install {name} or give --pi PATH)"
+                ))
+            })?
+        }
     };
+    if args.agent == Agent::Codex && args.rpc {
+        return Err(CliError::usage(
+            "--rpc is pi's RPC mode: Codex runs as `codex exec --json` only",
+        ));
+    }
     let supervisor = supervisor_from_env();
     if let Some(s) = &supervisor {
         if !s.is_file() {
@@ -233,6 +256,7 @@ pub fn plan(
         return Err(CliError::usage("the prompt is empty"));
     }
     let request = Request {
+        agent: args.agent,
         pi_path: Some(pi),
         pi_version: args.pi_version.clone(),
         prompt,
@@ -253,6 +277,10 @@ pub fn plan(
         timeout: args.timeout,
         ..Request::default()
     };
+    if request.agent == Agent::Codex {
+        // What Codex cannot be asked is a usage error now, not a failed run later.
+        pi_provider::codex_argv(&request).map_err(CliError::usage)?;
+    }
     let options = ProviderOptions {
         supervisor,
         grace: args.grace,

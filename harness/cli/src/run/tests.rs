@@ -142,3 +142,41 @@ fn exit_codes() {
         0
     );
 }
+
+#[test]
+fn plan_for_codex_refuses_what_codex_cannot_be_asked_as_a_usage_error() {
+    std::env::set_var("PI_HARNESS_SUPERVISOR", "/bin/true");
+    let p = plan(
+        args(&[
+            "--agent",
+            "codex",
+            "--pi",
+            &sh(),
+            "--model",
+            "gpt-5.1-codex",
+            "hi",
+        ]),
+        |_| None,
+        || unreachable!(),
+    )
+    .unwrap();
+    assert_eq!(p.request.agent, Agent::Codex);
+    assert_eq!(p.request.model.as_deref(), Some("gpt-5.1-codex"));
+    let err = |extra: &[&str]| {
+        let mut argv = vec!["--agent", "codex", "--pi", "/bin/sh"];
+        argv.extend_from_slice(extra);
+        plan(args(&argv), |_| None, || unreachable!())
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(err(&["--tools", "bash", "hi"]).contains("Codex has no flag for the request's tools"));
+    assert!(err(&["--rpc", "hi"]).contains("--rpc is pi's RPC mode"));
+    let unknown = Wrap::try_parse_from(["x", "--agent", "gemini", "hi"])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        unknown.contains("expected pi or codex, found \"gemini\""),
+        "{unknown}"
+    );
+}
