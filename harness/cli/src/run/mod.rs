@@ -365,6 +365,7 @@ pub fn run_command(args: RunArgs) -> i32 {
 }
 
 async fn execute(plan: Plan, color: bool) -> i32 {
+    let agent = plan.request.agent.name();
     let (mut sigint, mut sigterm, mut sighup) = match (
         signal(SignalKind::interrupt()),
         signal(SignalKind::terminate()),
@@ -434,12 +435,12 @@ async fn execute(plan: Plan, color: bool) -> i32 {
         signalled |= why != "--cancel-after";
         if cancel.is_cancelled() {
             eprintln!(
-                "pi-harness: {why}: still stopping pi; it ends within {:.1} s (nothing is left behind)",
+                "pi-harness: {why}: still stopping {agent}; it ends within {:.1} s (nothing is left behind)",
                 grace.as_secs_f64()
             );
         } else {
             eprintln!(
-                "pi-harness: {why}: cancelling (SIGTERM to pi, SIGKILL after {:.1} s)",
+                "pi-harness: {why}: cancelling (SIGTERM to {agent}, SIGKILL after {:.1} s)",
                 plan.options.grace.as_secs_f64()
             );
             cancel.cancel();

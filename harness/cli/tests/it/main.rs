@@ -27,6 +27,7 @@ mod lint_bounds;
 mod memory;
 mod one_reader;
 mod readme;
+mod real_codex_run;
 mod real_pi_faults;
 mod real_pi_record;
 mod real_unverified;
