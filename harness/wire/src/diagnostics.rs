@@ -51,6 +51,17 @@ impl InvalidLines {
         });
     }
 
+    /// A line over the framing's cap of `cap` bytes (`head`: its first bytes), the same
+    /// way in every mapper.
+    pub(crate) fn oversized(&mut self, line: u64, bytes: u64, cap: usize, head: &[u8]) {
+        self.record(
+            line,
+            bytes,
+            format!("over the line cap of {cap} bytes"),
+            head,
+        );
+    }
+
     /// The lines kept so far, for a `terminal.failed` (the count of dropped ones stays).
     pub(crate) fn take(&mut self) -> Vec<InvalidLine> {
         std::mem::take(&mut self.kept)

@@ -104,8 +104,8 @@ impl State {
                 bytes,
                 head,
             } => {
-                let problem = format!("over the line cap of {} bytes", self.opts.max_line_bytes);
-                self.invalid.record(number, bytes, problem, head);
+                self.invalid
+                    .oversized(number, bytes, self.opts.max_line_bytes, head);
             }
             Line::Complete { number, bytes } => {
                 if let Some(event) = parse_object(&mut self.invalid, number, bytes) {

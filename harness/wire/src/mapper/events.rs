@@ -39,8 +39,8 @@ impl State {
             } => {
                 self.stats.invalid_lines += 1;
                 self.stats.oversized_lines += 1;
-                let problem = format!("over the line cap of {} bytes", self.opts.max_line_bytes);
-                self.invalid.record(number, bytes, problem, head);
+                self.invalid
+                    .oversized(number, bytes, self.opts.max_line_bytes, head);
             }
             Line::Complete { number, bytes } => self.event(number, bytes, out),
         }
