@@ -9,7 +9,7 @@ export const RECORD_MODES: readonly ['none', 'once', 'all'];
 /** This package's version: the workspace's, as `pi-harness --version` says. */
 export const version: string;
 
-export type Agent = 'pi' | 'claude';
+export type Agent = 'pi' | 'claude' | 'codex';
 export type RecordMode = (typeof RECORD_MODES)[number];
 
 export interface WorldOptions {
@@ -67,11 +67,11 @@ export class PiWorld {
   readonly agent: Agent;
   /** The world's temp dir (removed by close()). */
   readonly path: string;
-  /** The private PATH directory holding `pi` or `claude`. */
+  /** The private PATH directory holding `pi`, `claude` or `codex`. */
   readonly binDir: string;
   /** The `pi` (or `claude`) link to the native fake-pi (while recording: a one-line sh script running `pi-harness record ... --replay-with fake-pi`). */
   readonly agentPath: string;
-  /** An empty agent dir (PI_CODING_AGENT_DIR). */
+  /** An empty agent dir (PI_CODING_AGENT_DIR; for Codex also CODEX_HOME). */
   readonly agentDir: string;
   /** FAKE_PI_REPORT. */
   readonly reportFile: string;

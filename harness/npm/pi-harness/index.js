@@ -115,7 +115,8 @@ function isFile(p) {
 }
 
 /**
- * `claude` for a Claude Code (stream-json) cassette, else `pi`: from its header (for zstd,
+ * `claude` for a Claude Code (stream-json) cassette, `codex` for a Codex (exec-json) one,
+ * else `pi`: from its header (for zstd,
  * which not every Node reads, from `pi-harness cassette show --json`).
  */
 function agentOf(cassette) {
@@ -123,7 +124,8 @@ function agentOf(cassette) {
     try {
       const shown = execFileSync(binaries().piHarness, ['cassette', 'show', '--json', cassette],
         { stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20 });
-      return JSON.parse(shown).pi.agent === 'claude' ? 'claude' : 'pi';
+      const agent = JSON.parse(shown).pi.agent;
+      return agent === 'claude' || agent === 'codex' ? agent : 'pi';
     } catch {
       return 'pi';
     }
@@ -145,7 +147,11 @@ function agentOf(cassette) {
 }
 
 function headerAgent(line) {
-  try { return JSON.parse(line).mode === 'stream-json' ? 'claude' : 'pi'; } catch { return 'pi'; }
+  try {
+    const header = JSON.parse(line);
+    if (header.mode === 'stream-json') return 'claude';
+    return header.codex ? 'codex' : 'pi';
+  } catch { return 'pi'; }
 }
 
 function checkRecordMode(mode) {
@@ -184,8 +190,8 @@ const sh = (word) => `'${String(word).replace(/'/g, "'\\''")}'`;
 
 /** What recording `target` needs: its LLM script and a real pi. */
 function recordingPlan(target, opts) {
-  if ((opts.agent && opts.agent !== 'pi') || (isFile(target) && agentOf(target) === 'claude')) {
-    throw oneLine(Error, 'recording from tests is for pi\'s json mode; record Claude Code cassettes with pi-harness record --agent claude');
+  if ((opts.agent && opts.agent !== 'pi') || (isFile(target) && agentOf(target) !== 'pi')) {
+    throw oneLine(Error, 'recording from tests is for pi\'s json mode; record Claude Code and Codex cassettes with pi-harness record --agent claude|codex');
   }
   const script = opts.script ? path.resolve(opts.script) : scriptBeside(target);
   if (!isFile(script)) {
@@ -323,7 +329,7 @@ class PiWorld {
       this.cassette = found;
     }
     this.agent = opts.agent || (isFile(this.cassette) ? agentOf(this.cassette) : 'pi');
-    if (this.agent !== 'pi' && this.agent !== 'claude') throw oneLine(Error, `agent '${this.agent}': expected 'pi' or 'claude'`);
+    if (!['pi', 'claude', 'codex'].includes(this.agent)) throw oneLine(Error, `agent '${this.agent}': expected 'pi', 'claude' or 'codex'`);
     const clean = String(opts.name || 'test').replace(/[^A-Za-z0-9]/g, '_').slice(0, 60);
     this.path = fs.mkdtempSync(path.join(os.tmpdir(), `pih-${clean}-`));
     this.binDir = path.join(this.path, 'bin');
@@ -348,6 +354,8 @@ class PiWorld {
       FAKE_PI_CASSETTE: this.cassette,
       FAKE_PI_SPEED: String(opts.speed === undefined ? '0' : opts.speed),
       PI_CODING_AGENT_DIR: this.agentDir,
+      // Codex reads its config.toml from here: empty, so only the caller's flags and -c count.
+      ...(this.agent === 'codex' ? { CODEX_HOME: this.agentDir } : {}),
       [MARKER_VAR]: this.marker,
       [REPORT_VAR]: this.reportFile,
     };

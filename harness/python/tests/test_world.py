@@ -144,8 +144,8 @@ class WorldTest(unittest.TestCase):
             os.environ.pop("CI", None)
             pi_harness.World("mine/hello", record_mode="once")
         self.assertFalse(os.path.exists("mine"))
-        with self.assertRaisesRegex(ValueError, "agent 'codex': expected 'pi' or 'claude'"):
-            pi_harness.World("recorded/text_only.pi87", agent="codex")
+        with self.assertRaisesRegex(ValueError, "agent 'gemini': expected 'pi', 'claude' or 'codex'"):
+            pi_harness.World("recorded/text_only.pi87", agent="gemini")
 
 
 class PackageTest(unittest.TestCase):

@@ -211,8 +211,8 @@ test('bad input: one clear line', (t) => {
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  assert.throws(() => new PiWorld({ cassette: 'recorded/text_only.pi87', agent: 'codex' }), {
-    message: "agent 'codex': expected 'pi' or 'claude'",
+  assert.throws(() => new PiWorld({ cassette: 'recorded/text_only.pi87', agent: 'gemini' }), {
+    message: "agent 'gemini': expected 'pi', 'claude' or 'codex'",
   });
 });
 

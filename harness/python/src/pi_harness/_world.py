@@ -112,7 +112,8 @@ def resolve_cassette(cassette: Union[str, "os.PathLike[str]"]) -> Path:
 
 
 def agent_of(cassette: Path) -> str:
-    """``claude`` for a Claude Code (stream-json) cassette, else ``pi``: from its header
+    """``claude`` for a Claude Code (stream-json) cassette, ``codex`` for a Codex (exec-json)
+    one, else ``pi``: from its header
     (for zstd, which Python's standard library may not read, from ``pi-harness cassette show``)."""
     if cassette.name.endswith(".zst"):
         import subprocess
@@ -122,7 +123,8 @@ def agent_of(cassette: Path) -> str:
                 [str(_bins.pi_harness()), "cassette", "show", "--json", str(cassette)],
                 stdin=subprocess.DEVNULL, capture_output=True, check=True,
             ).stdout
-            return "claude" if json.loads(shown)["pi"]["agent"] == "claude" else "pi"
+            agent = json.loads(shown)["pi"]["agent"]
+            return agent if agent in ("claude", "codex") else "pi"
         except (OSError, ValueError, KeyError, TypeError, subprocess.CalledProcessError):
             return "pi"
     opener: Any = open
@@ -135,7 +137,11 @@ def agent_of(cassette: Path) -> str:
             header = json.loads(f.readline())
     except (OSError, ValueError):
         return "pi"
-    return "claude" if isinstance(header, dict) and header.get("mode") == "stream-json" else "pi"
+    if not isinstance(header, dict):
+        return "pi"
+    if header.get("mode") == "stream-json":
+        return "claude"
+    return "codex" if "codex" in header else "pi"
 
 
 class World:
@@ -203,8 +209,8 @@ class World:
         else:
             self.cassette = found
         self.agent = agent or agent_of(self.cassette)
-        if self.agent not in ("pi", "claude"):
-            raise ValueError(f"agent {self.agent!r}: expected 'pi' or 'claude'")
+        if self.agent not in ("pi", "claude", "codex"):
+            raise ValueError(f"agent {self.agent!r}: expected 'pi', 'claude' or 'codex'")
         clean = "".join(c if c.isalnum() else "_" for c in name)[:60]
         self.path = Path(tempfile.mkdtemp(prefix=f"pih-{clean}-"))
         self.bin_dir = self.path / "bin"
@@ -233,6 +239,9 @@ class World:
             MARKER_VAR: self.marker,
             REPORT_VAR: str(self.report_file),
         }
+        if self.agent == "codex":
+            # Codex reads its config.toml from here: empty, so only the caller's flags and -c count.
+            self.variables["CODEX_HOME"] = str(self.agent_dir)
         self.env: Dict[str, str] = {**os.environ, **self.variables}
         self._watch = _procs.Watch(MARKER_VAR, self.marker, subreaper=subreaper)
         self._closed = False
@@ -247,9 +256,9 @@ class World:
         agent: Optional[str],
     ) -> Dict[str, Path]:
         """What recording ``target`` needs: its LLM script and a real pi."""
-        if agent not in (None, "pi") or (target.is_file() and agent_of(target) == "claude"):
+        if agent not in (None, "pi") or (target.is_file() and agent_of(target) != "pi"):
             raise RecordModeUnavailable(
-                "recording from tests is for pi's json mode; record Claude Code cassettes with pi-harness record --agent claude"
+                "recording from tests is for pi's json mode; record Claude Code and Codex cassettes with pi-harness record --agent claude|codex"
             )
         script_path = Path(script).absolute() if script is not None else script_beside(target)
         if not script_path.is_file():
