@@ -149,6 +149,24 @@ fn await_tool_call(w: &World, child: &mut Child) -> (i32, BufReader<std::process
     }
 }
 
+/// A run (with `extra` options) whose model called the sleeping tool, once its `tool.call`
+/// is read and the tool runs: the server, the run, the tool's pid, the rest of stdout.
+fn mid_tool(
+    w: &World,
+    codex: &Path,
+    extra: &[&str],
+) -> (Server, Child, i32, BufReader<std::process::ChildStdout>) {
+    let server = Server::start(w, SLEEPING_TOOL);
+    let home = codex_home(w, &server);
+    let mut child = run(w, codex, &home, extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tool, stdout) = await_tool_call(w, &mut child);
+    (server, child, tool, stdout)
+}
+
 /// The run's end: its exit status and every message after the `tool.call`.
 fn finished(
     mut child: Child,
@@ -191,14 +209,7 @@ fn a_codex_run_maps_its_answer_and_completes() {
 fn cancel_mid_tool_leaves_nothing() {
     let Some(codex) = real_codex() else { return };
     let w = World::new("real-codex-cancel");
-    let server = Server::start(&w, SLEEPING_TOOL);
-    let home = codex_home(&w, &server);
-    let mut child = run(&w, &codex, &home, &[])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let (_tool, stdout) = await_tool_call(&w, &mut child);
+    let (_server, child, _tool, stdout) = mid_tool(&w, &codex, &[]);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGINT,
@@ -217,14 +228,7 @@ fn cancel_mid_tool_leaves_nothing() {
 fn timeout_mid_tool_fails_and_leaves_nothing() {
     let Some(codex) = real_codex() else { return };
     let w = World::new("real-codex-timeout");
-    let server = Server::start(&w, SLEEPING_TOOL);
-    let home = codex_home(&w, &server);
-    let mut child = run(&w, &codex, &home, &["--timeout", "8s"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let (_tool, stdout) = await_tool_call(&w, &mut child);
+    let (_server, child, _tool, stdout) = mid_tool(&w, &codex, &["--timeout", "8s"]);
     let (code, msgs) = finished(child, stdout);
     assert_eq!(code, Some(1), "{msgs:?}");
     match terminal(&msgs) {
@@ -244,14 +248,7 @@ fn timeout_mid_tool_fails_and_leaves_nothing() {
 fn sigkill_of_the_node_wrapper_leaves_nothing() {
     let Some(codex) = real_codex() else { return };
     let w = World::new("real-codex-wrapper-kill");
-    let server = Server::start(&w, SLEEPING_TOOL);
-    let home = codex_home(&w, &server);
-    let mut child = run(&w, &codex, &home, &[])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let (tool, stdout) = await_tool_call(&w, &mut child);
+    let (_server, child, tool, stdout) = mid_tool(&w, &codex, &[]);
     // sleep <- bash (the tool's session) <- the native binary <- the node wrapper
     let wrapper = parent(parent(parent(tool)));
     let cmdline = std::fs::read(format!("/proc/{wrapper}/cmdline")).unwrap();
