@@ -92,6 +92,26 @@ pub fn literal_override(raw: &str) -> String {
         .to_string()
 }
 
+/// The `-c` overrides of `parsed` as one layer named `-c`, in order (a later one of a key
+/// wins). `read_toml` reads a value as TOML (the caller's parser: a string's text, another
+/// value as TOML writes it), `None` when it is not TOML: then the value is the literal
+/// ([`literal_override`]). `Err`: the CLI's message for a malformed override.
+pub fn override_layer(
+    parsed: &Parsed,
+    read_toml: &dyn Fn(&str) -> Option<String>,
+) -> Result<Layer, String> {
+    let mut layer = Layer {
+        name: "-c".into(),
+        values: BTreeMap::new(),
+    };
+    for o in parsed.values("config") {
+        let (key, raw) = split_override(o)?;
+        let value = read_toml(&raw).unwrap_or_else(|| literal_override(&raw));
+        layer.values.insert(key, value);
+    }
+    Ok(layer)
+}
+
 /// The value of `key` in the highest layer that sets it.
 fn from_layers(layers: &[Layer], key: &str) -> Option<Resolved> {
     layers.iter().rev().find_map(|l| {

@@ -32,7 +32,8 @@ mod effective;
 pub mod options;
 
 pub use effective::{
-    effective, literal_override, profile_name, split_override, Effective, Layer, Resolved, Source,
+    effective, literal_override, override_layer, profile_name, split_override, Effective, Layer,
+    Resolved, Source,
 };
 pub use options::{CodexOption, CommandSpec};
 
