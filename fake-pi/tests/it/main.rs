@@ -5,6 +5,7 @@
 
 mod claude;
 mod cli;
+mod codex;
 mod contract;
 mod hints;
 mod memory;
