@@ -5,7 +5,8 @@
 //! ([`pi_grammar::codex`]: clap's errors, exit 2; `--help`, `--version`), the `-c`
 //! overrides and `$CODEX_HOME/config.toml` read ([`crate::codex_config`]: a malformed
 //! override or a value Codex refuses, exit 1), the prompt taken from argv, stdin or both
-//! (no prompt: the CLI's line, exit 1), then the call compared with the recording by
+//! (no prompt: the CLI's line, exit 1), outside a Git repository without
+//! `--skip-git-repo-check` the CLI's refusal (exit 1), then the call compared with the recording by
 //! meaning ([`pi_cassette::matching::codex`]: exit 99, one line per difference, each
 //! naming where the call's value came from). Then the process shape of the npm package:
 //! this process is the node wrapper, and the replay runs in a native child
@@ -77,7 +78,20 @@ fn call(header: &Header, argv: &[String], path: &Path) -> Result<(), i32> {
         eprint!("{e}");
         return Err(1);
     }
-    let prompt = prompt(header, &cli, &parsed)?;
+    let (plan, prompt) = prompt(header, &cli, &parsed)?;
+    if !parsed.has("skip-git-repo-check") && !trusted(&parsed, &layers) {
+        // What the CLI says first, as measured: `exec` announces the stdin it read, `exec
+        // resume` does not.
+        match plan {
+            PromptPlan::ArgvAndStdin(_) if parsed.command == Command::Exec => {
+                eprintln!("Reading additional input from stdin...")
+            }
+            PromptPlan::Stdin { announce: true } => eprintln!("Reading prompt from stdin..."),
+            _ => {}
+        }
+        eprintln!("Not inside a trusted directory and --skip-git-repo-check was not specified.");
+        return Err(1);
+    }
     let call = CodexCall {
         argv,
         parsed: &parsed,
@@ -101,7 +115,11 @@ fn call(header: &Header, argv: &[String], path: &Path) -> Result<(), i32> {
 
 /// The prompt Codex sends, reading stdin when it does (to its end, bounded as a cassette
 /// line is).
-fn prompt(header: &Header, cli: &Codex, parsed: &codex::Parsed) -> Result<String, i32> {
+fn prompt(
+    header: &Header,
+    cli: &Codex,
+    parsed: &codex::Parsed,
+) -> Result<(PromptPlan, String), i32> {
     let plan = cli
         .prompt(parsed, std::io::stdin().is_terminal())
         .map_err(|s| stop(&s))?;
@@ -128,11 +146,29 @@ fn prompt(header: &Header, cli: &Codex, parsed: &codex::Parsed) -> Result<String
             String::from_utf8_lossy(&raw).into_owned()
         }
     };
-    codex::join_prompt(&plan, &stdin).ok_or_else(|| {
-        if plan == (PromptPlan::Stdin { announce: true }) {
-            eprintln!("Reading prompt from stdin...");
+    match codex::join_prompt(&plan, &stdin) {
+        Some(p) => Ok((plan, p)),
+        None => {
+            if plan == (PromptPlan::Stdin { announce: true }) {
+                eprintln!("Reading prompt from stdin...");
+            }
+            eprint!("{}", codex::NO_PROMPT_ON_STDIN);
+            Err(1)
         }
-        eprint!("{}", codex::NO_PROMPT_ON_STDIN);
-        1
-    })
+    }
+}
+
+/// Does Codex run here without `--skip-git-repo-check`: the working root (`--cd`, else the
+/// current directory) inside a Git repository (a `.git` in it or above it), or marked
+/// trusted in the config (`[projects."PATH"] trust_level = "trusted"`)?
+fn trusted(parsed: &codex::Parsed, layers: &[codex::Layer]) -> bool {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let root = parsed.value("cd").map_or(cwd.clone(), |d| cwd.join(d));
+    if root.ancestors().any(|d| d.join(".git").exists()) {
+        return true;
+    }
+    let key = format!("projects.{}.trust_level", root.display());
+    layers
+        .iter()
+        .any(|l| l.values.get(&key).is_some_and(|v| v == "trusted"))
 }

@@ -391,6 +391,14 @@ fn command_line_errors_are_codex_s_as_measured() {
         (code, err.as_str()),
         (Some(1), "Error: Model provider `nope` not found\n")
     );
+    // Outside a Git repository (the world's dir) without --skip-git-repo-check.
+    let (code, err) = refused(&mut codex(
+        &sb,
+        &c,
+        Some(CONFIG),
+        &["exec", "--json", "say hi"],
+    ));
+    assert_eq!((code, err.as_str()), (Some(1), "Reading additional input from stdin...\nNot inside a trusted directory and --skip-git-repo-check was not specified.\n"));
     sb.assert_none_left();
 }
 

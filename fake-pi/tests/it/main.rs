@@ -10,6 +10,7 @@ mod contract;
 mod hints;
 mod memory;
 mod process;
+mod real_codex_parity;
 mod real_pi_parity;
 mod replay_corpus;
 mod report;

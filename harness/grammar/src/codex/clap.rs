@@ -168,8 +168,15 @@ fn take(
 
 /// The value(s) of a value-taking option whose value did not come inline: the next
 /// argument (not one that looks like an option), and for `<X>...` every following one up
-/// to one that does.
-fn next_values(args: &[String], i: &mut usize, opt: &CodexOption) -> Result<Vec<String>, Stop> {
+/// to one that does. An option next is clap's "value required"; an unknown one next is
+/// refused as unknown first (measured: `-m --json` vs `-m -x`).
+fn next_values(
+    spec: &CommandSpec,
+    subs: &[(&str, &CommandSpec)],
+    args: &[String],
+    i: &mut usize,
+    opt: &CodexOption,
+) -> Result<Vec<String>, Stop> {
     let looks_like_option = |a: &str| a.starts_with('-') && a.len() > 1;
     match args.get(*i + 1) {
         Some(a) if !looks_like_option(a) => {
@@ -183,6 +190,13 @@ fn next_values(args: &[String], i: &mut usize, opt: &CodexOption) -> Result<Vec<
             }
             Ok(values)
         }
+        Some(a) if a != "--" && !known(spec, a) => Err(match a.strip_prefix("--") {
+            Some(_) => unknown_long(spec, subs, a),
+            None => unknown_short(
+                spec,
+                &a[..a.char_indices().nth(2).map_or(a.len(), |(n, _)| n)],
+            ),
+        }),
         _ => Err(error(
             format!(
                 "a value is required for '{}' but none was supplied",
@@ -190,6 +204,20 @@ fn next_values(args: &[String], i: &mut usize, opt: &CodexOption) -> Result<Vec<
             ),
             None,
         )),
+    }
+}
+
+/// Is `arg` (`--name`, `--name=v`, `-x...`) an option of `spec` (help and version too)?
+fn known(spec: &CommandSpec, arg: &str) -> bool {
+    match arg.strip_prefix("--") {
+        Some(body) => {
+            let name = body.split('=').next().unwrap_or(body);
+            matches!(name, "help" | "version") || spec.long(name).is_some()
+        }
+        None => arg[1..]
+            .chars()
+            .next()
+            .is_some_and(|c| c == 'h' || c == 'V' || spec.short(c).is_some()),
     }
 }
 
@@ -240,7 +268,7 @@ fn level(
             };
             let values = match (opt.takes_value(), inline) {
                 (true, Some(v)) => vec![v],
-                (true, None) => next_values(args, &mut i, opt)?,
+                (true, None) => next_values(spec, subs, args, &mut i, opt)?,
                 (false, Some(v)) => {
                     return Err(error(
                         format!(
@@ -254,7 +282,7 @@ fn level(
             };
             take(&mut level, spec, opt, values)?;
         } else {
-            short_cluster(spec, args, &mut i, &mut level, help, version)?;
+            short_cluster(spec, subs, args, &mut i, &mut level, help, version)?;
         }
         i += 1;
     }
@@ -264,6 +292,7 @@ fn level(
 /// `-m X`, `-mX`, `-m=X`, and switches (`-h`, `-V`) clustered.
 fn short_cluster(
     spec: &CommandSpec,
+    subs: &[(&str, &CommandSpec)],
     args: &[String],
     i: &mut usize,
     level: &mut Level,
@@ -290,7 +319,7 @@ fn short_cluster(
         }
         let rest = &body[at + c.len_utf8()..];
         let values = if rest.is_empty() {
-            next_values(args, i, opt)?
+            next_values(spec, subs, args, i, opt)?
         } else {
             vec![rest.strip_prefix('=').unwrap_or(rest).to_string()]
         };

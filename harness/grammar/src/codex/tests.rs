@@ -60,6 +60,10 @@ fn values_missing_refused_or_repeated_are_clap_s_errors() {
     assert_eq!(stop(&["exec", "-m"]).stderr, missing);
     assert_eq!(stop(&["exec", "--model"]).stderr, missing);
     assert_eq!(stop(&["exec", "-m", "--json", "hi"]).stderr, missing);
+    // An unknown option where the value would be is refused as unknown.
+    assert!(stop(&["exec", "-m", "-x", "hi"]).stderr.starts_with(
+        "error: unexpected argument '-x' found\n\n  tip: to pass '-x' as a value, use '-- -x'\n"
+    ));
     assert_eq!(
         stop(&["exec", "-s", "bogus", "hi"]).stderr,
         "error: invalid value 'bogus' for '--sandbox <SANDBOX_MODE>'\n  [possible values: read-only, workspace-write, danger-full-access]\n\nFor more information, try '--help'.\n"
