@@ -127,6 +127,22 @@ fn version_and_help_are_codex_s() {
     .unwrap();
     let out = codex(&sb, &c, None, &["exec", "--help"]).output().unwrap();
     assert_eq!((out.status.code(), out.stdout), (Some(0), help));
+    // A release newer than the pinned ones answers as itself, read with 0.169.0's grammar.
+    let newer = sb.write(
+        "newer.cx0170.cassette.jsonl",
+        std::fs::read_to_string(&c).unwrap().replacen(
+            r#""codex":{"version":"0.169.0","dialect":"exec-json"}"#,
+            r#""codex":{"version":"0.170.0","dialect":"exec-json","unverified":{"grammar":"0.169.0"}}"#,
+            1,
+        ),
+    );
+    let out = codex(&sb, &newer, None, &["--version"]).output().unwrap();
+    assert_eq!(
+        (out.status.code(), String::from_utf8_lossy(&out.stdout)),
+        (Some(0), "codex-cli 0.170.0\n".into()),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     sb.assert_none_left();
 }
 
@@ -207,6 +223,23 @@ fn a_call_that_means_something_else_is_exit_99_naming_the_difference() {
     ));
     assert_eq!(code, Some(99));
     assert!(err.contains("expect.effective.sandbox: expected \"danger-full-access\", got \"workspace-write\" (from config.toml ("), "{err}");
+    // The key in argv: never shown, its position named.
+    let (code, err) = refused(&mut codex(
+        &sb,
+        &c,
+        Some(CONFIG),
+        &[
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "-c",
+            "x=sk-test",
+            "say hi",
+        ],
+    ));
+    assert_eq!(code, Some(99));
+    assert!(err.contains("expect.never_in_argv[0]: expected the value of $FAKE_API_KEY nowhere in argv, got it in argv[5]"), "{err}");
+    assert!(!err.contains("sk-test"), "{err}");
     let (code, err) = refused(codex(&sb, &c, Some(CONFIG), ARGS).env_remove("FAKE_API_KEY"));
     assert_eq!(code, Some(99));
     assert!(
