@@ -204,13 +204,14 @@ pub(crate) fn watch_stdin(header: &Header) -> StdinWatch {
         (Some(p), Some(m)) => m.first() == Some(p),
         _ => false,
     };
+    let agent = header.agent_name();
     let what = if prompt_in_argv {
-        "the recording's prompt was on the command line: give pi </dev/null or close its stdin"
+        format!("the recording's prompt was on the command line: give {agent} </dev/null or close its stdin")
     } else {
-        "the recording's prompt came on stdin: close stdin after writing it"
+        "the recording's prompt came on stdin: close stdin after writing it".to_string()
     };
     let line = format!(
-        "fake-pi: hint: stdin is still open after {} ms; pi reads piped stdin to its end before it runs, so it waits ({what})",
+        "fake-pi: hint: stdin is still open after {} ms; {agent} reads piped stdin to its end before it runs, so it waits ({what})",
         delay.as_millis()
     );
     let (tx, rx) = mpsc::channel::<()>();

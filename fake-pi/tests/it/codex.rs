@@ -567,3 +567,27 @@ fn sigkill_of_the_wrapper_orphans_the_native_child_which_ends_within_its_bound()
     );
     sb.assert_none_left();
 }
+
+#[test]
+fn stdin_left_open_gets_a_hint_naming_codex() {
+    let sb = World::new(module_path!());
+    let c = cassette(
+        &sb,
+        "text",
+        EXPECT,
+        &from_capture("text", r#"{"dt_ms":0,"exit":0}"#),
+    );
+    let mut child = codex(&sb, &c, Some(CONFIG), ARGS)
+        .env("FAKE_PI_HINT_STDIN_MS", "100")
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("fake-pi: hint: stdin is still open after 100 ms; codex reads piped stdin to its end before it runs, so it waits (the recording's prompt was on the command line: give codex </dev/null or close its stdin)"), "{err}");
+    sb.assert_none_left();
+}
