@@ -61,6 +61,9 @@ const CASES: &[&[&str]] = &[
         "model_provider=nope",
         "hi",
     ],
+    // The top level's --ask-for-approval names only its shown values (hidden ones refused).
+    &["-a", "untrusted", "exec"],
+    &["-a", "bogus", "exec"],
     // Outside a Git repository without --skip-git-repo-check (the test's dir is not one).
     &["exec", "--json", "hi"],
     &["e", "-mX", "--sandbox=read-only", "--", "-x"],
