@@ -128,7 +128,7 @@ pub(crate) fn child_main(json: &str) -> ! {
 
 /// The process name (`comm`, what `ps -o comm` and `pgrep` show): the basename of the
 /// recorded command, as the kernel keeps it (15 bytes).
-fn set_process_name(command: &str) {
+pub(crate) fn set_process_name(command: &str) {
     let base = command.rsplit('/').next().unwrap_or(command);
     let mut name: Vec<u8> = base.bytes().filter(|&b| b != 0).take(15).collect();
     name.push(0);

@@ -102,9 +102,51 @@ pub(crate) fn claude_argv_for_pi(
     ));
 }
 
+/// A cassette that is not Codex's (`whose`: `pi's (pi 0.87.1, NAME)`), and a command line
+/// that is Codex's (`codex exec ...`, read whole by Codex's grammar): the cassette is of the
+/// other agent.
+pub(crate) fn codex_argv_for_other(whose: &str, argv: &[String]) {
+    let first = argv.iter().find(|a| !a.starts_with('-'));
+    if !matches!(first.map(String::as_str), Some("exec" | "e")) {
+        return;
+    }
+    if pi_grammar::codex::Codex::latest().parse(argv).is_err() {
+        return;
+    }
+    say(&format!(
+        "fake-pi: hint: this command line is Codex's (codex exec), and the cassette is {whose}: give it a Codex cassette (`\"codex\": {{\"dialect\": \"exec-json\"}}`), or run the host as that agent"
+    ));
+}
+
+/// A Codex cassette, and a command line Codex refused that pi or Claude Code reads whole:
+/// the cassette is of the other agent.
+pub(crate) fn other_agent_for_codex(header: &Header, argv: &[String]) {
+    let pi_reads_it = Grammar::newest_pinned()
+        .parse(argv)
+        .is_ok_and(|p| p.unknown_flags.is_empty());
+    let agent = if pi_reads_it {
+        "pi's"
+    } else if claude::parse(argv, false).is_ok() {
+        "Claude Code's"
+    } else {
+        return;
+    };
+    say(&format!(
+        "fake-pi: hint: this command line is {agent}, and the cassette is Codex's (Codex {}, {}): give it a cassette of that agent, or run the host as codex",
+        header.pi.version, header.scenario.name
+    ));
+}
+
 /// After Claude Code refused the command line (`stderr`, as printed): the agent the command
 /// line is written for when it is pi's, and an option only a later release has.
 pub(crate) fn after_claude_refusal(header: &Header, cli: &Claude, argv: &[String], stderr: &str) {
+    codex_argv_for_other(
+        &format!(
+            "Claude Code's (Claude Code {}, {})",
+            header.pi.version, header.scenario.name
+        ),
+        argv,
+    );
     let Some(option) = stderr
         .strip_prefix("error: unknown option '")
         .and_then(|r| r.split('\'').next())
@@ -162,13 +204,14 @@ pub(crate) fn watch_stdin(header: &Header) -> StdinWatch {
         (Some(p), Some(m)) => m.first() == Some(p),
         _ => false,
     };
+    let agent = header.agent_name();
     let what = if prompt_in_argv {
-        "the recording's prompt was on the command line: give pi </dev/null or close its stdin"
+        format!("the recording's prompt was on the command line: give {agent} </dev/null or close its stdin")
     } else {
-        "the recording's prompt came on stdin: close stdin after writing it"
+        "the recording's prompt came on stdin: close stdin after writing it".to_string()
     };
     let line = format!(
-        "fake-pi: hint: stdin is still open after {} ms; pi reads piped stdin to its end before it runs, so it waits ({what})",
+        "fake-pi: hint: stdin is still open after {} ms; {agent} reads piped stdin to its end before it runs, so it waits ({what})",
         delay.as_millis()
     );
     let (tx, rx) = mpsc::channel::<()>();

@@ -27,6 +27,9 @@ mod args;
 mod child;
 mod claude;
 mod client;
+mod codex;
+mod codex_config;
+mod codex_process;
 mod environ;
 mod exit;
 mod hints;
@@ -47,6 +50,9 @@ use crate::exit::fail;
 fn main() {
     if let Ok(spec) = std::env::var(child::SPEC_ENV) {
         child::child_main(&spec);
+    }
+    if let Ok(path) = std::env::var(codex_process::NATIVE_ENV) {
+        codex_process::native_main(&path);
     }
     let code = run();
     report::finish(code);
@@ -99,6 +105,10 @@ fn run() -> i32 {
     };
     let header = first.header().clone();
     hints::unverified(&header);
+    if header.agent() == pi_grammar::Agent::Codex {
+        drop(first);
+        return codex::run(&header, &argv, &path, settings.speed.as_deref());
+    }
     if header.is_claude() {
         drop(first);
         return claude::run(&header, &argv, &path, &file, settings.speed.as_deref());

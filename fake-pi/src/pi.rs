@@ -52,6 +52,12 @@ fn replay_as_pi<R: BufRead>(
     let speed = get_ready(header, &grammar, argv, settings)?;
     let (parsed, mode) = command_line(header, &grammar, argv, tty)?;
     hints::claude_argv_for_pi(header, &parsed.unknown_flags, argv);
+    if !parsed.unknown_flags.is_empty() {
+        hints::codex_argv_for_other(
+            &format!("pi's (pi {}, {})", header.pi.version, header.scenario.name),
+            argv,
+        );
+    }
     let (agent, cwd, plan) = plan_session(&grammar, &parsed)?;
     // pi reads piped stdin to EOF (not in RPC mode, where stdin carries commands).
     let stdin = if mode != AppMode::Rpc && !tty.stdin {

@@ -31,7 +31,8 @@ pub(crate) struct Tracked {
 /// that is being started.
 pub(crate) static CHILDREN: Mutex<Vec<Tracked>> = Mutex::new(Vec::new());
 
-fn handled() -> SigSet {
+/// The signals fake-pi takes with `sigwait` (blocked everywhere else).
+pub(crate) fn handled() -> SigSet {
     let mut set = SigSet::empty();
     for s in [
         Signal::SIGTERM,
@@ -77,6 +78,12 @@ fn act(action: &SignalAction, sig: Signal) {
         SignalAction::Ignore => {}
         SignalAction::Die => die_by(sig),
         SignalAction::Exit { code } => exit_now(*code),
+        SignalAction::CleanupDie => {
+            // Keep the lock: no child may be started after the cleanup.
+            let mut children = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
+            kill_all(&mut children);
+            die_by(sig)
+        }
         SignalAction::CleanupExit { code } => {
             // Keep the lock: no child may be started after the cleanup.
             let mut children = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());

@@ -5,10 +5,12 @@
 
 mod claude;
 mod cli;
+mod codex;
 mod contract;
 mod hints;
 mod memory;
 mod process;
+mod real_codex_parity;
 mod real_pi_parity;
 mod replay_corpus;
 mod report;

@@ -23,6 +23,8 @@
 
 use std::fmt;
 
+pub mod codex;
+
 use pi_grammar::{AgentSettings, AppMode, Effective, FlagKind, FlagSpec, Grammar, ParsedArgs};
 
 use crate::{EffectiveExpect, Expect, FlagRule, Secret, SessionUse};

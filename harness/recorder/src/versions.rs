@@ -103,6 +103,7 @@ fn look(c: &Cassette) -> Seen {
                 SignalAction::Die => "dies".to_string(),
                 SignalAction::Ignore => "ignores".to_string(),
                 SignalAction::CleanupExit { code } => format!("kills tools, exit {code}"),
+                SignalAction::CleanupDie => "kills tools, dies".to_string(),
                 SignalAction::Exit { code } => format!("exit {code}"),
             };
             let notes = c.header.origin.notes.as_deref().unwrap_or("");

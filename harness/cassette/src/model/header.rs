@@ -513,6 +513,9 @@ pub enum SignalAction {
         /// The exit status, 0..=255.
         code: i32,
     },
+    /// Kill every tracked child's process group with SIGKILL, then die by the signal
+    /// (Codex CLI's SIGTERM: its tool killed, the wrapper ending by the forwarded signal).
+    CleanupDie,
     /// Exit with `code` without touching children.
     Exit {
         /// The exit status, 0..=255.

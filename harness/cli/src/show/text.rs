@@ -388,6 +388,9 @@ pub fn action_text(a: &SignalAction, sig: &str) -> String {
         SignalAction::CleanupExit { code } => {
             format!("SIGKILLs the process group of each process it started, then exits {code}")
         }
+        SignalAction::CleanupDie => {
+            format!("SIGKILLs the process group of each process it started, then dies by {sig}")
+        }
         SignalAction::Exit { code } => {
             format!("exits {code}; the processes it started keep running")
         }

@@ -2,7 +2,9 @@
 //! `scripts/pi-grammar.sh` on each pinned pi (`PI_HARNESS_REAL_PI73`, `_PI87`, `_PI152`)
 //! prints `data/pi/VERSION/grammar.tsv` byte for byte; `scripts/claude-grammar.sh` on the
 //! Claude Code that `PI_HARNESS_REAL_CLAUDE` names writes `data/claude/VERSION/` byte for byte
-//! (a few minutes of probes). So their output for a new release can be trusted. Each skips,
+//! (a few minutes of probes); `scripts/codex-grammar.sh` on the Codex that
+//! `PI_HARNESS_REAL_CODEX` names writes `data/codex/VERSION/` byte for byte. So their output
+//! for a new release can be trusted. Each skips,
 //! saying why, when its variable is not set.
 
 use std::path::{Path, PathBuf};
@@ -97,4 +99,57 @@ fn claude_grammar_sh_reproduces_the_data_of_the_real_cli() {
     }
     std::fs::remove_dir_all(&out_dir).unwrap();
     println!("scripts/claude-grammar.sh reproduced data/claude/{version}/");
+}
+
+#[test]
+fn codex_grammar_sh_reproduces_the_data_of_the_real_cli() {
+    let Some(bin) = std::env::var_os("PI_HARNESS_REAL_CODEX").filter(|b| !b.is_empty()) else {
+        println!("note: PI_HARNESS_REAL_CODEX is not set: scripts/codex-grammar.sh is not checked");
+        return;
+    };
+    let out_dir =
+        std::env::temp_dir().join(format!("pi-grammar-codex-data-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out_dir);
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let out = Command::new("bash")
+        .arg(repo().join("scripts/codex-grammar.sh"))
+        .arg(&bin)
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "codex-grammar.sh: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written: Vec<PathBuf> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(written.len(), 1, "one release's directory: {written:?}");
+    let version = written[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    let committed_dir = data().join("codex").join(&version);
+    for file in [
+        "version.txt",
+        "help.txt",
+        "exec-help.txt",
+        "exec-short-help.txt",
+        "exec-resume-help.txt",
+        "exec-version.txt",
+    ] {
+        let fresh = std::fs::read_to_string(written[0].join(file)).unwrap();
+        let committed = std::fs::read_to_string(committed_dir.join(file))
+            .unwrap_or_else(|e| panic!("Codex {version}: no committed {file}: {e}"));
+        assert_eq!(
+            fresh, committed,
+            "Codex {version}: scripts/codex-grammar.sh's {file} differs from the committed data"
+        );
+    }
+    std::fs::remove_dir_all(&out_dir).unwrap();
+    println!("scripts/codex-grammar.sh reproduced the data of Codex {version}");
 }

@@ -1,0 +1,192 @@
+//! fake-pi as Codex: the process shape of the npm package. Real `codex` is a node wrapper
+//! (`bin/codex.js`) that spawns the native binary and forwards SIGINT, SIGTERM and SIGHUP
+//! to it, then ends as the native binary ended (its exit status, or death by its signal);
+//! the tools run under the native binary in their own sessions.
+//!
+//! So fake-pi, once the call is accepted ([`crate::codex`]), is the wrapper ([`wrap`]:
+//! named `node`, as `ps -o comm` shows the real one) and starts itself again as the native
+//! child (argv `codex ARGS...`, named `codex`; `FAKE_PI_CODEX_NATIVE` carries the cassette's
+//! path), which replays the records ([`native_main`]) and answers signals as the cassette's
+//! `process` section says. SIGKILL of the wrapper leaves the native child and its tools
+//! running, orphaned, as with the real CLI: the child carries the caller's environment (a
+//! marker-based leftover check finds it) and ends by itself [`DEFAULT_ORPHAN_MS`] after it
+//! was orphaned (`FAKE_PI_CODEX_ORPHAN_MS` milliseconds, above 0), killing its tools' groups.
+
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use nix::sys::signal::{self, SigSet, SigmaskHow, Signal};
+use nix::unistd::{getppid, Pid};
+
+use crate::exit::{self, fail};
+use crate::{child, environ, replay, report, session, signals, source, values};
+
+/// The variable that makes a start the native child, naming the cassette it replays.
+pub(crate) const NATIVE_ENV: &str = "FAKE_PI_CODEX_NATIVE";
+/// The variable that bounds an orphaned native child's life (milliseconds).
+const ORPHAN_ENV: &str = "FAKE_PI_CODEX_ORPHAN_MS";
+/// How long an orphaned native child lives on by default: long enough for a test to see
+/// it (and a leftover check to find it), short enough that nothing lingers.
+const DEFAULT_ORPHAN_MS: u64 = 5_000;
+
+/// Be the wrapper: start the native child for `argv`, forward signals to it, end as it
+/// ended.
+pub(crate) fn wrap(path: &Path, argv: &[String], speed: Option<&str>) -> i32 {
+    child::set_process_name("node");
+    if let Err(e) = signals::block() {
+        return fail(exit::MISUSE, format!("cannot block signals: {e}"));
+    }
+    let mut cmd = Command::new("/proc/self/exe");
+    cmd.arg0("codex").args(argv).env(NATIVE_ENV, path);
+    if let Some(s) = speed {
+        cmd.env("FAKE_PI_SPEED", s);
+    }
+    // SAFETY: only sigprocmask (async-signal-safe) between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None)?;
+            Ok(())
+        });
+    }
+    let mut native = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return fail(exit::MISUSE, format!("cannot start the native child: {e}")),
+    };
+    let pid = Pid::from_raw(native.id() as i32);
+    loop {
+        let Ok(sig) = signals::handled().wait() else {
+            continue;
+        };
+        match sig {
+            Signal::SIGCHLD => match native.try_wait() {
+                Ok(Some(status)) => {
+                    if let Some(n) = status.signal() {
+                        if let Ok(s) = Signal::try_from(n) {
+                            signals::die_by(s);
+                        }
+                        return exit::SIGNAL_BASE + n;
+                    }
+                    return status.code().unwrap_or(1);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    return fail(
+                        exit::MISUSE,
+                        format!("cannot wait for the native child: {e}"),
+                    )
+                }
+            },
+            s => {
+                let _ = signal::kill(pid, s);
+            }
+        }
+    }
+}
+
+/// The longest an orphaned native child lives on.
+fn orphan_bound() -> Duration {
+    let ms = environ::var(ORPHAN_ENV)
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&ms| ms > 0)
+        .unwrap_or(DEFAULT_ORPHAN_MS);
+    Duration::from_millis(ms)
+}
+
+/// Watch for the wrapper's death: once orphaned, live [`orphan_bound`] more, then kill the
+/// tools' groups and exit.
+fn watch_parent() {
+    let parent = getppid();
+    let bound = orphan_bound();
+    let _ = std::thread::Builder::new()
+        .name("fake-pi-orphan".into())
+        .spawn(move || {
+            while getppid() == parent {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            std::thread::sleep(bound);
+            signals::kill_children();
+            signals::exit_now(exit::SUCCESS)
+        });
+}
+
+/// Be the native child: replay the cassette at `path` for this start's argv. Never returns.
+pub(crate) fn native_main(path: &str) -> ! {
+    std::env::remove_var(NATIVE_ENV);
+    child::set_process_name("codex");
+    let code = native(Path::new(path));
+    report::finish(code);
+    std::process::exit(code)
+}
+
+fn native(path: &Path) -> i32 {
+    if let Err(e) = signals::block() {
+        return fail(exit::MISUSE, format!("cannot block signals: {e}"));
+    }
+    watch_parent();
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(source) => {
+            return exit::cassette_failure(pi_cassette::CassetteError::Io {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let header = match pi_cassette::CassetteReader::from_read(path, &file) {
+        Ok(r) => r.header().clone(),
+        Err(e) => return exit::cassette_failure(e),
+    };
+    report::cassette(path);
+    let speed = match replay::Speed::parse(environ::var("FAKE_PI_SPEED").as_deref()) {
+        Ok(s) => s,
+        Err(e) => return fail(exit::MISUSE, e),
+    };
+    if let Err(e) = signals::start(header.process.clone()) {
+        return fail(exit::MISUSE, format!("cannot start the signal thread: {e}"));
+    }
+    let requests =
+        match crate::client::RequestLog::open(environ::var("FAKE_PI_REQUEST_LOG").as_deref()) {
+            Ok(r) => r,
+            Err(e) => return fail(exit::MISUSE, format!("FAKE_PI_REQUEST_LOG: {e}")),
+        };
+    let cwd = std::env::current_dir()
+        .map(|d| d.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| ".".into());
+    let home = environ::var("HOME").unwrap_or_default();
+    let tmp = std::env::temp_dir().to_string_lossy().into_owned();
+    let thread = values::uuid_v4();
+    let values = if environ::var("FAKE_PI_VALUES").is_some_and(|v| v == "recorded") {
+        None
+    } else {
+        values::Values::from_pairs(
+            header.redactions.keys(),
+            &[
+                ("<SESSION_ID>", &thread),
+                ("<THREAD_ID>", &thread),
+                ("<CWD>", &cwd),
+                ("<HOME>", &home),
+                ("<TMP>", &tmp),
+            ],
+        )
+    };
+    let mut hooks = replay::Hooks {
+        session: session::Session::new(session::Plan::Ephemeral { id: None }, None, &cwd),
+        meta: session::SessionMeta {
+            provider: None,
+            model: None,
+            thinking: None,
+        },
+        values,
+        recorded_session_id: None,
+        session_line_done: true,
+        client: None,
+        requests,
+    };
+    let mut records = match source::from_start(path, &file) {
+        Ok(r) => r,
+        Err(e) => return exit::cassette_failure(e),
+    };
+    replay::run(&mut records, path, speed, &mut hooks)
+}
