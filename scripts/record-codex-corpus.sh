@@ -4,7 +4,7 @@
 # between them), into OUT (default cassettes/codex) as NAME.cxVERSION.cassette.jsonl (cx0169 for
 # 0.169.0: the version's digits without a trailing `.0`). Each run rewrites its cassette from
 # the script alone, so running it twice gives the same corpus (ids, paths and timestamps redacted;
-# only measured delays differ).
+# only measured delays differ, and which leftover the notes show already reaped, as `[bash]`).
 # Usage: [CODEX_VERSIONS="0.169.0"] [CODEX=path/to/codex] scripts/record-codex-corpus.sh [OUT] [NAME...]
 # Installs each version with `pi-harness install codex VERSION --print-path` (npm, ~400 MB, cached)
 # unless CODEX names an executable. Needs the pi-harness binary (PI_HARNESS, default: built here).
