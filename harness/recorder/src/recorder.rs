@@ -1,4 +1,4 @@
-//! The recorder: run real pi (or Claude Code) against the scripted LLM server and write what
+//! The recorder: run real pi (or Claude Code, or Codex) against the scripted LLM server and write what
 //! it did as a cassette.
 //!
 //! [`record`] owns one recording, step by step through its rooms:
@@ -18,6 +18,9 @@
 //! - `stand_in`: which provider and model the server stands in for (the caller's
 //!   production names, or the fake ones), and the `models.json` that routes it (pure);
 //! - `header`: the header's expectations, names and origin (pure);
+//! - Codex (`codex exec --json`): `codex` holds the pure parts (the stand-in, the
+//!   `config.toml`, the header's expectations, its ids) and `codex_run` the recording
+//!   (sandbox, version, the run through `json_run`, the cassette);
 //! - `write`: the cassette written (zstd when large) after checking it parses, replays
 //!   the captured bytes and does not contain the API key.
 //!
@@ -32,6 +35,8 @@ use crate::llm_script::Script;
 use crate::llm_server::{LlmServer, LoggedRequest, ServerOptions};
 use crate::Notices;
 
+mod codex;
+mod codex_run;
 mod error;
 mod header;
 mod install;
@@ -45,6 +50,11 @@ mod two_way_cassette;
 mod two_way_run;
 mod write;
 
+pub use codex::{
+    codex_expect, config_toml as codex_config_toml, parse_exec as parse_codex_exec,
+    resolve_effective as resolve_codex_effective, CodexStandIn, ExecCall,
+};
+pub use codex_run::codex_version_of;
 pub use error::RecordError;
 pub use header::{expect_from_args, session_use};
 pub use install::{claude_version_of, pi_package_root, pi_version_of};
@@ -97,6 +107,14 @@ pub async fn record(opts: &RecordOptions, notices: &Notices) -> Result<RecordOut
     };
     pi_procs::become_subreaper().map_err(RecordError::Subreaper)?;
     install::check_exists(&opts.pi)?;
+    if opts.agent == Agent::Codex {
+        if client.is_some() {
+            return Err(RecordError::Options(
+                "--agent codex records `codex exec` (one-way, the prompt in argv): no client script".into(),
+            ));
+        }
+        return codex_run::record(opts, script, notices).await;
+    }
     let claude = opts.agent == Agent::Claude;
     check_stdin_options(opts, client.as_ref())?;
     let pi_root = if claude {
@@ -239,6 +257,10 @@ fn stand_in_of(opts: &RecordOptions, version: &str) -> Result<StandIn, RecordErr
 fn no_request(opts: &RecordOptions, stand_in: &StandIn, cassette: &Cassette) -> RecordError {
     let cli = match opts.agent {
         Agent::Claude => "Claude Code".to_string(),
+        Agent::Codex => format!(
+            "Codex (the server stood in for provider `{}`, model `{}`)",
+            stand_in.provider, stand_in.model
+        ),
         Agent::Pi => format!(
             "pi (the server stood in for provider `{}`, model `{}`)",
             stand_in.provider, stand_in.model

@@ -12,8 +12,9 @@ use crate::{ActionRef, Dialect, Header, OriginKind, RecordRef, TimingKind};
 pub(super) struct Content {
     /// A real run (not hand-made): the stream rules apply.
     real: bool,
-    /// The header says RPC mode (pi writes no `session` line then).
-    rpc: bool,
+    /// The `type` of the first stdout line of a real run: pi's `session`, Codex's
+    /// `thread.started`; `None` for a two-way cassette (RPC, stream-json).
+    first_event: Option<&'static str>,
     /// The delays so far, added up.
     total_ms: f64,
     /// A stdout record was seen (the first one is checked).
@@ -51,7 +52,11 @@ impl Content {
         }
         Content {
             real,
-            rpc: header.mode.is_some(),
+            first_event: match (header.mode.is_some(), header.agent()) {
+                (true, _) => None,
+                (false, pi_grammar::Agent::Codex) => Some("thread.started"),
+                (false, _) => Some("session"),
+            },
             total_ms: 0.0,
             seen_stdout: false,
             scan: Scan::new(report, header),
@@ -90,13 +95,15 @@ impl Content {
         }
         self.total_ms += r.dt_ms;
         if let ActionRef::Stdout { body, .. } = &r.action {
-            if !std::mem::replace(&mut self.seen_stdout, true) && self.real && !self.rpc {
-                let is_session = serde_json::from_slice::<serde_json::Value>(body)
-                    .is_ok_and(|v| v.get("type").and_then(|t| t.as_str()) == Some("session"));
-                if !is_session {
+            let first = !std::mem::replace(&mut self.seen_stdout, true);
+            if let (true, true, Some(want)) = (first, self.real, self.first_event) {
+                let is_first = serde_json::from_slice::<serde_json::Value>(body)
+                    .is_ok_and(|v| v.get("type").and_then(|t| t.as_str()) == Some(want));
+                if !is_first {
+                    let cli = if want == "session" { "pi" } else { "Codex" };
                     report.add(
                         r.line,
-                        "the first stdout line of a real pi run is the `session` header event",
+                        format!("the first stdout line of a real {cli} run is the `{want}` header event"),
                     );
                 }
             }

@@ -1,5 +1,5 @@
-//! CI's notice of newer releases (`scripts/check-pi-latest.sh`): one for every pinned CLI, pi
-//! and Claude Code, when npm has a release newer than the newest pinned one; never a failure,
+//! CI's notice of newer releases (`scripts/check-pi-latest.sh`): one for every pinned CLI, pi,
+//! Claude Code and Codex, when npm has a release newer than the newest pinned one; never a failure,
 //! also when npm does not answer. npm is a stand-in here (`PI_HARNESS_NPM`).
 
 use std::process::Command;
@@ -31,12 +31,14 @@ fn notice(answers: &[(&str, &str)]) -> (String, Option<i32>) {
 
 const PI: &str = "@earendil-works/pi-coding-agent";
 const CLAUDE: &str = "@anthropic-ai/claude-code-linux-x64";
+const CODEX: &str = "@openai/codex";
 
 #[test]
 fn every_pinned_cli_gets_its_notice_and_none_fails() {
     let pi = pi_grammar::Grammar::newest_pinned().version();
     let cc = pi_grammar::claude::Claude::latest().version();
-    let (out, code) = notice(&[(PI, "9.0.0"), (CLAUDE, "9.9.9")]);
+    let cx = pi_grammar::codex::Codex::latest().version();
+    let (out, code) = notice(&[(PI, "9.0.0"), (CLAUDE, "9.9.9"), (CODEX, "9.1.0")]);
     assert_eq!(code, Some(0));
     assert_eq!(
         out,
@@ -44,16 +46,19 @@ fn every_pinned_cli_gets_its_notice_and_none_fails() {
             "check-pi-latest: NOTICE: pi 9.0.0 is out (npm), newer than the newest pinned version {pi}.\n\
              check-pi-latest: NOTICE: it works now, unverified (read with pi {pi}'s grammar); to pin it, follow docs/pinning.md.\n\
              check-pi-latest: NOTICE: Claude Code 9.9.9 is out (npm), newer than the newest pinned version {cc}.\n\
-             check-pi-latest: NOTICE: it works now, unverified (read with Claude Code {cc}'s grammar); to pin it, follow docs/pinning.md.\n"
+             check-pi-latest: NOTICE: it works now, unverified (read with Claude Code {cc}'s grammar); to pin it, follow docs/pinning.md.\n\
+             check-pi-latest: NOTICE: Codex 9.1.0 is out (npm), newer than the newest pinned version {cx}.\n\
+             check-pi-latest: NOTICE: it works now, unverified (read with Codex {cx}'s grammar); to pin it, follow docs/pinning.md.\n"
         )
     );
-    let (out, code) = notice(&[(PI, pi), (CLAUDE, cc)]);
+    let (out, code) = notice(&[(PI, pi), (CLAUDE, cc), (CODEX, cx)]);
     assert_eq!(code, Some(0));
     assert_eq!(
         out,
         format!(
             "check-pi-latest: pi {pi} on npm; pinned newest {pi}: up to date\n\
-             check-pi-latest: Claude Code {cc} on npm; pinned newest {cc}: up to date\n"
+             check-pi-latest: Claude Code {cc} on npm; pinned newest {cc}: up to date\n\
+             check-pi-latest: Codex {cx} on npm; pinned newest {cx}: up to date\n"
         )
     );
     let (out, code) = notice(&[]);
@@ -62,7 +67,8 @@ fn every_pinned_cli_gets_its_notice_and_none_fails() {
         out,
         format!(
             "check-pi-latest: NOTICE: the npm registry did not answer for {PI}; pinned newest is pi {pi}\n\
-             check-pi-latest: NOTICE: the npm registry did not answer for {CLAUDE}; pinned newest is Claude Code {cc}\n"
+             check-pi-latest: NOTICE: the npm registry did not answer for {CLAUDE}; pinned newest is Claude Code {cc}\n\
+             check-pi-latest: NOTICE: the npm registry did not answer for {CODEX}; pinned newest is Codex {cx}\n"
         )
     );
 }

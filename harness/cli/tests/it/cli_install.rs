@@ -1,4 +1,4 @@
-//! `pi-harness install pi|claude VERSION`: one line naming what is missing (npm), a version
+//! `pi-harness install pi|claude|codex VERSION`: one line naming what is missing (npm), a version
 //! it does not know refused, and a version already in the cache (the layout
 //! `scripts/install-pi.sh` and `install-claude.sh` write) found with no npm on `PATH` and
 //! so no network.
@@ -36,7 +36,12 @@ fn package_json(dir: &Path, version: &str) {
 fn without_npm_installing_fails_in_one_line_and_writes_nothing() {
     let w = World::new("install-no-npm");
     let cache = w.path().join("cache");
-    for (tool, version) in [("pi", "1.5.2"), ("pi", "0.73.1"), ("claude", "2.1.332")] {
+    for (tool, version) in [
+        ("pi", "1.5.2"),
+        ("pi", "0.73.1"),
+        ("claude", "2.1.332"),
+        ("codex", "0.169.0"),
+    ] {
         let o = pih()
             .env("PATH", bare_path(&w))
             .env("PI_HARNESS_CACHE", &cache)
@@ -62,6 +67,7 @@ fn versions_it_cannot_install_are_refused_with_the_ones_it_can() {
     for (tool, version, says) in [
         ("pi", "0.80.0", "0.73.1, 0.87.1, 1.5.2, or any from 0.99 on"),
         ("claude", "2.0.0", "pinned: 2.1.330, 2.1.332"),
+        ("codex", "0.170.0", "pinned: 0.169.0"),
     ] {
         let o = pih().args(["install", tool, version]).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
@@ -142,6 +148,50 @@ fn an_installed_claude_is_found_without_npm() {
         String::from_utf8_lossy(&o.stdout),
         format!("claude 2.1.332: {}\n", bin.display())
     );
+}
+
+/// A Codex in the cache (its `.bin/codex` says `codex-cli 0.169.0`, npm's lockfile has the
+/// pinned integrity of both packages) is found without npm; one whose lockfile names
+/// another tarball is not, and needs npm.
+#[test]
+fn an_installed_codex_is_found_without_npm_when_its_integrity_is_the_pinned_one() {
+    let w = World::new("install-cached-codex");
+    let cache = w.path().join("cache");
+    let dir = cache.join("codex-0.169.0");
+    let bin = dir.join("node_modules/.bin/codex");
+    write_exec(&bin, "#!/bin/sh\necho 'codex-cli 0.169.0'\n");
+    let lock = |wrapper: &str| {
+        let v = serde_json::json!({"packages": {
+            "node_modules/@openai/codex": {"version": "0.169.0", "integrity": wrapper},
+            "node_modules/@openai/codex-linux-x64": {"version": "0.169.0-linux-x64",
+                "integrity": "sha512-o05NyAOCDygSPRo1yinzxvkRSdmsZyBD9E7mbpmjRanSfM8lypqWtQgEo4XfNkwhuCR2aFu8mlGOsQGFXVbVww=="}
+        }});
+        std::fs::write(dir.join("package-lock.json"), v.to_string()).unwrap();
+    };
+    lock("sha512-KhzYlkKPxoNssR8CEm45IjqnFWn7UtlF4CiD3tOJPea51xBs7MaHy0UQG9GSbCqk6Lrjn5QdJDV0QD1/FgWlGw==");
+    let install = || {
+        pih()
+            .env("PATH", bare_path(&w))
+            .env("PI_HARNESS_CACHE", &cache)
+            .args(["install", "codex", "0.169.0", "--print-path"])
+            .output()
+            .unwrap()
+    };
+    let o = install();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!("{}\n", bin.display())
+    );
+    lock("sha512-another");
+    let o = install();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("npm not found"));
 }
 
 /// The cache `scripts/install-pi.sh` filled (where `PI_HARNESS_REAL_PI152` points) is the

@@ -1,4 +1,5 @@
-//! The reference mapper's normalized stream of a cassette, one line per message, without what
+//! The reference mapper's normalized stream of a cassette (Claude Code's and Codex's mappers
+//! for theirs), one line per message, without what
 //! varies run to run.
 
 use pi_cassette::Cassette;
@@ -14,10 +15,14 @@ pub fn normalized_stream(c: &Cassette) -> Vec<String> {
     use pi_wire::message::Message;
     let (code, signal) = c.exit_status();
     let end = StreamEnd::recorded(code, signal, &c.stderr_bytes());
-    let msgs = if c.header.is_claude() {
-        pi_wire::claude::map_all(&c.stdout_bytes(), end, MapperOptions::default())
-    } else {
-        map_all(&c.stdout_bytes(), end, MapperOptions::default())
+    let msgs = match c.header.agent() {
+        pi_grammar::Agent::Claude => {
+            pi_wire::claude::map_all(&c.stdout_bytes(), end, MapperOptions::default())
+        }
+        pi_grammar::Agent::Codex => {
+            pi_wire::codex::map_all(&c.stdout_bytes(), end, MapperOptions::default())
+        }
+        _ => map_all(&c.stdout_bytes(), end, MapperOptions::default()),
     };
     let mut out = Vec::new();
     let mut text = String::new();

@@ -159,3 +159,36 @@ fn long_strings_keep_a_hash() {
     assert_ne!(short(&x), short(&y));
     assert!(short(&x).contains("400 chars"));
 }
+
+/// A Codex run is compared by its events and by the Codex mapper's stream: another usage or
+/// timing is no drift; another answer, another tool output or the tool's status is.
+#[test]
+fn codex_runs_are_compared_by_their_events_and_the_codex_mapper() {
+    let codex = |answer: &str, output: &str, input_tokens: u32, dt: u32| {
+        let header = r#"{"format":"pi-cassette","version":1,"codex":{"version":"0.169.0","dialect":"exec-json"},"scenario":{"name":"t","description":"d"},"origin":{"kind":"recorded","timing":"measured"}}"#;
+        let body = [
+            format!(r#"{{"dt_ms":{dt},"stdout":{{"type":"thread.started","thread_id":"<THREAD_ID>"}}}}"#),
+            r#"{"dt_ms":1,"stdout":{"type":"turn.started"}}"#.to_string(),
+            r#"{"dt_ms":1,"stdout":{"type":"item.started","item":{"id":"item_0","type":"command_execution","command":"/bin/bash -lc 'echo hi'","aggregated_output":"","exit_code":null,"status":"in_progress"}}}"#.to_string(),
+            format!(r#"{{"dt_ms":{dt},"stdout":{{"type":"item.completed","item":{{"id":"item_0","type":"command_execution","command":"/bin/bash -lc 'echo hi'","aggregated_output":"{output}","exit_code":0,"status":"completed"}}}}}}"#),
+            format!(r#"{{"dt_ms":1,"stdout":{{"type":"item.completed","item":{{"id":"item_1","type":"agent_message","text":"{answer}"}}}}}}"#),
+            format!(r#"{{"dt_ms":1,"stdout":{{"type":"turn.completed","usage":{{"input_tokens":{input_tokens},"cached_input_tokens":0,"output_tokens":3}}}}}}"#),
+            r#"{"dt_ms":0,"exit":0}"#.to_string(),
+        ];
+        let text = format!("{header}\n{}\n", body.join("\n"));
+        Cassette::parse(Path::new("t"), text.as_bytes()).unwrap()
+    };
+    let base = normalize(&codex("Done.", "hi\\n", 10, 5));
+    assert!(
+        base.iter()
+            .any(|l| l == r#"item.completed agent_message "Done.""#),
+        "{base:#?}"
+    );
+    assert!(
+        base.iter().any(|l| l.starts_with("tool.call ")),
+        "{base:#?}"
+    );
+    assert_eq!(normalize(&codex("Done.", "hi\\n", 99, 50)), base);
+    assert_ne!(normalize(&codex("Other.", "hi\\n", 10, 5)), base);
+    assert_ne!(normalize(&codex("Done.", "bye\\n", 10, 5)), base);
+}

@@ -1,5 +1,6 @@
-//! The coarse wire stream of a cassette: pi's events (or Claude Code's records), the client's
-//! actions, spawns, stderr and the ending, one line each, without what varies run to run.
+//! The coarse wire stream of a cassette: pi's events (or Claude Code's records, or Codex's
+//! events), the client's actions, spawns, stderr and the ending, one line each, without what
+//! varies run to run.
 
 use std::fmt::Write as _;
 
@@ -103,6 +104,10 @@ pub fn wire_stream(c: &Cassette) -> Vec<String> {
                     continue;
                 }
                 flush(&mut updates, &mut out);
+                if c.header.agent() == pi_grammar::Agent::Codex {
+                    out.push(codex_line(&ty, &v));
+                    continue;
+                }
                 pi_line(&ty, &v, &mut out);
             }
             Action::Stderr(b) => stderr.push_str(&String::from_utf8_lossy(&b.data)),
@@ -227,6 +232,38 @@ fn pi_line(ty: &str, v: &Value, out: &mut Vec<String>) {
             v["success"]
         )),
         other => out.push(other.to_string()),
+    }
+}
+
+/// One Codex `exec --json` event in the coarse stream: its type, an item's type and what it
+/// says (an answer's text, a command and its output and status), an error's message; the
+/// thread id and usage left out.
+fn codex_line(ty: &str, v: &Value) -> String {
+    let item = &v["item"];
+    let said = |k: &str| item[k].as_str().map(short);
+    match ty {
+        "item.started" | "item.updated" | "item.completed" => {
+            let mut line = format!("{ty} {}", item["type"].as_str().unwrap_or("?"));
+            for part in [said("text"), said("message"), said("command")]
+                .into_iter()
+                .flatten()
+            {
+                let _ = write!(line, " {part}");
+            }
+            if let Some(o) = item["aggregated_output"].as_str().filter(|o| !o.is_empty()) {
+                let _ = write!(line, " output={}", short(o));
+            }
+            if let Some(st) = item["status"].as_str() {
+                let _ = write!(line, " status={st}");
+            }
+            line
+        }
+        "error" => format!("error {}", short(v["message"].as_str().unwrap_or(""))),
+        "turn.failed" => format!(
+            "turn.failed {}",
+            short(v["error"]["message"].as_str().unwrap_or(""))
+        ),
+        other => other.to_string(),
     }
 }
 

@@ -112,11 +112,7 @@ pub(crate) fn scenario_name(opts: &RecordOptions) -> String {
 /// The scenario's description: the option, else `recorded from pi VERSION` (or Claude Code).
 pub(crate) fn description(opts: &RecordOptions, version: &str) -> String {
     if opts.description.is_empty() {
-        let cli = match opts.agent {
-            Agent::Claude => "Claude Code",
-            Agent::Pi => "pi",
-        };
-        format!("recorded from {cli} {version}")
+        format!("recorded from {} {version}", opts.agent.display_name())
     } else {
         opts.description.clone()
     }
@@ -141,8 +137,29 @@ pub(crate) fn script_shown(script: &Path, out: &Path) -> String {
 /// `origin.source` of a json-mode recording: the option, else the command that made it.
 pub(crate) fn json_source(opts: &RecordOptions, redacted_args: &[String]) -> String {
     opts.source.clone().unwrap_or_else(|| {
+        let mut s = String::from("pi-harness record");
+        if opts.agent == Agent::Codex {
+            s.push_str(" --agent codex");
+            if let Some(m) = &opts.model {
+                s.push_str(&format!(" --provider {} --model {}", m.provider, m.id));
+            }
+            if let Some(n) = opts.retries {
+                s.push_str(&format!(" --retries {n}"));
+            }
+        }
+        if let Some(p) = &opts.signal {
+            s.push_str(&format!(
+                " --signal {} --at {}+{}",
+                p.signal.as_str(),
+                p.event,
+                p.after_ms
+            ));
+            if p.to_group {
+                s.push_str(" --signal-to group");
+            }
+        }
         format!(
-            "pi-harness record --script {} -- {}",
+            "{s} --script {} -- {}",
             script_shown(&opts.script_path, &opts.out),
             redacted_args.join(" ")
         )

@@ -78,6 +78,20 @@ pub fn build_records(
     spawns: &[Spawn],
     end: Action,
 ) -> Vec<Record> {
+    build_records_after(captured, redactor, spawns, end, &|l| {
+        event_type(l).as_deref() == Some("tool_execution_start")
+    })
+}
+
+/// [`build_records`] for a CLI whose tool-start line `is_tool_start` tells (Codex's
+/// `item.started` of a `command_execution`).
+pub(crate) fn build_records_after(
+    captured: &[(Duration, Captured)],
+    redactor: &mut Redactor,
+    spawns: &[Spawn],
+    end: Action,
+    is_tool_start: &dyn Fn(&[u8]) -> bool,
+) -> Vec<Record> {
     let mut records = Vec::new();
     let mut prev = Duration::ZERO;
     let mut last_tool_start = None;
@@ -89,7 +103,7 @@ pub fn build_records(
                 let record = match std::str::from_utf8(bytes) {
                     Ok(text) => {
                         let red = redactor.apply(text);
-                        if event_type(red.as_bytes()).as_deref() == Some("tool_execution_start") {
+                        if is_tool_start(red.as_bytes()) {
                             last_tool_start = Some(records.len());
                         }
                         Record::stdout_line(dt, red.as_bytes(), *newline)
@@ -206,9 +220,9 @@ fn guess_dialect(captured: &[(Duration, Captured)]) -> Dialect {
 
 /// The notes on a signalled run: when the signal went, how pi ended, what it wrote after,
 /// and which of its children survived it.
-fn signal_notes(run: &JsonRun, sent: &SentSignal) -> Vec<String> {
+fn signal_notes(run: &JsonRun, sent: &SentSignal, cli: &str) -> Vec<String> {
     let mut notes = vec![format!(
-        "{} sent {:.0} ms after the first `{}`; pi then {} after {:.0} ms",
+        "{} sent {:.0} ms after the first `{}`; {cli} then {} after {:.0} ms",
         sent.signal.as_str(),
         sent.after_ms,
         sent.event,
@@ -220,12 +234,12 @@ fn signal_notes(run: &JsonRun, sent: &SentSignal) -> Vec<String> {
     )];
     if run.lines_after_signal > 0 || run.stderr_after_signal > 0 {
         notes.push(format!(
-            "after the signal pi wrote {} stdout lines and {} stderr bytes (not replayed: header.process says what pi does)",
+            "after the signal {cli} wrote {} stdout lines and {} stderr bytes (not replayed: header.process says what {cli} does)",
             run.lines_after_signal, run.stderr_after_signal
         ));
     }
     if run.children.is_empty() {
-        notes.push("pi had no child processes when the signal came".into());
+        notes.push(format!("{cli} had no child processes when the signal came"));
     } else {
         let list = |survived: bool| {
             let v: Vec<String> = run
@@ -247,7 +261,7 @@ fn signal_notes(run: &JsonRun, sent: &SentSignal) -> Vec<String> {
             }
         };
         notes.push(format!(
-            "pi's children at the signal: survived pi: {}; died with pi: {}",
+            "{cli}'s children at the signal: survived {cli}: {}; died with {cli}: {}",
             list(true),
             list(false)
         ));
@@ -255,8 +269,23 @@ fn signal_notes(run: &JsonRun, sent: &SentSignal) -> Vec<String> {
     notes
 }
 
-/// Spawns, process behaviour, final action and notes for a finished run (pure).
+/// Spawns, process behaviour, final action and notes for a finished run of pi (pure).
 fn ending_shape(run: &JsonRun) -> (Vec<Spawn>, ProcessBehaviour, Action, Option<String>) {
+    ending_shape_of(run, "pi", &|sent| {
+        spawns_for(sent.pi_pid, sent.pi_sid, &sent.tree, &sent.holds_stdout)
+    })
+}
+
+/// What [`ending_shape`] gives, for `cli` (named in the notes) whose tool processes at the
+/// signal `spawns` tells.
+pub(crate) type EndingShape = (Vec<Spawn>, ProcessBehaviour, Action, Option<String>);
+
+/// [`ending_shape`] of any CLI (pure).
+pub(crate) fn ending_shape_of(
+    run: &JsonRun,
+    cli: &str,
+    spawns: &dyn Fn(&SentSignal) -> Vec<Spawn>,
+) -> EndingShape {
     let mut notes = Vec::new();
     let mut process = ProcessBehaviour::default();
     let (spawns, end) = match &run.signalled {
@@ -269,11 +298,8 @@ fn ending_shape(run: &JsonRun) -> (Vec<Spawn>, ProcessBehaviour, Action, Option<
                 Signal::SIGHUP => process.on_sighup = seen.clone(),
                 _ => {}
             }
-            notes.extend(signal_notes(run, sent));
-            (
-                spawns_for(sent.pi_pid, sent.pi_sid, &sent.tree, &sent.holds_stdout),
-                Action::Hang,
-            )
+            notes.extend(signal_notes(run, sent, cli));
+            (spawns(sent), Action::Hang)
         }
         None => (
             Vec::new(),
@@ -285,7 +311,7 @@ fn ending_shape(run: &JsonRun) -> (Vec<Spawn>, ProcessBehaviour, Action, Option<
     };
     if !run.leftovers.is_empty() {
         notes.push(format!(
-            "Still running after pi ended, then killed by the recorder: {}",
+            "Still running after {cli} ended, then killed by the recorder: {}",
             run.leftovers.join(", ")
         ));
     }

@@ -224,7 +224,9 @@ impl Watch<'_> {
             .map(|p| p.pid)
             .collect();
         let when = Instant::now();
-        kill(Pid::from_raw(pi_pid), plan.signal).map_err(RecordError::Signal)?;
+        // To the group: the CLI leads a group of its own (see `process::CodexEnv`).
+        let target = if plan.to_group { -pi_pid } else { pi_pid };
+        kill(Pid::from_raw(target), plan.signal).map_err(RecordError::Signal)?;
         self.sent = Some((
             when,
             self.start.elapsed(),

@@ -18,6 +18,9 @@ pub struct SignalPlan {
     pub event: String,
     /// How long after that line the signal is sent.
     pub after_ms: u64,
+    /// Send it to the CLI's process group (the CLI then runs as the leader of a group of
+    /// its own), as a supervisor that kills a job's group does; else to the CLI alone.
+    pub to_group: bool,
 }
 
 /// Parse `--at EVENT[+MS]`.
@@ -34,10 +37,10 @@ pub fn parse_at(text: &str) -> Result<(String, u64), String> {
     if event.is_empty()
         || !event
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
     {
         return Err(format!(
-            "--at {text:?}: expected EVENT[+MS] with EVENT a pi event type such as tool_execution_start"
+            "--at {text:?}: expected EVENT[+MS] with EVENT an event type such as tool_execution_start (pi) or item.started (Codex)"
         ));
     }
     Ok((event.to_string(), ms))
@@ -141,6 +144,9 @@ pub struct RecordOptions {
     /// written), as a bridge that runs it from its own terminal does: the CLI then answers
     /// the prompt in argv at once. The client script may only signal (none is needed).
     pub stdin_terminal: bool,
+    /// Codex: the model request and stream retries its `config.toml` allows (both); `None`:
+    /// Codex's defaults (4 and 5: 30 requests over about 25 s on a 5xx).
+    pub retries: Option<u32>,
 }
 
 impl RecordOptions {
@@ -174,6 +180,7 @@ impl RecordOptions {
             client_script: None,
             agent: Agent::Pi,
             stdin_terminal: false,
+            retries: None,
         }
     }
 }
@@ -188,14 +195,27 @@ pub enum Agent {
     /// (`ANTHROPIC_BASE_URL`), with a throwaway `HOME` and `TMPDIR` and nothing else from
     /// the environment but `PATH`.
     Claude,
+    /// Codex CLI (`codex exec --json`, one-way), against the scripted server as a named
+    /// Responses API provider of a throwaway `CODEX_HOME/config.toml`, with a throwaway
+    /// `HOME` and `TMPDIR` and nothing else from the environment but `PATH`.
+    Codex,
 }
 
 impl Agent {
-    /// The two-way protocol a client script speaks to it.
+    /// The two-way protocol a client script speaks to it (Codex has none: pi's is given).
     pub fn protocol(self) -> pi_cassette::two_way::Protocol {
         match self {
-            Agent::Pi => pi_cassette::two_way::Protocol::Rpc,
+            Agent::Pi | Agent::Codex => pi_cassette::two_way::Protocol::Rpc,
             Agent::Claude => pi_cassette::two_way::Protocol::StreamJson,
+        }
+    }
+
+    /// How messages name it.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Agent::Pi => "pi",
+            Agent::Claude => "Claude Code",
+            Agent::Codex => "Codex",
         }
     }
 }
@@ -211,6 +231,11 @@ mod tests {
             ("tool_execution_start".into(), 300)
         );
         assert_eq!(parse_at("agent_start").unwrap(), ("agent_start".into(), 0));
+        assert_eq!(
+            parse_at("item.started+200").unwrap(),
+            ("item.started".into(), 200),
+            "Codex's event types have a dot"
+        );
         assert!(parse_at("x+y").unwrap_err().contains("not a number"));
         assert!(parse_at("+5").is_err());
         assert_eq!(parse_signal("int").unwrap(), Signal::SIGINT);

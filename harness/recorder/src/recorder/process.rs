@@ -1,5 +1,5 @@
-//! Running the recorded CLI: its command (the sandbox's environment; for Claude Code nothing
-//! of the developer's), the unrecorded prelude run, reading its stdout lines and stderr
+//! Running the recorded CLI: its command (the sandbox's environment; for Claude Code and
+//! Codex nothing of the developer's but PATH), the unrecorded prelude run, reading its stdout lines and stderr
 //! chunks with their times, how it ended, and killing whatever it left behind.
 
 use std::path::{Path, PathBuf};
@@ -52,6 +52,21 @@ pub(crate) struct PiEnv {
     pub(crate) path: String,
     pub(crate) marker: String,
     pub(crate) claude: Option<ClaudeEnv>,
+    pub(crate) codex: Option<CodexEnv>,
+}
+
+/// The marker pi-testkit's `World` gives the processes of a test (passed on to Codex,
+/// whose environment is otherwise cleared).
+const TEST_MARKER_VAR: &str = "PI_HARNESS_TEST_MARKER";
+
+/// What Codex is given instead of pi's agent dir: `CODEX_HOME` (the sandbox's agent dir,
+/// holding the run's `config.toml`), the key under its provider's variable, `TMPDIR`.
+pub(crate) struct CodexEnv {
+    pub(crate) key_var: String,
+    pub(crate) key: String,
+    pub(crate) tmpdir: PathBuf,
+    /// Run it as the leader of a process group of its own (a signal goes to the group).
+    pub(crate) own_group: bool,
 }
 
 /// What Claude Code is given instead of pi's agent dir.
@@ -66,6 +81,30 @@ pub(crate) struct ClaudeEnv {
 /// dropped. The caller sets stdin.
 pub(crate) fn command(pi: &Path, args: &[String], env: &PiEnv) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(pi);
+    if let Some(c) = &env.codex {
+        // Nothing of the developer's environment but PATH (their OPENAI_*/CODEX_* variables
+        // and proxies would change what Codex does); the marker finds its leftovers.
+        cmd.args(args)
+            .current_dir(&env.work)
+            .env_clear()
+            .env("PATH", &env.path)
+            .env("HOME", &env.home)
+            .env("CODEX_HOME", &env.agent)
+            .env("TMPDIR", &c.tmpdir)
+            .env(&c.key_var, &c.key)
+            .env(MARKER_VAR, &env.marker)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        // A test's marker (pi-testkit's) goes on, so its leftover check sees the run too.
+        if let Some(m) = std::env::var_os(TEST_MARKER_VAR) {
+            cmd.env(TEST_MARKER_VAR, m);
+        }
+        if c.own_group {
+            cmd.process_group(0);
+        }
+        return cmd;
+    }
     if let Some(c) = &env.claude {
         // Nothing of the developer's environment: their ANTHROPIC_* / CLAUDE_* / proxy
         // variables would change what the CLI does.

@@ -125,6 +125,7 @@ impl Sandbox {
                 key,
                 tmpdir: self.tmpdir.clone(),
             }),
+            codex: None,
         })
     }
 
@@ -141,22 +142,38 @@ impl Sandbox {
     /// The redactions every recording applies: the key, the run's directories, pi's install
     /// directory and the server's port.
     pub(crate) fn redactor(&self, key: &str, pi_root: Option<&Path>, port: u16) -> Redactor {
+        self.redactor_named(
+            "pi",
+            key,
+            port,
+            ("<AGENT_DIR>", "PI_CODING_AGENT_DIR"),
+            pi_root.map(|r| (r, "<PI_ROOT>", "pi's install directory")),
+        )
+    }
+
+    /// [`Sandbox::redactor`] for `cli` (named in the descriptions), with the agent dir's and
+    /// the install directory's placeholders and descriptions given (Codex: `<CODEX_HOME>`,
+    /// `<CODEX_ROOT>`).
+    pub(crate) fn redactor_named(
+        &self,
+        cli: &str,
+        key: &str,
+        port: u16,
+        agent: (&str, &str),
+        root: Option<(&Path, &str, &str)>,
+    ) -> Redactor {
         let mut redactor = Redactor::new();
-        redactor.literal(key, "<API_KEY>", "the API key given to pi");
+        redactor.literal(key, "<API_KEY>", &format!("the API key given to {cli}"));
         redactor.literal(
             &self.work.display().to_string(),
             "<CWD>",
-            "pi's working directory",
+            &format!("{cli}'s working directory"),
         );
-        redactor.literal(
-            &self.agent.display().to_string(),
-            "<AGENT_DIR>",
-            "PI_CODING_AGENT_DIR",
-        );
+        redactor.literal(&self.agent.display().to_string(), agent.0, agent.1);
         redactor.literal(
             &self.home.display().to_string(),
             "<HOME>",
-            "HOME given to pi",
+            &format!("HOME given to {cli}"),
         );
         redactor.literal(
             &self.tmp.display().to_string(),
@@ -170,12 +187,8 @@ impl Sandbox {
                 "the temp dir's name (inside encoded paths)",
             );
         }
-        if let Some(root) = pi_root {
-            redactor.literal(
-                &root.display().to_string(),
-                "<PI_ROOT>",
-                "pi's install directory",
-            );
+        if let Some((root, placeholder, description)) = root {
+            redactor.literal(&root.display().to_string(), placeholder, description);
         }
         for host in ["127.0.0.1", "localhost"] {
             redactor.literal(
