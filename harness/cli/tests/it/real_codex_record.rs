@@ -99,8 +99,9 @@ fn check_header(c: &Cassette, prompt: &str) {
         "the production name"
     );
     assert_eq!(eff.model.as_deref(), Some("gpt-5.5"));
-    assert_eq!(eff.sandbox.as_deref(), Some("danger-full-access"));
-    assert_eq!(eff.approval.as_deref(), Some("never"));
+    // The recorder's own config.toml (tools unsandboxed, never asking) is not the caller's.
+    assert_eq!(eff.sandbox, None);
+    assert_eq!(eff.approval, None);
     assert_eq!(e.argv_messages.as_deref(), Some(&[prompt.to_string()][..]));
     assert_eq!(e.env, ["CODEX_API_KEY"]);
     assert_eq!(e.session, Some(SessionUse::New));
@@ -152,6 +153,33 @@ fn real_codex_records_text_and_tool_under_production_names() {
             text: script_texts("codex_text", "text")[0].clone()
         }
     );
+    // A wrapper that calls `codex exec --json --skip-git-repo-check -m gpt-5.5 PROMPT` with a
+    // CODEX_HOME of its own (here an empty one) replays it with fake-pi as codex.
+    let home = w.path().join("empty-codex-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let replay = w
+        .fake_pi(&out)
+        .env("CODEX_HOME", &home)
+        .env("CODEX_API_KEY", "sk-replay")
+        .env("FAKE_PI_VALUES", "recorded")
+        .args([
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "-m",
+            "gpt-5.5",
+            "Say hello.",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        replay.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    assert_eq!(replay.stdout, c.stdout_bytes());
     let reqs = requests(&out);
     assert_eq!(reqs.len(), 1);
     assert_eq!(reqs[0]["path"], "/v1/responses");

@@ -308,6 +308,10 @@ pub fn resolve_effective(call: &ExecCall, config: &BTreeMap<String, String>) -> 
             .or_else(|| call.override_of(key))
             .or_else(|| config.get(key).cloned())
     };
+    // The sandbox and approval policy the recorder's own config.toml sets (so that tools run
+    // wherever it records) are not the caller's: expected only when the call names them.
+    let named =
+        |flag: Option<&str>, key: &str| flag.map(str::to_string).or_else(|| call.override_of(key));
     let bypass = call
         .flags
         .contains_key("dangerously-bypass-approvals-and-sandbox");
@@ -315,12 +319,12 @@ pub fn resolve_effective(call: &ExecCall, config: &BTreeMap<String, String>) -> 
         mode: Some("exec".into()),
         provider: from(None, "model_provider"),
         model: from(call.value("model"), "model"),
-        sandbox: from(
+        sandbox: named(
             call.value("sandbox")
                 .or(bypass.then_some("danger-full-access")),
             "sandbox_mode",
         ),
-        approval: from(bypass.then_some("never"), "approval_policy"),
+        approval: named(bypass.then_some("never"), "approval_policy"),
         ..EffectiveExpect::default()
     }
 }
@@ -494,8 +498,10 @@ mod tests {
         assert_eq!(e.prompt.as_deref(), Some("go on"));
         let eff = e.effective.unwrap();
         assert_eq!(eff.model.as_deref(), Some("gpt-6-sol"));
-        assert_eq!(eff.sandbox.as_deref(), Some("danger-full-access"));
-        assert_eq!(eff.approval.as_deref(), Some("never"));
+        // The recorder's own config.toml runs tools unsandboxed and never asks: not the
+        // caller's choice, so not expected of a replay.
+        assert_eq!(eff.sandbox, None);
+        assert_eq!(eff.approval, None);
         let c = parse_exec(&s(&["exec", "resume", "abc-id", "more"])).unwrap();
         assert_eq!(c.prompt(), Some("more"), "after the session id");
 
