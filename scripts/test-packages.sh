@@ -111,7 +111,7 @@ cp -R "$root/harness/npm/tests" "$proj/t"
   run "node: harness/npm/tests/node (node --test)" "$proj" node --test t/node/helper.test.js
   run "node: harness/npm/tests/vitest (vitest run)" "$proj" npx vitest run --dir t/vitest
   cp "$root"/examples/node/*.js "$proj/"
-  run "node: examples/node (node --test)" "$proj" node --test pi_wrapper.test.js claude_bridge.test.js
+  run "node: examples/node (node --test)" "$proj" node --test pi_wrapper.test.js claude_bridge.test.js codex_wrapper.test.js
   printf '%s\n' "${failed[@]+"${failed[@]}"}" >"$work/failed-node"
 )
 while IFS= read -r f; do if [ -n "$f" ]; then failed+=("$f"); fi; done <"$work/failed-node"

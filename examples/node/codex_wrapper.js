@@ -9,7 +9,10 @@
 // - a model error is `turn.failed` (exit 1); a run that ends without `turn.completed` failed;
 // - `codex` is a node wrapper around a native binary, and the commands run in a session of their
 //   own under the native binary. SIGKILL of the wrapper alone orphans both: so the wrapper starts
-//   codex in a process group of its own and signals the group (SIGTERM, then SIGKILL).
+//   codex in a process group of its own and signals the group;
+// - SIGTERM kills a command's shell but not what that shell started (a `sleep` under `bash -c`
+//   survives, orphaned); SIGINT takes the whole command tree down and exits 1. So cancel is
+//   SIGINT to the group, then SIGKILL if codex is still there.
 'use strict';
 
 const { spawn } = require('node:child_process');
@@ -21,7 +24,7 @@ const readline = require('node:readline');
  * options: prompt (required); model; codex (default 'codex', looked up on env.PATH);
  * env (default process.env); cwd; onEvent(event, handle) for every JSON line;
  * timeoutMs (cancel after that long; the outcome then has timedOut: true);
- * graceMs (after SIGTERM, how long codex gets before SIGKILL; default 5000).
+ * graceMs (after SIGINT, how long codex gets before SIGKILL; default 5000).
  *
  * Outcome: { ok, text, commands: [{id, command, exitCode, output}], completed (turn.completed
  *   seen), error, usage, exitCode, signal, cancelled, timedOut, stderr, threadId }
@@ -52,11 +55,11 @@ function startCodex(options) {
 
   const handle = {
     pid: child.pid,
-    /** SIGTERM to codex's process group (it kills its commands and dies); SIGKILL after graceMs. */
+    /** SIGINT to codex's process group (it kills its commands' trees, exit 1); SIGKILL after graceMs. */
     cancel() {
       if (exited || out.cancelled) return;
       out.cancelled = true;
-      signalGroup('SIGTERM');
+      signalGroup('SIGINT');
       killTimer = setTimeout(() => signalGroup('SIGKILL'), graceMs);
     },
     result: null,

@@ -52,6 +52,25 @@ class WorldTest(unittest.TestCase):
         self.assertEqual(c.agent, "claude")
         self.assertEqual(os.path.basename(c.agent_path), "claude")
 
+    def test_a_codex_cassette_gives_a_codex_with_a_codex_home_of_its_own(self) -> None:
+        w = self.world("codex/codex_text.cx0169")
+        self.assertEqual(w.agent, "codex")
+        self.assertEqual(os.path.basename(w.agent_path), "codex")
+        self.assertEqual(w.env["CODEX_HOME"], str(w.agent_dir))
+        self.assertEqual(os.listdir(w.agent_dir), [])
+        p = subprocess.Popen(
+            ["codex", "exec", "--json", "--skip-git-repo-check", "-m", "gpt-5.5", "Say hello."],
+            env={**w.env, "CODEX_API_KEY": "sk-test"},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        out, err = p.communicate(timeout=30)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertIn(b'"type":"agent_message","text":"Hello from the scripted model."', out)
+        self.assertEqual(w.report(), [])
+        w.check_none_left()
+
     def test_the_pi_it_starts_is_the_native_fake_pi(self) -> None:
         # A cassette that hangs after its output: the process is there to look at.
         w = self.world("faults/hang_after_output.pi87")

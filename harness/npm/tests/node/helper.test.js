@@ -190,6 +190,18 @@ test('no binary for the platform: one line, no stack trace', () => {
   assert.doesNotMatch(r.output, /at binaries \(|index\.js:\d+/);
 });
 
+test('a Codex cassette gives a codex with a CODEX_HOME of its own', async (t) => {
+  const w = piWorld(t, 'codex/codex_text.cx0169');
+  assert.equal(w.agent, 'codex');
+  assert.equal(path.basename(w.agentPath), 'codex');
+  assert.equal(w.env.CODEX_HOME, w.agentDir);
+  assert.deepEqual(fs.readdirSync(w.agentDir), []);
+  const out = execFileSync('codex', ['exec', '--json', '--skip-git-repo-check', '-m', 'gpt-5.5', 'Say hello.'],
+    { env: { ...w.env, CODEX_API_KEY: 'sk-test' }, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+  assert.match(out, /"type":"agent_message","text":"Hello from the scripted model\."/);
+  await w.checkNoneLeft(2000);
+});
+
 test('bad input: one clear line', (t) => {
   const savedCi = process.env.CI;
   delete process.env.CI; // recording is on here even on a CI machine, where CI makes once none
