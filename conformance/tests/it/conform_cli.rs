@@ -86,6 +86,17 @@ fn the_bundled_provider_passes_every_case() {
         out.lines().filter(|l| l.starts_with("PASS  ")).count(),
         cases
     );
+    // Codex is an agent of its own in the report: its row, and its release's.
+    let codex = conformance::conform::discover(&cassettes_dir())
+        .expect("cases")
+        .iter()
+        .filter(|c| c.request.agent.as_deref() == Some("codex"))
+        .count();
+    assert!(codex >= 10, "{codex} Codex cases");
+    for cap in ["codex", "codex-0.169"] {
+        let row = format!("| {cap} | {codex} | {codex} | 0 | 0 |");
+        assert!(out.lines().any(|l| l == row), "no {row:?} in:\n{out}");
+    }
     assert!(
         out.contains("pi-harness conform --case "),
         "no reproduce line:\n{out}"
