@@ -243,11 +243,17 @@ fn codex_case(name: String, path: &Path, c: &Outline) -> Case {
         // one a fresh CODEX_HOME can have.
         argv.extend(["resume".into(), pi_provider::LAST_THREAD.into()]);
     }
+    let cli =
+        h.pi.codex()
+            .unwrap_or_else(pi_grammar::codex::Codex::latest);
+    // An option recorded only as present had a value the recorder redacted (a path): it
+    // cannot be given again, and what it meant is in `effective` and the case's config.
+    let redacted = |flag: &str| cli.option(flag).is_some_and(|o| o.value_name.is_some());
+    // `--last` is already there, after `resume`.
+    let skipped = |flag: &str| redacted(flag) || (resumed && flag == "last");
     for (flag, rule) in &h.expect.flags {
         match rule {
-            FlagRule::Present(true) if !(resumed && flag == "last") => {
-                argv.push(format!("--{flag}"))
-            }
+            FlagRule::Present(true) if !skipped(flag) => argv.push(format!("--{flag}")),
             FlagRule::Value(v) => argv.extend([format!("--{flag}"), v.clone()]),
             _ => {}
         }
@@ -397,8 +403,8 @@ mod tests {
         assert_eq!(r.env["FAKE_PI_CASSETTE"], "<CASSETTE>");
         assert_eq!((r.session.as_ref(), r.rpc.as_ref()), (None, None));
         assert_eq!(r.cancel_after_idle_ms, Some(CANCEL_IDLE_MS));
-        // A prompt piped on stdin: `-`.
-        let piped = codex_case_of("new", r#""json":true"#, "[]");
+        // A prompt piped on stdin: `-`. An option whose value was redacted is left out.
+        let piped = codex_case_of("new", r#""cd":true,"json":true"#, "[]");
         assert_eq!(piped.request.argv.unwrap(), ["exec", "--json", "-"]);
     }
 
