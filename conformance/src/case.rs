@@ -2,7 +2,7 @@
 //! each case after its path ([`case_name`]), and deriving its request document from the
 //! cassette's header ([`case_of`]): pi's flags by meaning, a session, dummy environment
 //! values, an idle cancel for a run that hangs, the client steps of an RPC or Claude Code
-//! recording. Pure: nothing here runs a process.
+//! recording, a Codex recording's `codex` command line. Pure: nothing here runs a process.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -107,8 +107,10 @@ pub fn case_of(root: &Path, path: &Path, c: &Outline) -> Case {
         Some(FlagRule::Value(v)) => Some(v.clone()),
         _ => None,
     };
-    if h.is_claude() {
-        return claude_case(name, path, c);
+    match h.agent() {
+        pi_grammar::Agent::Claude => return claude_case(name, path, c),
+        pi_grammar::Agent::Codex => return codex_case(name, path, c),
+        pi_grammar::Agent::Pi => {}
     }
     // What the recording ran with, by meaning: an implementation passes these as flags.
     let effective =
@@ -227,6 +229,85 @@ fn claude_case(name: String, path: &Path, c: &Outline) -> Case {
     }
 }
 
+/// A Codex case: `codex` run with the recording's `exec` options (`exec resume --last` for a
+/// resumed thread), the prompt after `--` (or `-`, stdin, when the recording piped it), in a
+/// `CODEX_HOME` of the case's dir whose `config.toml` (written by
+/// [`crate::case_dir::prepare`]) makes the call mean what the recording meant; the provider
+/// and model as the recording resolved them; an idle cancel for a run that hangs.
+fn codex_case(name: String, path: &Path, c: &Outline) -> Case {
+    let h = &c.header;
+    let resumed = h.expect.session == Some(pi_cassette::SessionUse::Resumed);
+    let mut argv = vec!["exec".to_string()];
+    if resumed {
+        // Which thread is not recorded (an id is redacted): the most recent one, the only
+        // one a fresh CODEX_HOME can have.
+        argv.extend(["resume".into(), pi_provider::LAST_THREAD.into()]);
+    }
+    let cli =
+        h.pi.codex()
+            .unwrap_or_else(pi_grammar::codex::Codex::latest);
+    // An option recorded only as present had a value the recorder redacted (a path): it
+    // cannot be given again, and what it meant is in `effective` and the case's config.
+    let redacted = |flag: &str| cli.option(flag).is_some_and(|o| o.value_name.is_some());
+    // `--last` is already there, after `resume`.
+    let skipped = |flag: &str| redacted(flag) || (resumed && flag == "last");
+    for (flag, rule) in &h.expect.flags {
+        match rule {
+            FlagRule::Present(true) if !skipped(flag) => argv.push(format!("--{flag}")),
+            FlagRule::Value(v) => argv.extend([format!("--{flag}"), v.clone()]),
+            _ => {}
+        }
+    }
+    let in_argv = h.expect.argv_messages.clone().unwrap_or_default();
+    if in_argv.is_empty() {
+        argv.push("-".into());
+    } else {
+        argv.push("--".into());
+        argv.extend(in_argv.iter().cloned());
+    }
+    let effective = h.expect.effective.clone().unwrap_or_default();
+    let mut env = replay_env(h);
+    env.insert("CODEX_HOME".into(), format!("<DIR>/{CODEX_HOME_DIR}"));
+    Case {
+        request: RequestDoc {
+            version: REQUEST_VERSION,
+            case: name.clone(),
+            prompt: h
+                .expect
+                .prompt
+                .clone()
+                .or_else(|| in_argv.first().cloned())
+                .unwrap_or_else(|| "hi".into()),
+            pi: PiDoc {
+                version: h.pi.version.clone(),
+            },
+            provider: effective.provider,
+            model: effective.model,
+            no_session: false,
+            session: resumed.then(|| SessionDoc {
+                id: pi_provider::LAST_THREAD.into(),
+                dir: None,
+                resume: true,
+            }),
+            thinking: None,
+            tools: None,
+            exclude_tools: Vec::new(),
+            env,
+            cwd: Some("<DIR>".into()),
+            cancel_after_idle_ms: c.hangs.then_some(CANCEL_IDLE_MS),
+            rpc: None,
+            agent: Some("codex".into()),
+            argv: Some(argv),
+            stdin: None,
+        },
+        name,
+        cassette: path.to_path_buf(),
+    }
+}
+
+/// The directory of a Codex case's dir that is its `CODEX_HOME`.
+pub const CODEX_HOME_DIR: &str = "codex-home";
+
 /// The environment every case gives its CLI: a dummy value for each variable the recording
 /// needed, and fake-pi replaying the case's cassette copy at instant speed.
 fn replay_env(h: &Header) -> BTreeMap<String, String> {
@@ -270,6 +351,75 @@ mod tests {
             case_name(root, Path::new("/c/auth_401.pi73.cassette.jsonl")),
             "auth_401.pi73"
         );
+    }
+
+    /// A Codex cassette's header (`session`: `new` or `resumed`).
+    fn codex_case_of(session: &str, flags: &str, argv_messages: &str) -> Case {
+        let text = format!(
+            concat!(
+                r#"{{"format":"pi-cassette","version":1,"codex":{{"version":"0.169.0","dialect":"exec-json"}},"#,
+                r#""scenario":{{"name":"c","description":"d"}},"expect":{{"flags":{{{}}},"prompt":"go","#,
+                r#""argv_messages":{},"env":["MY_API_KEY"],"effective":{{"mode":"exec","provider":"my","#,
+                r#""model":"m1","sandbox":"read-only","approval":"never"}},"session":"{}"}},"#,
+                r#""origin":{{"kind":"hand-made","timing":"synthetic"}}}}"#,
+                "\n",
+                r#"{{"dt_ms":0,"hang":true}}"#,
+                "\n"
+            ),
+            flags, argv_messages, session
+        );
+        let path = Path::new("/c/codex/c.cx0169.cassette.jsonl");
+        let c = pi_cassette::Cassette::parse(path, text.as_bytes()).unwrap();
+        case_of(Path::new("/c"), path, &Outline::of(&c))
+    }
+
+    #[test]
+    fn a_codex_case_is_the_recorded_exec_in_a_codex_home_of_its_own() {
+        let case = codex_case_of(
+            "new",
+            r#""json":true,"model":"m1","skip-git-repo-check":true"#,
+            r#"["go"]"#,
+        );
+        let r = &case.request;
+        assert_eq!(r.agent.as_deref(), Some("codex"));
+        assert_eq!(
+            r.argv.as_deref().unwrap(),
+            [
+                "exec",
+                "--json",
+                "--model",
+                "m1",
+                "--skip-git-repo-check",
+                "--",
+                "go"
+            ]
+        );
+        assert_eq!(
+            (r.prompt.as_str(), r.provider.as_deref(), r.model.as_deref()),
+            ("go", Some("my"), Some("m1"))
+        );
+        assert_eq!(r.env["CODEX_HOME"], "<DIR>/codex-home");
+        assert_eq!(r.env["MY_API_KEY"], "conformance-my_api_key");
+        assert_eq!(r.env["FAKE_PI_CASSETTE"], "<CASSETTE>");
+        assert_eq!((r.session.as_ref(), r.rpc.as_ref()), (None, None));
+        assert_eq!(r.cancel_after_idle_ms, Some(CANCEL_IDLE_MS));
+        // A prompt piped on stdin: `-`. An option whose value was redacted is left out.
+        let piped = codex_case_of("new", r#""cd":true,"json":true"#, "[]");
+        assert_eq!(piped.request.argv.unwrap(), ["exec", "--json", "-"]);
+    }
+
+    #[test]
+    fn a_resumed_codex_thread_is_exec_resume_last() {
+        for flags in [r#""json":true,"last":true"#, r#""json":true"#] {
+            let r = codex_case_of("resumed", flags, r#"["go"]"#).request;
+            assert_eq!(
+                r.argv.as_deref().unwrap(),
+                ["exec", "resume", "--last", "--json", "--", "go"],
+                "{flags}"
+            );
+            let s = r.session.expect("a session");
+            assert_eq!((s.id.as_str(), s.resume), (pi_provider::LAST_THREAD, true));
+        }
     }
 
     #[test]

@@ -61,12 +61,14 @@ pub struct RequestDoc {
     /// json-mode case.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rpc: Option<Vec<RpcStep>>,
-    /// A Claude Code case: `"claude"`; absent for pi. The CLI is `claude` on PATH, run with
-    /// `argv`, driven by the `rpc` steps (stream-json lines instead of pi's commands).
+    /// A Claude Code case: `"claude"`; a Codex case: `"codex"`; absent for pi. The CLI is
+    /// `claude` (`codex`) on PATH, run with `argv`; Claude Code's driven by the `rpc` steps
+    /// (stream-json lines instead of pi's commands), Codex's given the prompt in `argv`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
-    /// A Claude Code case's command line (the recording's options, then `--` and the prompt
-    /// when the recording had it in argv).
+    /// A Claude Code or Codex case's command line (the recording's options, then `--` and the
+    /// prompt when the recording had it in argv; a Codex case's ends in `-` instead when the
+    /// prompt came on stdin: write `prompt` there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argv: Option<Vec<String>>,
     /// `"terminal"`: give the CLI a terminal on stdin (a pseudo-terminal, kept open and never
@@ -107,7 +109,8 @@ pub struct PiDoc {
 }
 
 /// The session a request runs in: `--session-id ID` on pi >= 0.87, `--session DIR/ID.jsonl`
-/// before.
+/// before; a Codex thread to resume (`exec resume ID`, or `exec resume --last` when the id is
+/// `--last`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SessionDoc {
@@ -136,9 +139,17 @@ pub fn instantiate(template: &RequestDoc, cassette: &Path, dir: &Path) -> Reques
     r
 }
 
-/// The provider request for a request document (`pi` from `PATH`, version as given).
+/// The provider request for a request document (`pi` from `PATH`, version as given; for a
+/// Codex case, `codex` from `PATH`, the provider building its own command line from the
+/// prompt, provider, model and session).
 pub fn to_provider_request(doc: &RequestDoc) -> Request {
+    let agent = doc
+        .agent
+        .as_deref()
+        .and_then(pi_grammar::Agent::from_name)
+        .unwrap_or_default();
     Request {
+        agent,
         pi_path: None,
         pi_version: Some(doc.pi.version.clone()),
         prompt: doc.prompt.clone(),

@@ -1,7 +1,8 @@
 //! `pi-harness conform` end to end, as a user runs it: the bundled reference provider passes
 //! every case; the Node example (conformance/examples/node-impl) passes some cases, skips
 //! the ones needing capabilities it does not claim and fails others, and the exit code says
-//! so; one case reproduces alone; a bad case name is a clear error.
+//! so; the Node RPC client, Claude Code bridge and Codex driver pass their agents' cases; one
+//! case reproduces alone; a bad case name is a clear error.
 
 use std::process::Command;
 
@@ -86,6 +87,17 @@ fn the_bundled_provider_passes_every_case() {
         out.lines().filter(|l| l.starts_with("PASS  ")).count(),
         cases
     );
+    // Codex is an agent of its own in the report: its row, and its release's.
+    let codex = conformance::conform::discover(&cassettes_dir())
+        .expect("cases")
+        .iter()
+        .filter(|c| c.request.agent.as_deref() == Some("codex"))
+        .count();
+    assert!(codex >= 10, "{codex} Codex cases");
+    for cap in ["codex", "codex-0.169"] {
+        let row = format!("| {cap} | {codex} | {codex} | 0 | 0 |");
+        assert!(out.lines().any(|l| l == row), "no {row:?} in:\n{out}");
+    }
     assert!(
         out.contains("pi-harness conform --case "),
         "no reproduce line:\n{out}"
@@ -181,6 +193,36 @@ fn a_claude_bridge_in_node_is_scored_on_the_claude_cases() {
     let t = all_row(&out);
     assert_eq!(t.passed, claude_cases, "{out}");
     assert_eq!(t.skipped, t.cases - claude_cases, "{out}");
+    assert!(!out.contains("processes left behind"), "{out}");
+}
+
+const NODE_CODEX_IMPL: &str = "node conformance/examples/node-codex-impl/impl.js";
+
+/// A Codex driver written outside the reference (Node, no dependencies) is scored on the
+/// Codex cases: it runs `codex` (fake-pi) with the request's `argv` as it stands (the prompt
+/// in argv, where the reference pipes it on stdin: fake-pi compares by meaning), maps stdout
+/// by the rules of docs/normalized-stream.md and kills what Codex leaves behind. It passes
+/// every one, the resumed thread and the four stopped mid-tool included; it claims no pi or
+/// Claude Code capability, so those cases are skipped.
+#[test]
+fn a_codex_driver_in_node_is_scored_on_the_codex_cases() {
+    if !node() {
+        eprintln!("node is not on PATH: the Node Codex example is not run");
+        return;
+    }
+    let codex_cases = conformance::conform::discover(&cassettes_dir())
+        .expect("cases")
+        .iter()
+        .filter(|c| c.request.agent.as_deref() == Some("codex"))
+        .count();
+    assert!(codex_cases >= 10, "{codex_cases} Codex cases");
+    let (code, out, err) = conform(&["--impl", NODE_CODEX_IMPL]);
+    assert_eq!(code, 0, "{out}{err}");
+    let row = format!("| codex | {codex_cases} | {codex_cases} | 0 | 0 |");
+    assert!(out.lines().any(|l| l == row), "no {row:?} in:\n{out}{err}");
+    let t = all_row(&out);
+    assert_eq!(t.passed, codex_cases, "{out}");
+    assert_eq!(t.skipped, t.cases - codex_cases, "{out}");
     assert!(!out.contains("processes left behind"), "{out}");
 }
 

@@ -38,6 +38,8 @@ fn every_cassette_through_the_reference_provider() {
                 Some(m) if m.is_terminal() => Ok(()),
                 other => Err(format!("a Claude case ends with a terminal, not {other:?}")),
             }
+        } else if c.header.agent() == pi_grammar::Agent::Codex {
+            check_codex_invariants(&c, case.request.session.is_some(), &msgs)
         } else if c.header.mode.is_some() {
             check_rpc_invariants(&c, &msgs)
         } else {

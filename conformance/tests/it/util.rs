@@ -41,12 +41,13 @@ pub fn opts() -> ProviderOptions {
 pub const SETTLE: Duration = Duration::from_secs(10);
 
 /// A provider request for a suite case: the case's files prepared in the world's dir,
-/// pi = fake-pi, the marker in pi's environment. Also returns the idle-cancel time.
+/// pi (or codex) = fake-pi, the marker in its environment. Also returns the idle-cancel time.
 pub fn case_request(world: &World, case: &Case) -> (Request, Option<Duration>) {
     let doc = conform::prepare(case, world.path(), &fake_pi())
         .unwrap_or_else(|e| panic!("{}: {e}", case.name));
     let mut req = conform::to_provider_request(&doc);
-    req.pi_path = Some(world.path().join("bin/pi"));
+    // The agent's name in the case's bin/: `pi`, or `codex`.
+    req.pi_path = Some(world.path().join("bin").join(req.agent.name()));
     req.env.push(world.marker_env());
     (req, doc.cancel_after_idle_ms.map(Duration::from_millis))
 }
@@ -70,4 +71,54 @@ pub async fn run_case(world: &World, case: &Case) -> Vec<Message> {
         None => conform::provider_run_request(req, idle, opts(), std::io::sink()).await,
     }
     .expect("a sink never fails")
+}
+
+/// The rules for a Codex run's stream (`codex exec --json` has no text deltas): the
+/// structure rules of every stream, the `assistant` texts in order are the recorded
+/// `agent_message` items' texts, each run's first message says whether it resumed a thread,
+/// and a recorded `turn.failed` ends the run as `terminal.failed` with reason `model_error`.
+pub fn check_codex_invariants(
+    c: &pi_cassette::Cassette,
+    resumed: bool,
+    msgs: &[Message],
+) -> Result<(), String> {
+    use pi_wire::message::FailureReason;
+    pi_testkit::invariants::check_structure(msgs)?;
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&c.stdout_bytes())
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let recorded: String = lines
+        .iter()
+        .filter(|v| v["type"] == "item.completed" && v["item"]["type"] == "agent_message")
+        .filter_map(|v| v["item"]["text"].as_str())
+        .collect();
+    let mapped: String = msgs
+        .iter()
+        .filter_map(|m| match m {
+            Message::Assistant { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    if recorded != mapped {
+        return Err(format!(
+            "assistant text {mapped:?} is not the agent messages' {recorded:?}"
+        ));
+    }
+    match msgs.first() {
+        Some(Message::SessionResumed { .. }) if resumed => {}
+        Some(Message::SessionStarted { .. }) if !resumed => {}
+        other => {
+            return Err(format!(
+                "resumed {resumed}, but the run starts with {other:?}"
+            ))
+        }
+    }
+    if lines.iter().any(|v| v["type"] == "turn.failed") {
+        match msgs.last() {
+            Some(Message::TerminalFailed(f)) if f.reason == FailureReason::ModelError => {}
+            other => return Err(format!("a turn.failed run ends with {other:?}")),
+        }
+    }
+    Ok(())
 }

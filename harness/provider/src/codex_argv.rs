@@ -1,8 +1,14 @@
 //! Codex's command line for a request ([`codex_argv`]): `codex exec --json`, the prompt on
 //! stdin (`-`), the model and provider as flags and `-c` overrides, a resumed thread as
-//! `exec resume`. What Codex has no flag for is refused, naming the field. Pure: no I/O.
+//! `exec resume` (by its id, or the most recent one: [`LAST_THREAD`]). What Codex has no
+//! flag for is refused, naming the field. Pure: no I/O.
 
 use crate::request::Request;
+
+/// The session id that resumes Codex's most recent thread (`codex exec resume --last`)
+/// rather than one named by its id: for a caller that did not keep the id of the run it
+/// continues.
+pub const LAST_THREAD: &str = "--last";
 
 /// `codex` arguments for this request (the prompt is not in them: it goes on stdin, read
 /// because the prompt argument is `-`). Sandbox and approval policy come from the
@@ -21,8 +27,9 @@ pub fn codex_argv(req: &Request) -> Result<Vec<String>, String> {
         ));
     }
     let mut argv: Vec<String> = vec!["exec".into()];
+    let last = req.session.as_ref().is_some_and(|s| s.id == LAST_THREAD);
     if let Some(s) = &req.session {
-        if s.id.is_empty() || s.id.starts_with('-') {
+        if s.id.is_empty() || (s.id.starts_with('-') && !last) {
             return Err(format!("Codex thread id {:?} is not valid", s.id));
         }
         if !s.resume {
@@ -32,6 +39,9 @@ pub fn codex_argv(req: &Request) -> Result<Vec<String>, String> {
             ));
         }
         argv.push("resume".into());
+        if last {
+            argv.push(LAST_THREAD.into());
+        }
     }
     argv.extend(["--json".into(), "--skip-git-repo-check".into()]);
     if let Some(m) = &req.model {
@@ -55,7 +65,7 @@ pub fn codex_argv(req: &Request) -> Result<Vec<String>, String> {
         }
         argv.extend(["-c".into(), format!("model_reasoning_effort={level:?}")]);
     }
-    if let Some(s) = &req.session {
+    if let Some(s) = req.session.as_ref().filter(|_| !last) {
         // The thread id as a positional argument (one starting with `-`, which would read
         // as an option, was refused above).
         argv.push(s.id.clone());
@@ -133,6 +143,43 @@ mod tests {
     }
 
     #[test]
+    fn the_last_thread_is_exec_resume_last_and_the_prompt_still_on_stdin() {
+        let req = Request {
+            session: Some(SessionRef {
+                id: LAST_THREAD.into(),
+                dir: None,
+                resume: true,
+            }),
+            model: Some("m".into()),
+            ..Request::default()
+        };
+        assert_eq!(
+            argv(req),
+            [
+                "exec",
+                "resume",
+                "--last",
+                "--json",
+                "--skip-git-repo-check",
+                "--model",
+                "m",
+                "-"
+            ]
+        );
+        let new = Request {
+            session: Some(SessionRef {
+                id: LAST_THREAD.into(),
+                dir: None,
+                resume: false,
+            }),
+            ..Request::default()
+        };
+        assert!(codex_argv(&new)
+            .unwrap_err()
+            .contains("can only be resumed"));
+    }
+
+    #[test]
     fn what_codex_has_no_flag_for_is_refused_by_name() {
         let err = |req: Request| codex_argv(&req).unwrap_err();
         assert!(err(Request {
@@ -166,7 +213,7 @@ mod tests {
         .contains("can only be resumed"));
         assert!(err(Request {
             session: Some(SessionRef {
-                id: "--last".into(),
+                id: "--all".into(),
                 dir: None,
                 resume: true
             }),

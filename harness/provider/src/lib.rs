@@ -74,7 +74,7 @@ pub mod supervisor;
 mod wait;
 
 pub use argv::{build_argv, grammar_for, thinking_levels};
-pub use codex_argv::codex_argv;
+pub use codex_argv::{codex_argv, LAST_THREAD};
 pub use pi_grammar::Agent;
 /// pi's built-in tools enabled by default, as `pi-grammar` knows them (re-exported: a
 /// request's `exclude_tools` on pi 0.73.1 becomes an allow-list of the others).
