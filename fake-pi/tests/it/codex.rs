@@ -591,3 +591,65 @@ fn stdin_left_open_gets_a_hint_naming_codex() {
     assert!(err.contains("fake-pi: hint: stdin is still open after 100 ms; codex reads piped stdin to its end before it runs, so it waits (the recording's prompt was on the command line: give codex </dev/null or close its stdin)"), "{err}");
     sb.assert_none_left();
 }
+
+/// Real Codex's SIGTERM mid-tool, as recorded (`cassettes/codex/codex_sigterm_mid_tool`):
+/// the tool's shell is killed, the `sleep` it ran survives it, orphaned. With
+/// `kill_children_die` the replay leaves exactly that: the wrapper dies by SIGTERM, the
+/// native child and the shell are gone, the `sleep` lives on (carrying the caller's
+/// environment) and ends by itself within its bound (`FAKE_PI_CHILD_MAX_MS`).
+#[test]
+fn sigterm_kills_the_tools_shell_and_leaves_the_command_it_ran_orphaned() {
+    let sb = World::new(module_path!());
+    let (stdout, stderr) = capture("SIGTERM-mid-tool");
+    let mut r = vec![format!(r#"{{"dt_ms":0,"stderr":{}}}"#, json(&stderr))];
+    for line in stdout.lines() {
+        r.push(format!(
+            r#"{{"dt_ms":0,"stdout_text":{},"newline":true}}"#,
+            json(line)
+        ));
+    }
+    r.push(r#"{"dt_ms":0,"spawn":{"id":"tool","own_session":true,"argv":["/bin/bash","-c","sleep 300; echo done"],"grandchild":{"own_session":false,"argv":["sleep","300"]}}}"#.into());
+    r.push(r#"{"dt_ms":0,"hang":true}"#.into());
+    let text = std::fs::read_to_string(cassette(&sb, "kill-children", EXPECT, &r))
+        .unwrap()
+        .replacen(
+            PROCESS,
+            r#"{"on_sigterm":{"action":"kill_children_die"},"on_sigint":{"action":"cleanup_exit","code":1},"on_sighup":{"action":"kill_children_die"}}"#,
+            1,
+        );
+    let c = sb.write("kill-children.cx0169.cassette.jsonl", text);
+    let bound = Duration::from_millis(2_000);
+    let mut cmd = codex(&sb, &c, Some(CONFIG), ARGS);
+    cmd.env("FAKE_PI_CHILD_MAX_MS", bound.as_millis().to_string());
+    let mut child = cmd.spawn().unwrap();
+    let find = |line: &str| {
+        sb.alive()
+            .into_iter()
+            .find(|&p| cmdline(p) == line)
+            .unwrap_or(0)
+    };
+    let (mut shell, mut sleep) = (0, 0);
+    wait_until(Duration::from_secs(5), || {
+        shell = find("/bin/bash -c sleep 300; echo done");
+        sleep = find("sleep 300");
+        shell != 0 && sleep != 0
+    });
+    assert!(shell != 0 && sleep != 0, "{:?}", sb.alive());
+    let started = Instant::now();
+    send(child.id(), libc::SIGTERM);
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGTERM));
+    // The shell killed, the command it ran left, orphaned, carrying the marker.
+    wait_until(Duration::from_secs(2), || sb.alive() == [sleep]);
+    assert_eq!(
+        sb.alive(),
+        [sleep],
+        "left: {:?}",
+        sb.alive().iter().map(|&p| cmdline(p)).collect::<Vec<_>>()
+    );
+    assert_ne!(stat(sleep).map(|s| s.1), Some(shell), "reparented");
+    // And gone by itself within its bound.
+    wait_until(Duration::from_secs(10), || sb.alive().is_empty());
+    assert!(started.elapsed() < bound + Duration::from_secs(5));
+    sb.assert_none_left();
+}

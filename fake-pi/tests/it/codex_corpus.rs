@@ -4,10 +4,11 @@
 //! header's expectations, stdout byte for byte, the recorded stderr, the ending as recorded.
 //! The runs stopped mid-tool get the signal their recording sent (named in the notes and
 //! the record command), to the node wrapper or, for `--signal-to group`, to its process
-//! group; then the processes the header says survive are the ones left: the tools after
-//! SIGTERM's `die`, nothing after SIGINT's cleanup, and after SIGKILL of the wrapper the
-//! orphaned native child and its tools, which end by themselves within
-//! `FAKE_PI_CODEX_ORPHAN_MS`.
+//! group; then the processes the header says survive are the ones left, carrying the
+//! caller's environment and ending by themselves within their bound: what the tools
+//! started after SIGTERM's `kill_children_die` (the `sleep` a killed shell ran), nothing
+//! after SIGINT's cleanup, and after SIGKILL of the wrapper the orphaned native child and
+//! its tools (`FAKE_PI_CODEX_ORPHAN_MS`).
 
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -20,6 +21,9 @@ use pi_cassette::{Action, Cassette, FlagRule, SessionUse, SignalAction};
 
 /// How long an orphaned native child lives on in these replays.
 const ORPHAN_MS: u64 = 400;
+/// How long a tool process lives at most in these replays (once all are up, the signal
+/// comes at once).
+const CHILD_MAX_MS: u64 = 3_000;
 
 fn codex_cassettes() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cassettes/codex");
@@ -156,6 +160,40 @@ fn tool_cmdlines(c: &Cassette) -> Vec<String> {
     v
 }
 
+/// The command lines of the tool processes a signal's `action` leaves running: all of them
+/// (`die`, `exit`); what the tools started (`kill_children_die`: the tools' own processes
+/// killed); what escaped into a session of its own (the group cleanups).
+fn survivors(c: &Cassette, action: &SignalAction) -> Vec<String> {
+    let mut v: Vec<String> = c
+        .records
+        .iter()
+        .filter_map(|r| match &r.action {
+            Action::Spawn(s) => Some(s),
+            _ => None,
+        })
+        .flat_map(|s| {
+            let child = s
+                .argv
+                .as_ref()
+                .map_or(format!("fake-pi-child {}", s.id), |a| a.join(" "));
+            let grandchild = s.grandchild.as_ref().and_then(|g| {
+                let line = g.argv.as_ref().map_or(child.clone(), |a| a.join(" "));
+                match action {
+                    SignalAction::CleanupDie | SignalAction::CleanupExit { .. } => {
+                        g.own_session.then_some(line)
+                    }
+                    _ => Some(line),
+                }
+            });
+            let child =
+                matches!(action, SignalAction::Die | SignalAction::Exit { .. }).then_some(child);
+            child.into_iter().chain(grandchild)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
 /// Marked processes other than `but`, by command line, sorted.
 fn shown(sb: &World, but: i32) -> Vec<String> {
     let mut v: Vec<String> = sb
@@ -185,7 +223,7 @@ fn stop_mid_tool(
 ) -> Result<std::process::ExitStatus, String> {
     let wrapper = child.id() as i32;
     let tools = tool_cmdlines(c);
-    let mut want = tools.clone();
+    let mut want = tools;
     want.push(native_cmdline.to_string());
     want.sort();
     wait_until(Duration::from_secs(5), || shown(sb, wrapper) == want);
@@ -237,7 +275,9 @@ fn stop_mid_tool(
         _ => &p.on_sigterm,
     };
     let ended_right = match action {
-        SignalAction::Die | SignalAction::CleanupDie => status.signal() == Some(sig),
+        SignalAction::Die | SignalAction::CleanupDie | SignalAction::KillChildrenDie => {
+            status.signal() == Some(sig)
+        }
         SignalAction::CleanupExit { code } | SignalAction::Exit { code } => {
             status.code() == Some(*code)
         }
@@ -250,12 +290,7 @@ fn stop_mid_tool(
             format!("after {name}: expected {action:?}, got {status:?}"),
         );
     }
-    // `die` leaves the tools running; the cleanups leave nothing.
-    let survivors = if matches!(action, SignalAction::Die | SignalAction::Exit { .. }) {
-        tools
-    } else {
-        Vec::new()
-    };
+    let survivors = survivors(c, action);
     wait_until(Duration::from_secs(5), || shown(sb, wrapper) == survivors);
     let left = shown(sb, wrapper);
     if left != survivors {
@@ -265,7 +300,16 @@ fn stop_mid_tool(
             format!("after {name}: left {left:?}, expected {survivors:?}"),
         );
     }
-    sb.kill_all();
+    // What survives carries the caller's environment (the marker found it) and ends by
+    // itself within its bound (FAKE_PI_CHILD_MAX_MS).
+    wait_until(Duration::from_secs(10), || sb.alive().is_empty());
+    if !sb.alive().is_empty() {
+        return fail(
+            sb,
+            child,
+            format!("after {name}: the survivors did not end within {CHILD_MAX_MS} ms"),
+        );
+    }
     Ok(status)
 }
 
@@ -283,6 +327,7 @@ fn replay(path: &Path) -> Result<(), String> {
         .env("CODEX_HOME", home.parent().unwrap())
         .env("FAKE_PI_VALUES", "recorded")
         .env("FAKE_PI_CODEX_ORPHAN_MS", ORPHAN_MS.to_string())
+        .env("FAKE_PI_CHILD_MAX_MS", CHILD_MAX_MS.to_string())
         .process_group(0);
     for k in &c.header.expect.env {
         cmd.env(k, KEY);

@@ -261,7 +261,9 @@ fn replay(path: &Path) -> Result<(), String> {
             _ => &p.on_sigterm,
         };
         let ok = match action {
-            SignalAction::Die | SignalAction::CleanupDie => status.signal() == Some(sig),
+            SignalAction::Die | SignalAction::CleanupDie | SignalAction::KillChildrenDie => {
+                status.signal() == Some(sig)
+            }
             SignalAction::CleanupExit { code } | SignalAction::Exit { code } => {
                 status.code() == Some(*code)
             }

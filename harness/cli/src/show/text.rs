@@ -453,6 +453,9 @@ pub fn action_text(a: &SignalAction, sig: &str) -> String {
         SignalAction::CleanupDie => {
             format!("SIGKILLs the process group of each process it started, then dies by {sig}")
         }
+        SignalAction::KillChildrenDie => format!(
+            "SIGKILLs each process it started (not its group: what that process started keeps running), then dies by {sig}"
+        ),
         SignalAction::Exit { code } => {
             format!("exits {code}; the processes it started keep running")
         }

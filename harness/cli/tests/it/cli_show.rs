@@ -716,6 +716,9 @@ fn a_codex_cassette_shows_codex_its_command_line_and_config() {
             "  never in argv         the value of $CODEX_API_KEY\n",
             "  with CODEX_HOME/config.toml (the command writes it into a fresh directory):\n    model = \"gpt-5.5\"\n    model_provider = \"openai\"\n",
             "note: fake-pi answers to any name: put a `codex` symlink to it on the host's PATH",
+            // Measured: the tool's shell killed, the command it ran left running.
+            "  on SIGTERM            SIGKILLs each process it started (not its group: what that process started keeps running), then dies by SIGTERM\n",
+            "  on SIGINT             SIGKILLs the process group of each process it started, then exits 1\n",
         ],
     );
     for wrong in [

@@ -34,7 +34,7 @@ pub fn codex_end(c: &Cassette) -> StreamEnd {
     };
     let stderr = c.stderr_bytes();
     match action {
-        SignalAction::Die | SignalAction::CleanupDie => {
+        SignalAction::Die | SignalAction::CleanupDie | SignalAction::KillChildrenDie => {
             StreamEnd::recorded(None, Some(signal), &stderr)
         }
         SignalAction::CleanupExit { code } | SignalAction::Exit { code } => {
