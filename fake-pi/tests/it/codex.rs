@@ -653,3 +653,76 @@ fn sigterm_kills_the_tools_shell_and_leaves_the_command_it_ran_orphaned() {
     assert!(started.elapsed() < bound + Duration::from_secs(5));
     sb.assert_none_left();
 }
+
+/// The `thread_id` of each `thread.started` line of a run's stdout.
+fn thread_ids(stdout: &[u8]) -> Vec<String> {
+    stdout
+        .split(|&b| b == b'\n')
+        .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
+        .filter(|e| e["type"] == "thread.started")
+        .filter_map(|e| e["thread_id"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// `codex exec resume` continues the thread it names, or with `--last` the thread of the
+/// last run in this CODEX_HOME: real Codex announces that thread's id again (measured), so
+/// fake-pi does too (it gave every run a new one, and a host that checks it resumed the
+/// thread it started saw another).
+#[test]
+fn exec_resume_announces_the_thread_it_continues() {
+    let sb = World::new(module_path!());
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cassettes/codex");
+    let config = "model = \"gpt-5.5\"\nmodel_provider = \"openai\"\n";
+    let run = |cassette: &str, args: &[&str]| {
+        let out = codex(&sb, &corpus.join(cassette), Some(config), args)
+            .env("CODEX_API_KEY", "sk-test")
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        thread_ids(&out.stdout)
+    };
+    let first = run(
+        "codex_text.cx0169.cassette.jsonl",
+        &["exec", "--json", "--skip-git-repo-check", "Say hello."],
+    );
+    assert_eq!(first.len(), 1);
+    assert_ne!(first[0], "<THREAD_ID>");
+    let resume = "codex_resume.cx0169.cassette.jsonl";
+    let prompt = "Which word did I ask you to remember?";
+    let again = run(
+        resume,
+        &[
+            "exec",
+            "resume",
+            "--last",
+            "--json",
+            "--skip-git-repo-check",
+            prompt,
+        ],
+    );
+    assert_eq!(again, first, "resume --last continues the last thread");
+    let named = run(
+        resume,
+        &[
+            "exec",
+            "resume",
+            "--json",
+            "--skip-git-repo-check",
+            "0199a213-81c0-7800-8aa1-bbab2a035a53",
+            prompt,
+        ],
+    );
+    assert_eq!(named, ["0199a213-81c0-7800-8aa1-bbab2a035a53"]);
+    // A new run starts a new thread.
+    let other = run(
+        "codex_text.cx0169.cassette.jsonl",
+        &["exec", "--json", "--skip-git-repo-check", "Say hello."],
+    );
+    assert_ne!(other, first);
+    sb.assert_none_left();
+}
