@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use nix::sys::signal::{self, SigSet, SigmaskHow, Signal};
 use nix::unistd::{getppid, Pid};
+use pi_grammar::codex::{Codex, Command as CodexCommand};
 
 use crate::exit::{self, fail};
 use crate::{child, environ, replay, report, session, signals, source, values};
@@ -111,6 +112,43 @@ fn watch_parent() {
         });
 }
 
+/// The file in `CODEX_HOME` that holds the thread id of the last run started there.
+const LAST_THREAD: &str = "fake-pi-last-thread";
+
+/// The thread id this run announces (`<THREAD_ID>`): for `exec resume ID`, that id; for
+/// `exec resume --last`, the thread of the last run started in this `CODEX_HOME` (real
+/// Codex reuses it, measured), else a new one; for `exec`, a new one, remembered there for a
+/// later `--last` (when `CODEX_HOME` exists; nothing is created).
+fn thread_id(header: &pi_cassette::Header) -> String {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let cli = header.pi.codex().unwrap_or_else(Codex::latest);
+    let last = crate::codex_config::codex_home(&environ::var).join(LAST_THREAD);
+    match cli.parse(&argv) {
+        Ok(p) if p.command == CodexCommand::ExecResume => p
+            .session_id
+            .or_else(|| {
+                std::fs::read_to_string(&last)
+                    .ok()
+                    .map(|id| id.trim().to_string())
+            })
+            .filter(|id| {
+                // An id as Codex writes them (a UUID), nothing a JSON string would escape.
+                (1..=64).contains(&id.len())
+                    && id
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            })
+            .unwrap_or_else(values::uuid_v4),
+        _ => {
+            let id = values::uuid_v4();
+            if last.parent().is_some_and(Path::is_dir) {
+                let _ = std::fs::write(&last, &id);
+            }
+            id
+        }
+    }
+}
+
 /// Be the native child: replay the cassette at `path` for this start's argv. Never returns.
 pub(crate) fn native_main(path: &str) -> ! {
     std::env::remove_var(NATIVE_ENV);
@@ -156,7 +194,7 @@ fn native(path: &Path) -> i32 {
         .unwrap_or_else(|_| ".".into());
     let home = environ::var("HOME").unwrap_or_default();
     let tmp = std::env::temp_dir().to_string_lossy().into_owned();
-    let thread = values::uuid_v4();
+    let thread = thread_id(&header);
     let values = if environ::var("FAKE_PI_VALUES").is_some_and(|v| v == "recorded") {
         None
     } else {

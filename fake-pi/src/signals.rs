@@ -84,6 +84,15 @@ fn act(action: &SignalAction, sig: Signal) {
             kill_all(&mut children);
             die_by(sig)
         }
+        SignalAction::KillChildrenDie => {
+            // Keep the lock: no child may be started after the cleanup.
+            let children = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
+            for t in children.iter().filter(|t| !t.reaped) {
+                // The child alone: what it started (its group) lives on, orphaned.
+                let _ = signal::kill(Pid::from_raw(t.child.id() as i32), Signal::SIGKILL);
+            }
+            die_by(sig)
+        }
         SignalAction::CleanupExit { code } => {
             // Keep the lock: no child may be started after the cleanup.
             let mut children = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());

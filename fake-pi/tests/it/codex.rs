@@ -591,3 +591,138 @@ fn stdin_left_open_gets_a_hint_naming_codex() {
     assert!(err.contains("fake-pi: hint: stdin is still open after 100 ms; codex reads piped stdin to its end before it runs, so it waits (the recording's prompt was on the command line: give codex </dev/null or close its stdin)"), "{err}");
     sb.assert_none_left();
 }
+
+/// Real Codex's SIGTERM mid-tool, as recorded (`cassettes/codex/codex_sigterm_mid_tool`):
+/// the tool's shell is killed, the `sleep` it ran survives it, orphaned. With
+/// `kill_children_die` the replay leaves exactly that: the wrapper dies by SIGTERM, the
+/// native child and the shell are gone, the `sleep` lives on (carrying the caller's
+/// environment) and ends by itself within its bound (`FAKE_PI_CHILD_MAX_MS`).
+#[test]
+fn sigterm_kills_the_tools_shell_and_leaves_the_command_it_ran_orphaned() {
+    let sb = World::new(module_path!());
+    let (stdout, stderr) = capture("SIGTERM-mid-tool");
+    let mut r = vec![format!(r#"{{"dt_ms":0,"stderr":{}}}"#, json(&stderr))];
+    for line in stdout.lines() {
+        r.push(format!(
+            r#"{{"dt_ms":0,"stdout_text":{},"newline":true}}"#,
+            json(line)
+        ));
+    }
+    r.push(r#"{"dt_ms":0,"spawn":{"id":"tool","own_session":true,"argv":["/bin/bash","-c","sleep 300; echo done"],"grandchild":{"own_session":false,"argv":["sleep","300"]}}}"#.into());
+    r.push(r#"{"dt_ms":0,"hang":true}"#.into());
+    let text = std::fs::read_to_string(cassette(&sb, "kill-children", EXPECT, &r))
+        .unwrap()
+        .replacen(
+            PROCESS,
+            r#"{"on_sigterm":{"action":"kill_children_die"},"on_sigint":{"action":"cleanup_exit","code":1},"on_sighup":{"action":"kill_children_die"}}"#,
+            1,
+        );
+    let c = sb.write("kill-children.cx0169.cassette.jsonl", text);
+    let bound = Duration::from_millis(2_000);
+    let mut cmd = codex(&sb, &c, Some(CONFIG), ARGS);
+    cmd.env("FAKE_PI_CHILD_MAX_MS", bound.as_millis().to_string());
+    let mut child = cmd.spawn().unwrap();
+    let find = |line: &str| {
+        sb.alive()
+            .into_iter()
+            .find(|&p| cmdline(p) == line)
+            .unwrap_or(0)
+    };
+    let (mut shell, mut sleep) = (0, 0);
+    wait_until(Duration::from_secs(5), || {
+        shell = find("/bin/bash -c sleep 300; echo done");
+        sleep = find("sleep 300");
+        shell != 0 && sleep != 0
+    });
+    assert!(shell != 0 && sleep != 0, "{:?}", sb.alive());
+    let started = Instant::now();
+    send(child.id(), libc::SIGTERM);
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGTERM));
+    // The shell killed, the command it ran left, orphaned, carrying the marker.
+    wait_until(Duration::from_secs(2), || sb.alive() == [sleep]);
+    assert_eq!(
+        sb.alive(),
+        [sleep],
+        "left: {:?}",
+        sb.alive().iter().map(|&p| cmdline(p)).collect::<Vec<_>>()
+    );
+    assert_ne!(stat(sleep).map(|s| s.1), Some(shell), "reparented");
+    // And gone by itself within its bound.
+    wait_until(Duration::from_secs(10), || sb.alive().is_empty());
+    assert!(started.elapsed() < bound + Duration::from_secs(5));
+    sb.assert_none_left();
+}
+
+/// The `thread_id` of each `thread.started` line of a run's stdout.
+fn thread_ids(stdout: &[u8]) -> Vec<String> {
+    stdout
+        .split(|&b| b == b'\n')
+        .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
+        .filter(|e| e["type"] == "thread.started")
+        .filter_map(|e| e["thread_id"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// `codex exec resume` continues the thread it names, or with `--last` the thread of the
+/// last run in this CODEX_HOME: real Codex announces that thread's id again (measured), so
+/// fake-pi does too (it gave every run a new one, and a host that checks it resumed the
+/// thread it started saw another).
+#[test]
+fn exec_resume_announces_the_thread_it_continues() {
+    let sb = World::new(module_path!());
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cassettes/codex");
+    let config = "model = \"gpt-5.5\"\nmodel_provider = \"openai\"\n";
+    let run = |cassette: &str, args: &[&str]| {
+        let out = codex(&sb, &corpus.join(cassette), Some(config), args)
+            .env("CODEX_API_KEY", "sk-test")
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        thread_ids(&out.stdout)
+    };
+    let first = run(
+        "codex_text.cx0169.cassette.jsonl",
+        &["exec", "--json", "--skip-git-repo-check", "Say hello."],
+    );
+    assert_eq!(first.len(), 1);
+    assert_ne!(first[0], "<THREAD_ID>");
+    let resume = "codex_resume.cx0169.cassette.jsonl";
+    let prompt = "Which word did I ask you to remember?";
+    let again = run(
+        resume,
+        &[
+            "exec",
+            "resume",
+            "--last",
+            "--json",
+            "--skip-git-repo-check",
+            prompt,
+        ],
+    );
+    assert_eq!(again, first, "resume --last continues the last thread");
+    let named = run(
+        resume,
+        &[
+            "exec",
+            "resume",
+            "--json",
+            "--skip-git-repo-check",
+            "0199a213-81c0-7800-8aa1-bbab2a035a53",
+            prompt,
+        ],
+    );
+    assert_eq!(named, ["0199a213-81c0-7800-8aa1-bbab2a035a53"]);
+    // A new run starts a new thread.
+    let other = run(
+        "codex_text.cx0169.cassette.jsonl",
+        &["exec", "--json", "--skip-git-repo-check", "Say hello."],
+    );
+    assert_ne!(other, first);
+    sb.assert_none_left();
+}

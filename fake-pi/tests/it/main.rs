@@ -6,6 +6,7 @@
 mod claude;
 mod cli;
 mod codex;
+mod codex_corpus;
 mod contract;
 mod hints;
 mod memory;

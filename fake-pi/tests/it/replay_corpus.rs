@@ -1,4 +1,5 @@
-//! Every cassette in the repository (`cassettes/**/*.cassette.jsonl[.gz|.zst]`) replayed through
+//! Every pi cassette in the repository (`cassettes/**/*.cassette.jsonl[.gz|.zst]`; Claude Code's and
+//! Codex's replay in `claude.rs` and `codex_corpus.rs`) replayed through
 //! fake-pi as a real subprocess at instant speed, with its expectations satisfied from its
 //! own header: stdout must equal the cassette's stdout byte for byte, stderr its stderr,
 //! and the process must end as recorded. Cassettes that end in `hang` (runs ended by a
@@ -33,8 +34,9 @@ fn find(dir: &Path, out: &mut Vec<PathBuf>) {
             .file_name()
             .and_then(|n| n.to_str())
             .is_some_and(pi_cassette::input::is_cassette_file_name)
-            // Claude Code's sessions replay in tests/claude.rs (another command line).
-            && !p.parent().is_some_and(|d| d.ends_with("claude"))
+            // Claude Code's sessions replay in tests/claude.rs, Codex's in
+            // tests/codex_corpus.rs (other command lines).
+            && !p.parent().is_some_and(|d| d.ends_with("claude") || d.ends_with("codex"))
         {
             out.push(p);
         }
@@ -259,7 +261,9 @@ fn replay(path: &Path) -> Result<(), String> {
             _ => &p.on_sigterm,
         };
         let ok = match action {
-            SignalAction::Die | SignalAction::CleanupDie => status.signal() == Some(sig),
+            SignalAction::Die | SignalAction::CleanupDie | SignalAction::KillChildrenDie => {
+                status.signal() == Some(sig)
+            }
             SignalAction::CleanupExit { code } | SignalAction::Exit { code } => {
                 status.code() == Some(*code)
             }

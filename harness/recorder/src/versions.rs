@@ -104,6 +104,7 @@ fn look(c: &Cassette) -> Seen {
                 SignalAction::Ignore => "ignores".to_string(),
                 SignalAction::CleanupExit { code } => format!("kills tools, exit {code}"),
                 SignalAction::CleanupDie => "kills tools, dies".to_string(),
+                SignalAction::KillChildrenDie => "kills the tools' shells, dies".to_string(),
                 SignalAction::Exit { code } => format!("exit {code}"),
             };
             let notes = c.header.origin.notes.as_deref().unwrap_or("");

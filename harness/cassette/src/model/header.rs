@@ -516,6 +516,10 @@ pub enum SignalAction {
     /// Kill every tracked child's process group with SIGKILL, then die by the signal
     /// (Codex CLI's SIGTERM: its tool killed, the wrapper ending by the forwarded signal).
     CleanupDie,
+    /// Kill every tracked child's own process with SIGKILL (not its group), then die by the
+    /// signal. What a tracked child started lives on, orphaned (Codex CLI's SIGTERM, as
+    /// measured: the tool's shell killed, the `sleep` it ran left running).
+    KillChildrenDie,
     /// Exit with `code` without touching children.
     Exit {
         /// The exit status, 0..=255.

@@ -7,33 +7,42 @@ use std::path::Path;
 
 use pi_cassette::matching;
 use pi_cassette::{Action, EffectiveExpect, Expect, SignalAction};
-use pi_grammar::Grammar;
+use pi_grammar::{Agent, Grammar};
 
+use super::codex;
 use super::model::{
     Ending, Expects, Facts, Grandchild, Output, Process, Program, Scenario, SignalAnswer, Signals,
+    Word,
 };
 use super::read::Recording;
 use super::replay::{self, Replay};
 
-/// What the call is compared on: the effective values, the follow-ups and where the prompt was.
+/// What the call is compared on: the effective values, the follow-ups and where the prompt
+/// was; and the recorded command line as words.
 struct Call {
     want: EffectiveExpect,
     follow_ups: Option<Vec<String>>,
     delivery: Option<&'static str>,
+    recorded: Vec<Word>,
 }
 
 /// Gather the facts; an error (the header's expectations cannot hold) as `header field ...`.
 pub fn facts(c: &Recording, path: Option<&Path>) -> Result<Facts, String> {
-    if c.header.is_claude() {
-        // Nothing of pi's matching: the recorded options are the command line.
-        let grammar = Grammar::nearest(pi_grammar::KNOWN_VERSIONS[0]);
-        let call = Call {
-            want: EffectiveExpect::default(),
-            follow_ups: None,
-            delivery: None,
-        };
-        let replay = replay::claude_replay(c, path);
-        return Ok(assemble(c, path, &grammar, true, call, replay));
+    match c.header.agent() {
+        Agent::Claude => {
+            // Nothing of pi's matching: the recorded options are the command line.
+            let grammar = Grammar::nearest(pi_grammar::KNOWN_VERSIONS[0]);
+            let call = Call {
+                want: EffectiveExpect::default(),
+                follow_ups: None,
+                delivery: None,
+                recorded: replay::recorded_words(&c.header.expect, &grammar),
+            };
+            let replay = replay::claude_replay(c, path);
+            return Ok(assemble(c, path, true, call, replay));
+        }
+        Agent::Codex => return Ok(codex_facts(c, path)),
+        Agent::Pi => {}
     }
     let version = &c.header.pi.version;
     let known = c.header.pi.grammar();
@@ -63,15 +72,32 @@ pub fn facts(c: &Recording, path: Option<&Path>) -> Result<Facts, String> {
         want,
         follow_ups,
         delivery: prompts.delivery,
+        recorded: replay::recorded_words(e, &grammar),
     };
-    Ok(assemble(c, path, &grammar, known.is_some(), call, replay))
+    Ok(assemble(c, path, known.is_some(), call, replay))
+}
+
+/// A Codex cassette's facts: the recorded effective values as they are (Codex resolves
+/// them from flags, `-c` and config.toml; nothing is implied), its command line read with
+/// its release's grammar, the `codex exec` replay.
+fn codex_facts(c: &Recording, path: Option<&Path>) -> Facts {
+    let e = &c.header.expect;
+    let cli = c.header.pi.codex();
+    let words = codex::recorded_words(e, &cli.unwrap_or_else(pi_grammar::codex::Codex::latest));
+    let call = Call {
+        want: e.effective.clone().unwrap_or_default(),
+        follow_ups: None,
+        delivery: replay::prompts(e, None).delivery,
+        recorded: words,
+    };
+    let replay = codex::codex_replay(c, cli, path);
+    assemble(c, path, cli.is_some(), call, replay)
 }
 
 /// The whole model, from the cassette and what its call means.
 fn assemble(
     c: &Recording,
     path: Option<&Path>,
-    grammar: &Grammar,
     replayable: bool,
     call: Call,
     replay: Replay,
@@ -89,10 +115,10 @@ fn assemble(
             version: h.pi.version.clone(),
             dialect: h.pi.dialect,
             replayable,
-            claude: h.is_claude(),
+            agent: h.agent(),
         },
         origin: h.origin.clone(),
-        expects: expects(&h.expect, grammar, call),
+        expects: expects(&h.expect, call),
         ending: match &c.ending {
             Action::Exit(code) => Ending::Exit {
                 code: *code,
@@ -123,7 +149,7 @@ fn assemble(
     }
 }
 
-fn expects(e: &Expect, grammar: &Grammar, call: Call) -> Expects {
+fn expects(e: &Expect, call: Call) -> Expects {
     Expects {
         any: e.is_empty(),
         effective: call.want,
@@ -137,7 +163,7 @@ fn expects(e: &Expect, grammar: &Grammar, call: Call) -> Expects {
         syntax: e.syntax,
         flags: e.flags.clone(),
         argv_messages: e.argv_messages.clone(),
-        recorded: replay::recorded_words(e, grammar),
+        recorded: call.recorded,
     }
 }
 

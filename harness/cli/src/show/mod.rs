@@ -13,7 +13,8 @@
 //!   (bounded: the first processes and client actions are listed, the rest counted);
 //! - `gather`: [`facts`], reading that model off a [`Recording`];
 //! - `replay`: [`Replay`], a command line that replays the cassette with fake-pi, checked
-//!   against the matching contract before it is printed;
+//!   against the matching contract before it is printed; `codex`: a Codex cassette's
+//!   (`codex exec ...` and the `CODEX_HOME/config.toml` it needs);
 //! - `text`: [`render_text`], the model as text for a person.
 //!
 //! This module is the command itself: its arguments, reading the cassette, printing.
@@ -26,6 +27,7 @@ use serde_json::Value;
 use crate::exit::{EXIT_FAILED, EXIT_OK};
 use crate::{use_color, CliError};
 
+mod codex;
 mod gather;
 mod model;
 mod read;
@@ -69,7 +71,7 @@ unless the cassette says `syntax: true`. The replay command runs fake-pi (on PAT
   file          the cassette's absolute path (null for stdin)
   scenario      {name, description, tags}
   pi            {version, dialect, replayable: whether fake-pi knows this pi version,
-                agent: pi or claude, the program the cassette imitates}
+                agent: pi, claude or codex, the program the cassette imitates}
   origin        {kind, timing, source, notes}
   expects       what the caller must send: {any: true when nothing is checked,
                 effective: {mode, provider, model, thinking, tools, system_prompt,
@@ -92,6 +94,8 @@ unless the cassette says `syntax: true`. The replay command runs fake-pi (on PAT
                 SESSION_FILE stands for the session file), stdin (piped, or null),
                 session_file (its first line, when the call must continue a session;
                 CWD stands for the directory the replay runs in),
+                codex_config (a Codex cassette: the lines of the config.toml the
+                command writes into a fresh CODEX_HOME; else null),
                 hangs, notes: [...]}
 
 The cassette is read one record at a time, in constant memory whatever its size: at most

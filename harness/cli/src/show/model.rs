@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use pi_cassette::matching;
 use pi_cassette::two_way::{ClientAction, ClientStep};
 use pi_cassette::{Dialect, EffectiveExpect, FlagRule, Origin, Secret, SessionUse, SignalAction};
+use pi_grammar::Agent;
 use serde::{Serialize, Serializer};
 use serde_json::{json, Value};
 
@@ -71,17 +72,17 @@ pub struct Program {
     pub version: String,
     /// The shape of pi's `message_update` events.
     pub dialect: Dialect,
-    /// fake-pi knows this version (always, for Claude Code).
+    /// fake-pi knows this version (always, for Claude Code; a pinned or newer Codex release).
     pub replayable: bool,
-    /// The program is Claude Code (a `stream-json` cassette), not pi: `--json`'s `agent`,
-    /// `claude` or `pi` (the name a caller runs; the test helpers read it for a cassette
-    /// they cannot decompress themselves, `.zst`).
-    #[serde(rename = "agent", serialize_with = "agent_name")]
-    pub claude: bool,
+    /// The program the cassette imitates: `--json`'s `agent`, `pi`, `claude` or `codex`
+    /// (the name a caller runs; the test helpers read it for a cassette they cannot
+    /// decompress themselves, `.zst`).
+    #[serde(serialize_with = "agent_name")]
+    pub agent: Agent,
 }
 
-fn agent_name<S: Serializer>(claude: &bool, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(if *claude { "claude" } else { "pi" })
+fn agent_name<S: Serializer>(agent: &Agent, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(agent.name())
 }
 
 /// What the caller must send, by meaning, and what was recorded.

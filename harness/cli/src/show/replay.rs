@@ -41,6 +41,9 @@ pub struct Replay {
     pub stdin_lines: Option<Vec<String>>,
     /// The first line of a session file the call continues (`--session SESSION_FILE`).
     pub session_file: Option<String>,
+    /// A Codex cassette: the lines of the `config.toml` written into a fresh `CODEX_HOME`
+    /// for the replay.
+    pub codex_config: Option<Vec<String>>,
     /// The replay hangs until a signal ends it.
     pub hangs: bool,
     /// What a person should know (what pi refuses, what the command cannot satisfy).
@@ -61,6 +64,7 @@ impl Serialize for Replay {
             stdin: &'a Option<String>,
             stdin_lines: &'a Option<Vec<String>>,
             session_file: &'a Option<String>,
+            codex_config: &'a Option<Vec<String>>,
             hangs: bool,
             notes: &'a [String],
         }
@@ -75,6 +79,7 @@ impl Serialize for Replay {
             stdin: &self.stdin,
             stdin_lines: &self.stdin_lines,
             session_file: &self.session_file,
+            codex_config: &self.codex_config,
             hangs: self.hangs,
             notes: &self.notes,
         }
@@ -225,7 +230,7 @@ fn session_seed(c: &Recording) -> String {
 
 /// `FAKE_PI_CASSETTE` (the path, or a stand-in for stdin), `FAKE_PI_SPEED=0`, and a fake
 /// value for each variable the cassette wants set.
-fn replay_env(e: &Expect, path: Option<&Path>) -> Vec<(String, String)> {
+pub(super) fn replay_env(e: &Expect, path: Option<&Path>) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = vec![
         (
             "FAKE_PI_CASSETTE".into(),
@@ -251,7 +256,7 @@ fn client_lines(client: &[ClientStep]) -> Vec<String> {
 }
 
 /// What `show` did not list (more processes or client actions than it lists), in words.
-fn listing_notes(c: &Recording) -> Vec<String> {
+pub(super) fn listing_notes(c: &Recording) -> Vec<String> {
     let mut notes = Vec::new();
     if c.spawns.left_out() > 0 {
         notes.push(format!(
@@ -329,6 +334,7 @@ pub(super) fn replay(
         stdin: prompts.stdin.clone(),
         stdin_lines,
         session_file,
+        codex_config: None,
         hangs,
         notes,
     }
@@ -420,6 +426,7 @@ pub(super) fn claude_replay(c: &Recording, path: Option<&Path>) -> Replay {
         stdin: None,
         stdin_lines: Some(client_lines(&client.steps.kept)),
         session_file: None,
+        codex_config: None,
         hangs: false,
         notes,
     }
@@ -474,7 +481,16 @@ impl Replay {
     /// the call continues a session, the prompt on stdin when the recording had it there.
     pub fn command_line(&self) -> String {
         let mut out = String::new();
-        let dir = if let Some(seed) = &self.session_file {
+        let dir = if let Some(lines) = &self.codex_config {
+            // Codex reads its config from CODEX_HOME: a fresh one holding config.toml.
+            out.push_str("d=\"$(mktemp -d)\" && printf '%s\\n'");
+            for l in lines {
+                out.push(' ');
+                out.push_str(&sh_quote(l));
+            }
+            out.push_str(" > \"$d/config.toml\" && ");
+            "\"$d\"".to_string()
+        } else if let Some(seed) = &self.session_file {
             // The seed's cwd is the directory the replay runs in. printf's format treats
             // `%` and `\` specially.
             let esc = |s: &str| s.replace('\\', "\\\\").replace('%', "%%");
@@ -508,7 +524,12 @@ impl Replay {
         for (k, v) in &self.env {
             let _ = write!(out, "{k}={} ", sh_quote(v));
         }
-        let _ = write!(out, "PI_CODING_AGENT_DIR={dir} fake-pi");
+        let home = if self.codex_config.is_some() {
+            "CODEX_HOME"
+        } else {
+            "PI_CODING_AGENT_DIR"
+        };
+        let _ = write!(out, "{home}={dir} fake-pi");
         for a in &self.argv {
             if a == SESSION_FILE {
                 out.push_str(" \"$d/session.jsonl\"");

@@ -98,6 +98,7 @@ fn command_lines() {
         stdin: None,
         stdin_lines: None,
         session_file: None,
+        codex_config: None,
         hangs: false,
         notes: vec![],
     };
@@ -128,6 +129,19 @@ fn command_lines() {
     assert_eq!(
         r.command_line(),
         r#"printf '%s\n' '{"type":"get_state"}' '' | FAKE_PI_CASSETTE='/c/x y.jsonl' FAKE_PI_SPEED=0 PI_CODING_AGENT_DIR="$(mktemp -d)" fake-pi --mode rpc"#
+    );
+    // A Codex cassette: config.toml written into a fresh CODEX_HOME, one argument a line
+    // (a quote in a value kept), the prompt on stdin as `-`.
+    let r = Replay {
+        argv: vec!["exec".into(), "--json".into(), "-".into()],
+        stdin: Some("hi".into()),
+        stdin_lines: None,
+        codex_config: Some(vec![r#"model = "it's""#.into()]),
+        ..r
+    };
+    assert_eq!(
+        r.command_line(),
+        r#"d="$(mktemp -d)" && printf '%s\n' 'model = "it'\''s"' > "$d/config.toml" && printf %s hi | FAKE_PI_CASSETTE='/c/x y.jsonl' FAKE_PI_SPEED=0 CODEX_HOME="$d" fake-pi exec --json -"#
     );
 }
 

@@ -7,6 +7,8 @@ use std::fmt::Write as _;
 use pi_cassette::two_way::ClientAction;
 use pi_cassette::{Dialect, OriginKind, Secret, SessionUse, SignalAction, TimingKind};
 
+use pi_grammar::Agent;
+
 use super::model::{Ending, Expects, Facts, Grandchild, Process, Word};
 use super::{quoted, sh_quote};
 
@@ -18,12 +20,14 @@ pub fn render_text(f: &Facts, color: bool) -> String {
     };
     title(&mut page, f);
     page.blank();
-    if f.pi.claude {
+    if f.pi.agent == Agent::Claude {
         claude_caller(&mut page, f);
     } else if f.expects.any {
         let heading =
             page.bold("What the caller must send: anything (the cassette has no expectations)");
         page.line(&heading);
+    } else if f.pi.agent == Agent::Codex {
+        codex_caller(&mut page, f);
     } else {
         caller(&mut page, &f.expects);
     }
@@ -31,13 +35,19 @@ pub fn render_text(f: &Facts, color: bool) -> String {
     ending(&mut page, f);
     client(&mut page, f);
     page.blank();
-    processes(&mut page, &f.processes, f.processes_left_out);
+    processes(&mut page, f);
     page.blank();
     placeholders(&mut page, f);
     page.blank();
     let heading = page.bold("Replay with fake-pi");
     page.line(&heading);
     page.line(&format!("  {}", f.replay.command_line()));
+    if let Some(lines) = &f.replay.codex_config {
+        page.line("  with CODEX_HOME/config.toml (the command writes it into a fresh directory):");
+        for l in lines {
+            page.line(&format!("    {l}"));
+        }
+    }
     for n in &f.replay.notes {
         page.line(&format!("  note: {n}"));
     }
@@ -75,7 +85,7 @@ impl Page {
 
 /// The name, program, description, tags, origin and file.
 fn title(page: &mut Page, f: &Facts) {
-    let program = if f.pi.claude { "Claude Code" } else { "pi" };
+    let program = f.pi.agent.display_name();
     let name = page.bold(&f.scenario.name);
     page.line(&format!(
         "{name} ({program} {}, wire dialect {})",
@@ -136,6 +146,53 @@ fn claude_caller(page: &mut Page, f: &Facts) {
         // The options of these fields (`--model`, ...) may differ or be absent.
         page.row("not compared", &f.expects.irrelevant.join(", "));
     }
+}
+
+/// What the caller of a Codex cassette must send: the command line, the values it runs
+/// with however given (flags, `-c`, `CODEX_HOME/config.toml`), the prompt, the session, the
+/// environment and the recorded command line.
+fn codex_caller(page: &mut Page, f: &Facts) {
+    let e = &f.expects;
+    let heading = page.bold("What the caller must send");
+    page.line(&format!(
+        "{heading} (by meaning: flags, -c overrides and CODEX_HOME/config.toml give one call; order and syntax do not matter)"
+    ));
+    let argv: Vec<String> = f.replay.argv.iter().map(|a| sh_quote(a)).collect();
+    page.row("command line", &format!("codex {}", argv.join(" ")));
+    let w = &e.effective;
+    let rows = [
+        ("provider", "provider", &w.provider),
+        ("model", "model", &w.model),
+        ("sandbox", "sandbox", &w.sandbox),
+        ("approval", "approval", &w.approval),
+    ];
+    for (label, field, v) in rows {
+        page.row(label, &value(e, field, v.clone()));
+    }
+    let delivery = match e.prompt_delivery {
+        Some("stdin") => " (recorded on stdin: PROMPT `-`)",
+        Some("argv") => " (recorded as the PROMPT argument)",
+        _ => "",
+    };
+    let prompt = e
+        .prompt
+        .as_ref()
+        .map(|p| format!("{}{delivery}", quoted(p)));
+    page.row("prompt", &value(e, "prompt", prompt));
+    let session = e.session.map(|s| match s {
+        SessionUse::New => "a new session (`codex exec`)".to_string(),
+        SessionUse::Resumed => {
+            "continues an earlier session (`codex exec resume --last` or `codex exec resume ID`)"
+                .to_string()
+        }
+    });
+    page.row("session", &value(e, "session", session));
+    env_rows(page, e);
+    let recorded = recorded_command(&e.recorded);
+    page.row(
+        "recorded command",
+        &format!("codex {recorded} (not checked: syntax is free)"),
+    );
 }
 
 /// What the caller of a pi cassette must send: the effective values, the switches, the
@@ -289,6 +346,11 @@ fn call_rows(page: &mut Page, e: &Expects) {
         SessionUse::Resumed => "continues an existing session: resume one with --session PATH (a session file), --session ID, --continue, or --session-id ID (pi 0.87.1+, a session of this directory)".to_string(),
     });
     page.row("session", &value(e, "session", session));
+    env_rows(page, e);
+}
+
+/// The environment, the secrets never in argv, and the fields not compared.
+fn env_rows(page: &mut Page, e: &Expects) {
     let env_text = if e.env.is_empty() {
         "nothing required".to_string()
     } else {
@@ -371,7 +433,7 @@ fn ending(page: &mut Page, f: &Facts) {
         if grandchild_escapes && matches!(answer.action, SignalAction::CleanupExit { .. }) {
             text.push_str(" (the grandchild in its own session survives)");
         }
-        if answer.pi_default && !f.pi.claude {
+        if answer.pi_default && f.pi.agent == Agent::Pi {
             text.push_str(" [pi's answer]");
         }
         page.row(&format!("on {sig}"), &text);
@@ -391,6 +453,9 @@ pub fn action_text(a: &SignalAction, sig: &str) -> String {
         SignalAction::CleanupDie => {
             format!("SIGKILLs the process group of each process it started, then dies by {sig}")
         }
+        SignalAction::KillChildrenDie => format!(
+            "SIGKILLs each process it started (not its group: what that process started keeps running), then dies by {sig}"
+        ),
         SignalAction::Exit { code } => {
             format!("exits {code}; the processes it started keep running")
         }
@@ -475,13 +540,20 @@ fn spawn_traits(own_session: bool, ignore_sigterm: bool, hold_stdout: bool) -> V
 }
 
 /// The processes the run starts, with their traits and grandchildren.
-fn processes(page: &mut Page, spawned: &[Process], left_out: usize) {
+fn processes(page: &mut Page, f: &Facts) {
+    let (spawned, left_out) = (&f.processes, f.processes_left_out);
     if spawned.is_empty() && left_out == 0 {
         let heading = page.bold("Processes it starts: none");
         page.line(&heading);
         return;
     }
-    let heading = page.bold("Processes it starts (like pi's bash tool; real processes on replay)");
+    let like = match f.pi.agent {
+        Agent::Codex => "Codex's command tools",
+        _ => "like pi's bash tool",
+    };
+    let heading = page.bold(&format!(
+        "Processes it starts ({like}; real processes on replay)"
+    ));
     page.line(&heading);
     for s in spawned {
         let argv = s

@@ -679,3 +679,131 @@ fn a_claude_cassette_shows_the_cli_options_and_its_command_line_replays() {
     assert_eq!(got.last().map(String::as_str), Some("result"));
     w.assert_none_left();
 }
+
+/// The `type` of each stdout line.
+fn event_types(bytes: &[u8]) -> Vec<String> {
+    bytes
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let v: Value = serde_json::from_slice(l).unwrap();
+            v["type"].as_str().unwrap_or_default().to_string()
+        })
+        .collect()
+}
+
+/// A Codex cassette: `show` names Codex and its release, what the host must run (`codex
+/// exec ...`, the values however given, the key), and a replay command that writes the
+/// `CODEX_HOME/config.toml` it needs and runs fake-pi as `codex exec`.
+#[test]
+fn a_codex_cassette_shows_codex_its_command_line_and_config() {
+    let w = World::new("show_codex");
+    let file = cassette("codex/codex_text.cx0169.cassette.jsonl");
+    let text = show_text(&w, &file);
+    contains_all(
+        &text,
+        &[
+            "codex_text (Codex 0.169.0, wire dialect exec-json)\n",
+            "  origin                recorded from real Codex, measured timing\n",
+            "What the caller must send (by meaning: flags, -c overrides and CODEX_HOME/config.toml give one call",
+            "  command line          codex exec --json --skip-git-repo-check 'Say hello.'\n",
+            "  provider              openai\n",
+            "  model                 gpt-5.5\n",
+            "  sandbox               any (not compared)\n",
+            "  prompt                \"Say hello.\" (recorded as the PROMPT argument)\n",
+            "  session               a new session (`codex exec`)\n",
+            "  environment           CODEX_API_KEY (set and non-empty)\n",
+            "  never in argv         the value of $CODEX_API_KEY\n",
+            "  with CODEX_HOME/config.toml (the command writes it into a fresh directory):\n    model = \"gpt-5.5\"\n    model_provider = \"openai\"\n",
+            "note: fake-pi answers to any name: put a `codex` symlink to it on the host's PATH",
+            // Measured: the tool's shell killed, the command it ran left running.
+            "  on SIGTERM            SIGKILLs each process it started (not its group: what that process started keeps running), then dies by SIGTERM\n",
+            "  on SIGINT             SIGKILLs the process group of each process it started, then exits 1\n",
+        ],
+    );
+    for wrong in [
+        "pi 0.169.0",
+        "--mode json",
+        "fake-pi cannot replay",
+        "follow-ups",
+    ] {
+        assert!(!text.contains(wrong), "{wrong:?} in:\n{text}");
+    }
+    let line = replay_line(&text);
+    assert!(
+        line.starts_with("d=\"$(mktemp -d)\" && printf '%s\\n' 'model = \"gpt-5.5\"' 'model_provider = \"openai\"' > \"$d/config.toml\" && "),
+        "{line}"
+    );
+    assert!(
+        line.ends_with("CODEX_API_KEY=fake-value CODEX_HOME=\"$d\" fake-pi exec --json --skip-git-repo-check 'Say hello.' </dev/null"),
+        "{line}"
+    );
+    let json = show_json(&w, &file);
+    assert_eq!(json["pi"]["agent"], "codex");
+    assert_eq!(json["pi"]["version"], "0.169.0");
+    assert_eq!(json["pi"]["replayable"], true);
+    assert_eq!(
+        json["replay"]["argv"],
+        serde_json::json!(["exec", "--json", "--skip-git-repo-check", "Say hello."])
+    );
+    assert_eq!(
+        json["replay"]["codex_config"],
+        serde_json::json!(["model = \"gpt-5.5\"", "model_provider = \"openai\""])
+    );
+    assert_eq!(json["replay"]["command"], line.as_str());
+    w.assert_none_left();
+}
+
+/// Every Codex cassette of the corpus: `show` finds its command line satisfies the
+/// recording (no note says otherwise), and the printed command, run by `sh`, replays it:
+/// the recorded events and exit status (runs stopped mid-tool are left to the replay
+/// tests: they hang until a signal).
+#[test]
+fn every_codex_cassette_s_command_line_replays() {
+    let w = World::new("show_codex_all");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(cassette("codex"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10, "{files:?}");
+    for file in files {
+        let text = show_text(&w, &file);
+        assert!(!text.contains("does not satisfy"), "{text}");
+        assert!(!text.contains("refuses"), "{text}");
+        let c = pi_cassette::Cassette::load(&file).unwrap();
+        let json = show_json(&w, &file);
+        let resumed = c.header.expect.session == Some(pi_cassette::SessionUse::Resumed);
+        assert_eq!(
+            json["replay"]["argv"][1] == "resume",
+            resumed,
+            "{}",
+            file.display()
+        );
+        if matches!(c.ending(), pi_cassette::Action::Hang) {
+            assert!(text.contains("FAKE_PI_CODEX_ORPHAN_MS"), "{text}");
+            continue;
+        }
+        let out = shell(&w, &replay_line(&text)).output().unwrap();
+        let recorded = match c.ending() {
+            pi_cassette::Action::Exit(code) => Some(*code),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            out.status.code(),
+            recorded,
+            "{}: {}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            event_types(&out.stdout),
+            event_types(&c.stdout_bytes()),
+            "{}",
+            file.display()
+        );
+        assert_eq!(out.stderr, c.stderr_bytes(), "{}", file.display());
+    }
+    w.assert_none_left();
+}

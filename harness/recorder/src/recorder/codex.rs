@@ -17,6 +17,8 @@
 
 use std::collections::BTreeMap;
 
+use super::ChildFate;
+
 use pi_cassette::{
     EffectiveExpect, Expect, FlagRule, ProcessBehaviour, Secret, SessionUse, SignalAction,
 };
@@ -82,13 +84,48 @@ impl CodexStandIn {
 /// How Codex 0.169.0 answers each signal mid-tool, measured by recording it (the node
 /// wrapper signalled, or its process group: the same): SIGTERM and SIGHUP kill it by the
 /// signal within about 30 ms (the tool's shell is killed, a process that shell started
-/// survives it), SIGINT makes it exit 1 within about 50 ms with the whole tool tree killed.
-/// A recording's header carries these, and the answer it measured itself.
+/// survives it: `kill_children_die`), SIGINT makes it exit 1 within about 50 ms with the
+/// whole tool tree killed. A recording's header carries these, and the answer it measured
+/// itself ([`death_answer`]).
 pub fn measured_process() -> ProcessBehaviour {
     ProcessBehaviour {
-        on_sigterm: SignalAction::Die,
+        on_sigterm: SignalAction::KillChildrenDie,
         on_sigint: SignalAction::CleanupExit { code: 1 },
-        on_sighup: SignalAction::Die,
+        on_sighup: SignalAction::KillChildrenDie,
+    }
+}
+
+/// What Codex did with the signal it died by (`seen`: `die`, read off its ending alone),
+/// from what became of the processes under `root`, the native binary (pure): its tools
+/// (`root`'s children) all killed while a process they started survived is
+/// `kill_children_die`; the tools and everything they started killed, `cleanup_die`; a
+/// tool that survived, `die`. Any other answer (an exit) is `seen` as it is.
+pub fn death_answer(seen: &SignalAction, root: i32, children: &[ChildFate]) -> SignalAction {
+    if *seen != SignalAction::Die {
+        return seen.clone();
+    }
+    let tools: Vec<&ChildFate> = children.iter().filter(|c| c.ppid == root).collect();
+    // Under a tool: its parent chain reaches one.
+    let under_tool = |c: &ChildFate| {
+        let mut ppid = c.ppid;
+        for _ in 0..children.len() {
+            if tools.iter().any(|t| t.pid == ppid) {
+                return true;
+            }
+            match children.iter().find(|p| p.pid == ppid) {
+                Some(p) => ppid = p.ppid,
+                None => return false,
+            }
+        }
+        false
+    };
+    let started: Vec<&ChildFate> = children.iter().filter(|c| under_tool(c)).collect();
+    if tools.is_empty() || tools.iter().any(|t| t.survived) {
+        SignalAction::Die
+    } else if started.iter().any(|c| c.survived) {
+        SignalAction::KillChildrenDie
+    } else {
+        SignalAction::CleanupDie
     }
 }
 
@@ -395,6 +432,47 @@ mod tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
+    }
+
+    fn fate(pid: i32, ppid: i32, command: &str, survived: bool) -> ChildFate {
+        ChildFate {
+            pid,
+            ppid,
+            command: command.into(),
+            own_session: false,
+            survived,
+        }
+    }
+
+    #[test]
+    fn a_death_is_told_apart_by_what_became_of_the_tools_and_what_they_started() {
+        let die = SignalAction::Die;
+        // The SIGTERM recording: native 11 under the wrapper, its tool's shell 12, the
+        // shell's sleep 13 (survived).
+        let tree = |shell: bool, sleep: bool| {
+            vec![
+                fate(11, 10, "codex exec", false),
+                fate(12, 11, "/bin/bash -c sleep 300; echo done", shell),
+                fate(13, 12, "sleep 300", sleep),
+            ]
+        };
+        assert_eq!(
+            death_answer(&die, 11, &tree(false, true)),
+            SignalAction::KillChildrenDie
+        );
+        assert_eq!(
+            death_answer(&die, 11, &tree(false, false)),
+            SignalAction::CleanupDie
+        );
+        assert_eq!(death_answer(&die, 11, &tree(true, true)), SignalAction::Die);
+        // No tool running: nothing to tell.
+        assert_eq!(
+            death_answer(&die, 11, &tree(false, true)[..1]),
+            SignalAction::Die
+        );
+        // An exit is what it was.
+        let exit = SignalAction::CleanupExit { code: 1 };
+        assert_eq!(death_answer(&exit, 11, &tree(false, true)), exit);
     }
 
     #[test]

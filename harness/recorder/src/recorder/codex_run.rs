@@ -245,6 +245,8 @@ pub(crate) fn cassette(
             line => (*t, line.clone()),
         })
         .collect();
+    // The native binary, whose children are the tools (at the signal).
+    let native = std::cell::Cell::new(None);
     let (spawns, measured, end, notes) = ending_shape_of(run, "Codex", &|sent| {
         let rows: Vec<(i32, i32, i32, String)> = sent
             .tree
@@ -255,6 +257,7 @@ pub(crate) fn cassette(
             })
             .collect();
         let (root, sid) = codex::tool_root((sent.pi_pid, sent.pi_sid), &rows);
+        native.set(Some(root));
         spawns_for(root, sid, &sent.tree, &sent.holds_stdout)
     });
     let records = build_records_after(
@@ -265,10 +268,17 @@ pub(crate) fn cassette(
         &codex::is_tool_start,
     );
     let mut process = codex::measured_process();
+    let answer = |seen: &pi_cassette::SignalAction| {
+        native.get().map_or(seen.clone(), |root| {
+            codex::death_answer(seen, root, &run.children)
+        })
+    };
     match run.signalled.as_ref().map(|s| s.signal) {
-        Some(nix::sys::signal::Signal::SIGTERM) => process.on_sigterm = measured.on_sigterm,
-        Some(nix::sys::signal::Signal::SIGINT) => process.on_sigint = measured.on_sigint,
-        Some(nix::sys::signal::Signal::SIGHUP) => process.on_sighup = measured.on_sighup,
+        Some(nix::sys::signal::Signal::SIGTERM) => {
+            process.on_sigterm = answer(&measured.on_sigterm)
+        }
+        Some(nix::sys::signal::Signal::SIGINT) => process.on_sigint = answer(&measured.on_sigint),
+        Some(nix::sys::signal::Signal::SIGHUP) => process.on_sighup = answer(&measured.on_sighup),
         _ => {}
     }
     // The notes name the tree's command lines: the install path and the run's paths go.

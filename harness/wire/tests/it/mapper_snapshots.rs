@@ -1,5 +1,6 @@
 //! The mapper over every committed cassette, with its output kept as an insta snapshot
-//! (`harness/wire/tests/it/snapshots/`), plus the invariants on each (`pi_testkit::invariants::map_and_check`);
+//! (`harness/wire/tests/it/snapshots/`), plus the invariants on each (`pi_testkit::invariants::map_and_check`;
+//! a Codex cassette goes through Codex's mapper and its invariants, `codex_corpus`);
 //! and over the real pi 1.5.2 captures of `tests/data/pi152/` (raw stdout, all exited 0).
 //! The stream end comes from the cassette's final record: exit code or signal after EOF;
 //! a hang is cancelled. Strings over 400 bytes are shortened in the snapshot (a fault
@@ -11,6 +12,8 @@ use pi_wire::message::{ExitInfo, Message};
 use serde_json::Value;
 
 use pi_testkit::invariants::*;
+
+use crate::codex_corpus::map_and_check_codex;
 
 const KEEP: usize = 200;
 
@@ -61,11 +64,17 @@ fn mapper_output_for_every_cassette() {
         if c.header.mode.is_some() {
             return; // an RPC session: its stdout answers commands, not one json-mode run
         }
-        let out = map_and_check(&c).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let agent = c.header.agent();
+        let out = if agent.name() == "codex" {
+            map_and_check_codex(&c)
+        } else {
+            map_and_check(&c)
+        };
+        let out = out.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let mut shown = out;
         shown.iter_mut().for_each(shorten_message);
         insta::with_settings!({
-            description => format!("{} (pi {}, {})", c.header.scenario.description, c.header.pi.version, c.header.pi.dialect),
+            description => format!("{} ({} {}, {})", c.header.scenario.description, agent.display_name(), c.header.pi.version, c.header.pi.dialect),
             omit_expression => true,
         }, {
             insta::assert_yaml_snapshot!(shown);
