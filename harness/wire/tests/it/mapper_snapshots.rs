@@ -61,6 +61,9 @@ fn mapper_output_for_every_cassette() {
         if c.header.mode.is_some() {
             return; // an RPC session: its stdout answers commands, not one json-mode run
         }
+        if c.header.agent_name() != "pi" {
+            return; // another CLI's stdout (Codex's exec --json): not pi's mapper's to read
+        }
         let out = map_and_check(&c).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let mut shown = out;
         shown.iter_mut().for_each(shorten_message);
