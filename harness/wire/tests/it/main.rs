@@ -4,6 +4,7 @@
 
 mod claude;
 mod codex;
+mod gemini;
 mod mapper;
 mod mapper_props;
 mod mapper_snapshots;
