@@ -2,7 +2,7 @@
 //! ([`InvalidLines`], handed to `terminal.failed`), the reading of one line as a JSON
 //! object that reports why it is not one ([`parse_object`]), and the last line of its
 //! stderr that a failure message quotes ([`last_line`]). Shared by pi's mapper, Claude
-//! Code's and Codex's.
+//! Code's, Codex's and Gemini's.
 
 use serde::de::IgnoredAny;
 use serde_json::{Map, Value};

@@ -12,6 +12,7 @@
 //!   `finish` and a [`mapper::StreamEnd`] saying how the process ended);
 //! - [`claude`]: Claude Code's `stream-json` stdout to messages ([`claude::ClaudeMapper`], a run per turn);
 //! - [`codex`]: Codex CLI's `exec --json` stdout to messages ([`codex::CodexMapper`], a run per process);
+//! - [`gemini`]: Gemini CLI's `stream-json` stdout to messages ([`gemini::GeminiMapper`], a run per process);
 //! - `diagnostics`: the bad lines the mappers keep for a failed run, within bounds, and the
 //!   stderr line a failure message quotes;
 //! - [`message`]: the normalized messages themselves (serde, one JSON object each), the
@@ -55,6 +56,7 @@ pub mod claude;
 pub mod codex;
 mod diagnostics;
 pub mod framing;
+pub mod gemini;
 pub mod json;
 pub mod mapper;
 pub mod message;

@@ -5,6 +5,7 @@
 mod claude;
 mod codex;
 mod codex_corpus;
+mod gemini;
 mod mapper;
 mod mapper_props;
 mod mapper_snapshots;
