@@ -3,9 +3,11 @@
 //! This module owns the script data model (what the fake model answers, request by
 //! request), reading it with `file: field: problem` errors, and rendering one answer
 //! into the exact bytes of an OpenAI chat-completions or Anthropic messages SSE stream
-//! (the OpenAI Responses stream is [`responses`]'s). It is pure: no sockets, no clocks
+//! (the OpenAI Responses stream is [`responses`]'s, Google's Gemini API [`gemini`]'s). It is
+//! pure: no sockets, no clocks
 //! (delays are data the server acts on).
 
+mod gemini;
 mod responses;
 
 use std::collections::BTreeMap;
@@ -176,6 +178,18 @@ pub enum Reply {
         /// After the pieces: end normally, stall, or cut.
         end: StreamEnd,
     },
+    /// A 200 JSON body (Gemini's `generateContent`), in pieces as one stream event is, so
+    /// that delays, `split_utf8`, `cut_after` and `stall_after` act on it alike.
+    Json {
+        /// Extra response headers.
+        headers: Vec<(String, String)>,
+        /// The body, piece by piece.
+        pieces: Vec<Piece>,
+        /// Milliseconds to wait before the response head.
+        first_byte_delay_ms: u64,
+        /// After the pieces: end normally, stall, or cut.
+        end: StreamEnd,
+    },
 }
 
 /// How a streamed answer ends after its pieces.
@@ -337,6 +351,15 @@ fn is_token_byte(b: u8) -> bool {
 
 /// The reply when the script has no turn left for request `n` (0-based).
 pub fn exhausted_reply(api: Api, n: usize, capacity: usize) -> Reply {
+    exhausted(n, capacity, |status, msg| error_body(api, status, msg))
+}
+
+/// [`exhausted_reply`] on Google's Gemini API.
+pub fn exhausted_gemini_reply(n: usize, capacity: usize) -> Reply {
+    exhausted(n, capacity, gemini::error_body)
+}
+
+fn exhausted(n: usize, capacity: usize, api_body: impl Fn(u16, &str) -> String) -> Reply {
     let msg = format!(
         "pi-harness serve-llm: the script has no answer for request {} (it answers {capacity})",
         n + 1
@@ -344,7 +367,7 @@ pub fn exhausted_reply(api: Api, n: usize, capacity: usize) -> Reply {
     Reply::Error {
         status: 500,
         headers: vec![("x-should-retry".into(), "false".into())],
-        body: error_body(api, 500, &msg).into_bytes(),
+        body: api_body(500, &msg).into_bytes(),
         first_byte_delay_ms: 0,
     }
 }
@@ -373,30 +396,78 @@ fn error_type(status: u16) -> &'static str {
 
 /// Render the reply to request number `request` (1-based, used in response ids).
 pub fn render(turn: &Turn, api: Api, model: &str, request: usize) -> Reply {
-    let extra: Vec<(String, String)> = turn
-        .headers
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    if let Some(status) = turn.status {
-        let body = match (&turn.body, &turn.msg) {
-            (Some(Value::String(s)), _) => s.clone(),
-            (Some(v), _) => v.to_string(),
-            (None, Some(msg)) => error_body(api, status, msg),
-            (None, None) => error_body(api, status, &format!("HTTP {status}")),
-        };
-        return Reply::Error {
-            status,
-            headers: extra,
-            body: body.into_bytes(),
-            first_byte_delay_ms: turn.first_byte_delay_ms,
-        };
+    if let Some(reply) = error_reply(turn, |status, msg| error_body(api, status, msg)) {
+        return reply;
     }
     let events = match api {
         Api::OpenAi => openai_events(turn, model, request),
         Api::Anthropic => anthropic_events(turn, model, request),
         Api::Responses => responses::events(turn, model, request),
     };
+    let (headers, pieces, first_byte_delay_ms, end) = pieces(turn, events);
+    Reply::Stream {
+        headers,
+        pieces,
+        first_byte_delay_ms,
+        end,
+    }
+}
+
+/// Render the reply to request number `request` on Google's Gemini API for `model` (the
+/// model of the request's path): `streamGenerateContent` when `stream`, else
+/// `generateContent`. Not an [`Api`]: the recorder never serves pi's providers on it.
+pub fn render_gemini(turn: &Turn, model: &str, request: usize, stream: bool) -> Reply {
+    if let Some(reply) = error_reply(turn, gemini::error_body) {
+        return reply;
+    }
+    if stream {
+        let (headers, pieces, first_byte_delay_ms, end) =
+            pieces(turn, gemini::events(turn, model, request));
+        return Reply::Stream {
+            headers,
+            pieces,
+            first_byte_delay_ms,
+            end,
+        };
+    }
+    let (headers, pieces, first_byte_delay_ms, end) =
+        pieces(turn, vec![gemini::whole(turn, model, request)]);
+    Reply::Json {
+        headers,
+        pieces,
+        first_byte_delay_ms,
+        end,
+    }
+}
+
+/// The HTTP error a turn with a `status` is, its body from `api_body(status, msg)` unless
+/// the turn gives one; `None` for a stream.
+fn error_reply(turn: &Turn, api_body: impl Fn(u16, &str) -> String) -> Option<Reply> {
+    let status = turn.status?;
+    let body = match (&turn.body, &turn.msg) {
+        (Some(Value::String(s)), _) => s.clone(),
+        (Some(v), _) => v.to_string(),
+        (None, Some(msg)) => api_body(status, msg),
+        (None, None) => api_body(status, &format!("HTTP {status}")),
+    };
+    Some(Reply::Error {
+        status,
+        headers: headers_of(turn),
+        body: body.into_bytes(),
+        first_byte_delay_ms: turn.first_byte_delay_ms,
+    })
+}
+
+fn headers_of(turn: &Turn) -> Vec<(String, String)> {
+    turn.headers
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// The events as the pieces the server writes (after `cut_after`/`stall_after`, split by
+/// `split_utf8`, with the delays), with the turn's headers, first-byte delay and end.
+fn pieces(turn: &Turn, events: Vec<String>) -> (Vec<(String, String)>, Vec<Piece>, u64, StreamEnd) {
     let limit = turn.stall_after.or(turn.cut_after).unwrap_or(usize::MAX);
     let end = if turn.stall_after.is_some() {
         StreamEnd::Stall
@@ -413,10 +484,11 @@ pub fn render(turn: &Turn, api: Api, model: &str, request: usize) -> Reply {
         } else {
             None
         };
+        let delay_ms = turn.chunk_delay_ms;
         match split {
             Some(at) => {
                 pieces.push(Piece {
-                    delay_ms: turn.chunk_delay_ms,
+                    delay_ms,
                     bytes: bytes[..at].to_vec(),
                 });
                 pieces.push(Piece {
@@ -424,18 +496,10 @@ pub fn render(turn: &Turn, api: Api, model: &str, request: usize) -> Reply {
                     bytes: bytes[at..].to_vec(),
                 });
             }
-            None => pieces.push(Piece {
-                delay_ms: turn.chunk_delay_ms,
-                bytes,
-            }),
+            None => pieces.push(Piece { delay_ms, bytes }),
         }
     }
-    Reply::Stream {
-        headers: extra,
-        pieces,
-        first_byte_delay_ms: turn.first_byte_delay_ms,
-        end,
-    }
+    (headers_of(turn), pieces, turn.first_byte_delay_ms, end)
 }
 
 /// A byte index inside the first multi-byte UTF-8 character, if there is one.
@@ -623,122 +687,4 @@ fn anthropic_events(turn: &Turn, model: &str, request: usize) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn data_lines(reply: &Reply) -> Vec<Value> {
-        let Reply::Stream { pieces, .. } = reply else {
-            panic!("not a stream: {reply:?}")
-        };
-        let all: Vec<u8> = pieces.iter().flat_map(|p| p.bytes.clone()).collect();
-        String::from_utf8(all)
-            .unwrap()
-            .lines()
-            .filter_map(|l| l.strip_prefix("data: "))
-            .filter(|l| *l != "[DONE]")
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
-
-    #[test]
-    fn openai_stream_has_reasoning_text_tool_pieces_finish_and_usage() {
-        let s = Script::parse(
-            r#"{"turns":[{"reasoning":["hm"],"text":["a","b"],
-                "tools":[{"id":"call_1","name":"bash","args":{"command":"echo hi"}}]}]}"#,
-        )
-        .unwrap();
-        let (_, t) = s.turn_for(0).unwrap();
-        let v = data_lines(&render(t, Api::OpenAi, "m", 3));
-        assert_eq!(v[0]["id"], "c3");
-        assert_eq!(v[1]["choices"][0]["delta"]["reasoning_content"], "hm");
-        assert_eq!(v[2]["choices"][0]["delta"]["content"], "a");
-        assert_eq!(
-            v[4]["choices"][0]["delta"]["tool_calls"][0]["function"]["name"],
-            "bash"
-        );
-        let args: String = v[5..]
-            .iter()
-            .filter_map(|c| {
-                c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"].as_str()
-            })
-            .collect();
-        assert_eq!(args, r#"{"command":"echo hi"}"#);
-        let finish = &v[v.len() - 2];
-        assert_eq!(finish["choices"][0]["finish_reason"], "tool_calls");
-        assert_eq!(v.last().unwrap()["usage"]["completion_tokens"], 4);
-    }
-
-    #[test]
-    fn anthropic_stream_orders_blocks_and_maps_stop_reason() {
-        let s = Script::parse(r#"{"turns":[{"text":["x"]}]}"#).unwrap();
-        let v = data_lines(&render(&s.turns[0], Api::Anthropic, "m", 1));
-        let types: Vec<&str> = v.iter().map(|e| e["type"].as_str().unwrap()).collect();
-        assert_eq!(
-            types,
-            [
-                "message_start",
-                "content_block_start",
-                "content_block_delta",
-                "content_block_stop",
-                "message_delta",
-                "message_stop"
-            ]
-        );
-        assert_eq!(v[4]["delta"]["stop_reason"], "end_turn");
-    }
-
-    #[test]
-    fn repeat_and_after_last_pick_turns() {
-        let s = Script::parse(r#"{"turns":[{"status":500,"repeat":2},{"text":["ok"]}]}"#).unwrap();
-        assert_eq!(s.turn_for(0).unwrap().0, 0);
-        assert_eq!(s.turn_for(1).unwrap().0, 0);
-        assert_eq!(s.turn_for(2).unwrap().0, 1);
-        assert!(s.turn_for(3).is_none());
-        assert_eq!(s.capacity(), Some(3));
-        let s = Script::parse(r#"{"turns":[{"text":["ok"]}],"after_last":"repeat_last"}"#).unwrap();
-        assert_eq!(s.turn_for(9).unwrap().0, 0);
-    }
-
-    #[test]
-    fn bad_scripts_name_the_field() {
-        let e = Script::parse(r#"{"turns":[{"text":["a"]},{"status":200}]}"#).unwrap_err();
-        assert!(e.contains("turns[1].status"), "{e}");
-        let e = Script::parse(r#"{"turns":[{"status":500,"text":["a"]}]}"#).unwrap_err();
-        assert!(e.contains("turns[0]: `status`"), "{e}");
-        let e = Script::parse(r#"{"turns":[{"txt":["a"]}]}"#).unwrap_err();
-        assert!(e.contains("unknown field `txt`"), "{e}");
-        // No turns: the run never reaches the model; nothing to repeat then.
-        let none = Script::parse(r#"{"turns":[]}"#).unwrap();
-        assert!(none.expects_no_request());
-        assert_eq!(none.capacity(), Some(0));
-        assert!(!Script::parse(r#"{"turns":[{"text":["a"]}]}"#)
-            .unwrap()
-            .expects_no_request());
-        let e = Script::parse(r#"{"turns":[],"after_last":"repeat_last"}"#).unwrap_err();
-        assert!(e.contains("no last turn to repeat"), "{e}");
-        let e = Script::parse(r#"{"turns":[{"status":100}]}"#).unwrap_err();
-        assert!(e.contains("turns[0].status: 100"), "{e}");
-        let e = Script::parse(r#"{"turns":[{"status":500,"headers":{"x(y)":"1"}}]}"#).unwrap_err();
-        assert!(e.contains(r#"bad header name "x(y)""#), "{e}");
-        let e =
-            Script::parse(r#"{"turns":[{"status":500,"headers":{"x":"a\u0000"}}]}"#).unwrap_err();
-        assert!(e.contains("control character"), "{e}");
-        assert!(Script::parse(r#"{"turns":[{"status":503,"headers":{"x-é":"1"}}]}"#).is_err());
-        Script::parse(r#"{"turns":[{"status":503,"headers":{"Retry-After":"0 \té"}}]}"#).unwrap();
-    }
-
-    #[test]
-    fn cut_and_stall_limit_events_and_split_cuts_inside_a_character() {
-        let s =
-            Script::parse(r#"{"turns":[{"text":["é","b","c"],"cut_after":2,"split_utf8":true}]}"#)
-                .unwrap();
-        let Reply::Stream { pieces, end, .. } = render(&s.turns[0], Api::OpenAi, "m", 1) else {
-            panic!()
-        };
-        assert_eq!(end, StreamEnd::Cut);
-        // role chunk (ASCII, one piece) + "é" chunk split in two.
-        assert_eq!(pieces.len(), 3);
-        assert!(std::str::from_utf8(&pieces[1].bytes).is_err());
-        assert_eq!(arg_pieces("aé", 1), ["a", "é"]);
-    }
-}
+mod tests;

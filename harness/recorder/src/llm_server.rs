@@ -1,10 +1,11 @@
-//! The scripted LLM server: OpenAI chat completions, OpenAI Responses and Anthropic messages
-//! streaming on loopback.
+//! The scripted LLM server: OpenAI chat completions, OpenAI Responses, Anthropic messages
+//! and Google's Gemini API (`generateContent`, `streamGenerateContent`) on loopback.
 //!
 //! This module owns the socket side: HTTP/1.1 on hyper (one request per connection,
 //! `connection: close`, SSE bodies sent with chunked transfer encoding so a scripted cut is
 //! a real transport error), the request counter that picks the script's turn, and the
-//! request log (memory and JSONL file). What to answer is decided by [`crate::llm_script`].
+//! request log (memory and JSONL file; what a request asks is read by `request`). What to
+//! answer is decided by [`crate::llm_script`].
 //!
 //! The server binds 127.0.0.1 only and bounds what one careless or hostile client can cost
 //! ([`Limits`]): a connection that has not sent its whole request head within
@@ -39,8 +40,11 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::llm_script::{self, Api, Piece, Reply, Script, StreamEnd};
+mod request;
+
+use crate::llm_script::{self, Piece, Reply, Script, StreamEnd};
 use crate::Notices;
+use request::Route;
 
 /// Largest request head accepted (hyper answers 431 above it).
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
@@ -106,25 +110,29 @@ pub struct LoggedRequest {
     pub index: usize,
     /// The HTTP method.
     pub method: String,
-    /// The request path (`/v1/chat/completions`, `/v1/responses`, `/v1/messages`).
+    /// The request path and query (`/v1/chat/completions`, `/v1/responses`, `/v1/messages`,
+    /// `/v1beta/models/M:streamGenerateContent?alt=sse`; a `key` parameter's value is
+    /// logged as `REDACTED`).
     pub path: String,
     /// Which script turn answered (0-based); absent when none did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turn: Option<usize>,
     /// HTTP status answered.
     pub status: u16,
-    /// The `model` the client asked for.
+    /// The `model` the client asked for (Gemini: the model of the path).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
-    /// The request's `messages` array (the Responses API's `input`), as received.
+    /// The request's `messages` array (the Responses API's `input`, Gemini's `contents`), as
+    /// received.
     pub messages: Value,
-    /// Anthropic's top-level `system` (the Responses API's `instructions`), when sent.
+    /// Anthropic's top-level `system` (the Responses API's `instructions`, Gemini's
+    /// `systemInstruction`), when sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub system: Option<Value>,
-    /// Names of the tools offered to the model.
+    /// Names of the tools offered to the model (Gemini: of its `functionDeclarations`).
     pub tools: Vec<String>,
-    /// Whether an API key header (`authorization` or `x-api-key`) came with it. The key
-    /// itself is never logged.
+    /// Whether an API key came with it (an `authorization`, `x-api-key` or `x-goog-api-key`
+    /// header, or a `key` query parameter). The key itself is never logged.
     pub has_api_key: bool,
     /// A model request the script had no answer left for (answered 500). Not in the log.
     #[serde(skip)]
@@ -428,69 +436,42 @@ async fn answer(
         }
     };
     let method = head.method.as_str();
-    let path = head.uri.to_string();
-    // Route on the path without its query (pi 0.87.1 posts `/v1/messages?beta=true`).
-    let route = head.uri.path();
-    let api = if route.ends_with("/chat/completions") {
-        Some(Api::OpenAi)
-    } else if route.ends_with("/responses") {
-        Some(Api::Responses)
-    } else if route.ends_with("/messages") {
-        Some(Api::Anthropic)
-    } else {
-        None
-    };
+    let route = request::route(head.uri.path());
     let parsed: Option<Value> = serde_json::from_slice(&body).ok();
-    let has_api_key =
-        head.headers.contains_key("authorization") || head.headers.contains_key("x-api-key");
+    let asked = request::asked(&head, parsed.as_ref());
     let index = shared.counter.fetch_add(1, Ordering::SeqCst);
     let mut entry = LoggedRequest {
         index: index + 1,
         method: method.to_string(),
-        path: path.clone(),
+        path: asked.path,
         turn: None,
         status: 0,
-        model: parsed
-            .as_ref()
-            .and_then(|v| v.get("model"))
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        messages: parsed
-            .as_ref()
-            .and_then(|v| v.get("messages").or_else(|| v.get("input")))
-            .cloned()
-            .unwrap_or(Value::Null),
-        system: parsed
-            .as_ref()
-            .and_then(|v| v.get("system").or_else(|| v.get("instructions")))
-            .cloned(),
-        tools: parsed
-            .as_ref()
-            .and_then(|v| v.get("tools"))
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|t| {
-                        t.pointer("/function/name")
-                            .or_else(|| t.get("name"))
-                            .and_then(Value::as_str)
-                            .map(str::to_string)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
-        has_api_key,
+        model: asked.model,
+        messages: asked.messages,
+        system: asked.system,
+        tools: asked.tools,
+        has_api_key: asked.has_api_key,
         exhausted: false,
     };
-    let reply = match (api, &parsed, method) {
-        (Some(api), Some(_), "POST") => match shared.script.turn_for(index) {
+    let model = entry.model.as_deref().unwrap_or("fake-model");
+    let reply = match (route, &parsed, method) {
+        (Some(route), Some(_), "POST") => match shared.script.turn_for(index) {
             Some((turn_index, turn)) => {
                 entry.turn = Some(turn_index);
-                llm_script::render(turn, api, entry.model.as_deref().unwrap_or("fake-model"), index + 1)
+                match route {
+                    Route::Api(api) => llm_script::render(turn, api, model, index + 1),
+                    Route::Gemini { stream } => {
+                        llm_script::render_gemini(turn, model, index + 1, stream)
+                    }
+                }
             }
             None => {
                 entry.exhausted = true;
-                llm_script::exhausted_reply(api, index, shared.script.capacity().unwrap_or(0))
+                let capacity = shared.script.capacity().unwrap_or(0);
+                match route {
+                    Route::Api(api) => llm_script::exhausted_reply(api, index, capacity),
+                    Route::Gemini { .. } => llm_script::exhausted_gemini_reply(index, capacity),
+                }
             }
         },
         (Some(_), None, "POST") => Reply::Error {
@@ -503,9 +484,9 @@ async fn answer(
             status: 404,
             headers: vec![],
             body: format!(
-                r#"{{"error":{{"message":"pi-harness serve-llm: no route for {} {} (POST /v1/chat/completions, /v1/responses or /v1/messages)"}}}}"#,
+                r#"{{"error":{{"message":"pi-harness serve-llm: no route for {} {} (POST /v1/chat/completions, /v1/responses, /v1/messages, or /v1beta/models/MODEL:streamGenerateContent or :generateContent)"}}}}"#,
                 method,
-                path.escape_default()
+                entry.path.escape_default()
             )
             .into_bytes(),
             first_byte_delay_ms: 0,
@@ -513,7 +494,7 @@ async fn answer(
     };
     entry.status = match &reply {
         Reply::Error { status, .. } => *status,
-        Reply::Stream { .. } => 200,
+        Reply::Stream { .. } | Reply::Json { .. } => 200,
     };
     log_request(&shared, entry);
     Ok(respond(reply).await)
@@ -551,6 +532,18 @@ async fn respond(reply: Reply) -> Response<ReplyBody> {
             "application/json",
             headers,
             Either::Left(Full::new(Bytes::from(body))),
+            first_byte_delay_ms,
+        ),
+        Reply::Json {
+            headers,
+            pieces,
+            first_byte_delay_ms,
+            end,
+        } => (
+            200,
+            "application/json",
+            headers,
+            Either::Right(StreamBody::new(pieces, end)),
             first_byte_delay_ms,
         ),
         Reply::Stream {

@@ -43,10 +43,25 @@ impl Response {
 }
 
 async fn post(addr: std::net::SocketAddr, path: &str, body: &Value) -> Response {
+    post_with_key(addr, path, body, "Authorization: Bearer sk-test").await
+}
+
+/// [`post`] with `key_header` (a whole header line, or "" for none) as its API key.
+async fn post_with_key(
+    addr: std::net::SocketAddr,
+    path: &str,
+    body: &Value,
+    key_header: &str,
+) -> Response {
     let mut s = TcpStream::connect(addr).await.unwrap();
     let body = body.to_string();
+    let key_header = if key_header.is_empty() {
+        String::new()
+    } else {
+        format!("{key_header}\r\n")
+    };
     let req = format!(
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer sk-test\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\n{key_header}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     );
     s.write_all(req.as_bytes()).await.unwrap();
@@ -375,4 +390,140 @@ async fn the_responses_route_streams_a_function_call_an_error_status_and_a_cut()
         [200, 429, 200]
     );
     server.shutdown().await;
+}
+
+/// Google's Gemini API (`POST /v1beta/models/M:streamGenerateContent?alt=sse`, what Gemini
+/// CLI calls, and `:generateContent`): text chunks as SSE `data:` lines with the path's
+/// model as `modelVersion`, a function call, an HTTP 400 with Google's error body and the
+/// turn's headers, the same turn whole as one JSON body, a stream cut before its finish;
+/// the request log (memory and file) keeps the path's model, `contents`,
+/// `systemInstruction`, the declared functions, and that a key came, never the key.
+#[tokio::test]
+async fn the_gemini_routes_stream_chunks_a_function_call_an_error_a_whole_body_and_a_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("requests.jsonl");
+    let script = Script::parse(
+        r#"{"turns":[
+            {"text":["Hello ","there."],"usage":{"input":11,"output":7}},
+            {"tools":[{"id":"call_1","name":"run_shell_command","args":{"command":"echo hi"}}]},
+            {"status":400,"msg":"fake: bad request","headers":{"x-test":"1"}},
+            {"reasoning":["hm"],"text":["whole"]},
+            {"text":["cut","here"],"cut_after":1}
+        ]}"#,
+    )
+    .unwrap();
+    let server = LlmServer::start(
+        script,
+        ServerOptions {
+            log_path: Some(log_path.clone()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let request = serde_json::json!({
+        "contents": [{"role": "user", "parts": [{"text": "say hi"}]}],
+        "systemInstruction": {"role": "user", "parts": [{"text": "You are terse."}]},
+        "tools": [{"functionDeclarations": [{"name": "run_shell_command", "parameters": {}}]}],
+        "generationConfig": {"thinkingConfig": {"includeThoughts": true}}});
+    let stream = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse";
+    let key = "x-goog-api-key: secret-key";
+
+    let r = post_with_key(server.addr(), stream, &request, key).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    assert!(r.complete);
+    let (chunks, done) = r.sse();
+    assert!(!done, "no [DONE] on Gemini's wire");
+    let text: Vec<&str> = chunks
+        .iter()
+        .map(|c| {
+            c["candidates"][0]["content"]["parts"][0]["text"]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(text, ["Hello ", "there."]);
+    assert!(chunks
+        .iter()
+        .all(|c| c["modelVersion"] == "gemini-2.5-flash"));
+    let last = &chunks[1];
+    assert_eq!(last["candidates"][0]["finishReason"], "STOP");
+    assert_eq!(last["usageMetadata"]["promptTokenCount"], 11);
+    assert_eq!(last["usageMetadata"]["candidatesTokenCount"], 7);
+    assert_eq!(last["usageMetadata"]["totalTokenCount"], 18);
+
+    let r = post_with_key(server.addr(), stream, &request, key).await;
+    let (chunks, _) = r.sse();
+    assert_eq!(chunks.len(), 1);
+    let call = &chunks[0]["candidates"][0]["content"]["parts"][0]["functionCall"];
+    assert_eq!(
+        *call,
+        serde_json::json!({"name": "run_shell_command", "args": {"command": "echo hi"}})
+    );
+
+    let r = post_with_key(server.addr(), stream, &request, key).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.header("x-test"), Some("1"));
+    let body: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(
+        body,
+        serde_json::json!({"error": {"code": 400, "message": "fake: bad request", "status": "INVALID_ARGUMENT"}})
+    );
+
+    // generateContent, the key as a query parameter: the turn whole, one JSON body.
+    let whole = "/v1beta/models/gemini-2.5-pro:generateContent?key=secret-key";
+    let r = post_with_key(server.addr(), whole, &request, "").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert!(r.complete);
+    let body: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(
+        body["candidates"][0]["content"]["parts"],
+        serde_json::json!([{"text": "hm", "thought": true}, {"text": "whole"}])
+    );
+    assert_eq!(body["modelVersion"], "gemini-2.5-pro");
+    assert_eq!(body["usageMetadata"]["thoughtsTokenCount"], 1);
+
+    // Cut after one chunk: no finishReason, no terminating chunk.
+    let r = post_with_key(server.addr(), stream, &request, "").await;
+    assert_eq!(r.status, 200);
+    assert!(!r.complete);
+    let (chunks, _) = r.sse();
+    assert_eq!(chunks.len(), 1);
+    assert!(chunks[0]["candidates"][0]["finishReason"].is_null());
+
+    let log = server.requests();
+    assert_eq!(
+        log.iter().map(|r| r.status).collect::<Vec<_>>(),
+        [200, 200, 400, 200, 200]
+    );
+    assert_eq!(log[0].path, stream);
+    assert_eq!(log[0].model.as_deref(), Some("gemini-2.5-flash"));
+    assert_eq!(log[3].model.as_deref(), Some("gemini-2.5-pro"));
+    assert_eq!(log[0].tools, ["run_shell_command"]);
+    assert!(log[0].mentions("say hi"), "contents are logged as messages");
+    assert!(
+        log[0].mentions("You are terse."),
+        "systemInstruction as system"
+    );
+    assert_eq!(
+        log.iter().map(|r| r.has_api_key).collect::<Vec<_>>(),
+        [true, true, true, true, false]
+    );
+    assert_eq!(
+        log[3].path,
+        "/v1beta/models/gemini-2.5-pro:generateContent?key=REDACTED"
+    );
+    server.shutdown().await;
+    let file = std::fs::read_to_string(&log_path).unwrap();
+    assert_eq!(file.lines().count(), 5);
+    assert!(!file.contains("secret-key"), "the key is never logged");
+    let first: Value = serde_json::from_str(file.lines().next().unwrap()).unwrap();
+    assert_eq!(first["model"], "gemini-2.5-flash");
+    assert_eq!(first["messages"], request["contents"]);
+    assert_eq!(first["system"], request["systemInstruction"]);
+    assert_eq!(first["tools"], serde_json::json!(["run_shell_command"]));
+    assert_eq!(first["turn"], 0);
 }
