@@ -110,6 +110,7 @@ pub fn case_of(root: &Path, path: &Path, c: &Outline) -> Case {
     match h.agent() {
         pi_grammar::Agent::Claude => return claude_case(name, path, c),
         pi_grammar::Agent::Codex => return codex_case(name, path, c),
+        pi_grammar::Agent::Gemini => return gemini_case(name, path, c),
         pi_grammar::Agent::Pi => {}
     }
     // What the recording ran with, by meaning: an implementation passes these as flags.
@@ -304,6 +305,60 @@ fn codex_case(name: String, path: &Path, c: &Outline) -> Case {
         cassette: path.to_path_buf(),
     }
 }
+
+/// The case of a Gemini CLI cassette: the recorded options given again, the prompt by
+/// `--prompt`, in a case dir whose `HOME` is a directory of its own (no user settings).
+fn gemini_case(name: String, path: &Path, c: &Outline) -> Case {
+    let h = &c.header;
+    let mut argv = Vec::new();
+    for (flag, rule) in &h.expect.flags {
+        match rule {
+            FlagRule::Present(true) => argv.push(format!("--{flag}")),
+            FlagRule::Value(v) => argv.extend([format!("--{flag}"), v.clone()]),
+            _ => {}
+        }
+    }
+    let in_argv = h.expect.argv_messages.clone().unwrap_or_default();
+    let prompt = h
+        .expect
+        .prompt
+        .clone()
+        .or_else(|| in_argv.first().cloned())
+        .unwrap_or_else(|| "hi".into());
+    argv.extend(["--prompt".to_string(), prompt.clone()]);
+    let effective = h.expect.effective.clone().unwrap_or_default();
+    let mut env = replay_env(h);
+    env.insert("HOME".into(), format!("<DIR>/{GEMINI_HOME_DIR}"));
+    Case {
+        request: RequestDoc {
+            version: REQUEST_VERSION,
+            case: name.clone(),
+            prompt,
+            pi: PiDoc {
+                version: h.pi.version.clone(),
+            },
+            provider: effective.provider,
+            model: effective.model,
+            no_session: false,
+            session: None,
+            thinking: None,
+            tools: None,
+            exclude_tools: Vec::new(),
+            env,
+            cwd: Some("<DIR>".into()),
+            cancel_after_idle_ms: c.hangs.then_some(CANCEL_IDLE_MS),
+            rpc: None,
+            agent: Some("gemini".into()),
+            argv: Some(argv),
+            stdin: None,
+        },
+        name,
+        cassette: path.to_path_buf(),
+    }
+}
+
+/// The directory of a Gemini CLI case's dir that is its `HOME`.
+pub const GEMINI_HOME_DIR: &str = "gemini-home";
 
 /// The directory of a Codex case's dir that is its `CODEX_HOME`.
 pub const CODEX_HOME_DIR: &str = "codex-home";

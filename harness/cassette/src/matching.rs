@@ -48,6 +48,7 @@ pub const FIELDS: &[&str] = &[
     "no_mcp",
     "sandbox",
     "approval",
+    "max_attempts",
     "prompt",
     "follow_ups",
     "session",

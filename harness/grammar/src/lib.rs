@@ -55,12 +55,14 @@
 //! - `prompt`: piped stdin and the first prompt ([`stdin_content`], [`join_prompt`]);
 //! - [`Agent`]: the agent CLIs, as data (names, the header key, pinned releases);
 //! - [`codex`]: Codex CLI's releases (`codex exec --json`);
+//! - [`gemini`]: Gemini CLI's releases (`gemini -p ... --output-format stream-json`);
 //! - [`claude`]: Claude Code's command line per release, on its own: the data in
 //!   `data/claude/VERSION/` (written by `scripts/claude-grammar.sh` from the CLI, embedded at
 //!   build time; a new release is a new directory), read as its parser (commander) reads argv.
 
 pub mod claude;
 pub mod codex;
+pub mod gemini;
 
 mod agent;
 

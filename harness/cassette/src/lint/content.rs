@@ -13,7 +13,7 @@ pub(super) struct Content {
     /// A real run (not hand-made): the stream rules apply.
     real: bool,
     /// The `type` of the first stdout line of a real run: pi's `session`, Codex's
-    /// `thread.started`; `None` for a two-way cassette (RPC, stream-json).
+    /// `thread.started`; `None` for a two-way cassette (RPC, stream-json) and for Gemini CLI.
     first_event: Option<&'static str>,
     /// The delays so far, added up.
     total_ms: f64,
@@ -55,6 +55,8 @@ impl Content {
             first_event: match (header.mode.is_some(), header.agent()) {
                 (true, _) => None,
                 (false, pi_grammar::Agent::Codex) => Some("thread.started"),
+                // Gemini CLI may print a terminal warning before `init` (without its relaunch).
+                (false, pi_grammar::Agent::Gemini) => None,
                 (false, _) => Some("session"),
             },
             total_ms: 0.0,

@@ -27,8 +27,9 @@ pub struct Header {
     pub mode: Option<String>,
     /// Which pi produced (or is imitated by) this cassette; for a `stream-json` cassette,
     /// which Claude Code (written under the key `claude`); for an `exec-json` one, which
-    /// Codex (under `codex`).
-    #[serde(alias = "claude", alias = "codex")]
+    /// Codex (under `codex`); for a `gemini-stream-json` one, which Gemini CLI (under
+    /// `gemini`).
+    #[serde(alias = "claude", alias = "codex", alias = "gemini")]
     pub pi: PiSource,
     /// What the recording shows: its name, description and tags.
     pub scenario: Scenario,
@@ -61,13 +62,14 @@ impl Header {
         }
     }
 
-    /// The name of the CLI the cassette imitates, for messages: `pi`, `claude` or `codex`.
+    /// The name of the CLI the cassette imitates, for messages: `pi`, `claude`, `codex` or
+    /// `gemini`.
     pub fn agent_name(&self) -> &'static str {
         self.agent().name()
     }
 
     /// The header line (without its newline): the CLI's section is named for the agent
-    /// (`pi`, `claude`, `codex`).
+    /// (`pi`, `claude`, `codex`, `gemini`).
     pub fn to_json(&self) -> String {
         let text = serde_json::to_string(self).expect("a header always serializes");
         match self.agent() {
@@ -143,6 +145,15 @@ impl PiSource {
         pi_grammar::codex::Codex::pinned_or_newer(&self.version)
     }
 
+    /// Gemini CLI's release for a gemini-stream-json cassette (its own, or the one an
+    /// unverified cassette borrows).
+    pub fn gemini(&self) -> Option<pi_grammar::gemini::Gemini> {
+        if self.dialect.agent() != Agent::Gemini {
+            return None;
+        }
+        pi_grammar::gemini::Gemini::pinned_or_newer(&self.version)
+    }
+
     /// The pinned release whose grammar the cassette is read with when its own release is
     /// not pinned (what [`PiSource::unverified`] names); `None` for a pinned release, also
     /// when its header still carries the mark of the days before it was pinned.
@@ -180,15 +191,19 @@ pub enum Dialect {
     /// Codex CLI's `exec --json` (a version 1 cassette naming `codex`).
     #[serde(rename = "exec-json")]
     ExecJson,
+    /// Gemini CLI's `--output-format stream-json` (a version 1 cassette naming `gemini`).
+    #[serde(rename = "gemini-stream-json")]
+    GeminiStreamJson,
 }
 
 impl Dialect {
     /// The agent that writes this dialect: Claude Code for `stream-json`, Codex for
-    /// `exec-json`, pi for the rest.
+    /// `exec-json`, Gemini CLI for `gemini-stream-json`, pi for the rest.
     pub fn agent(self) -> Agent {
         match self {
             Dialect::StreamJson => Agent::Claude,
             Dialect::ExecJson => Agent::Codex,
+            Dialect::GeminiStreamJson => Agent::Gemini,
             Dialect::SnapshotDelta | Dialect::DeltaOnly | Dialect::SnapshotOnly => Agent::Pi,
         }
     }
@@ -358,9 +373,15 @@ pub struct EffectiveExpect {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
     /// Codex: when it asked before running a tool (`approval_policy`: `untrusted`,
-    /// `on-request`, `never`, ...), from the same sources.
+    /// `on-request`, `never`, ...), from the same sources. Gemini CLI: its approval mode
+    /// (`default`, `auto_edit`, `yolo`, `plan`), from `--approval-mode`/`--yolo` or its
+    /// settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<String>,
+    /// Gemini CLI: how many times a model call is tried before it gives up
+    /// (`general.maxAttempts` in its settings, or its default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
 }
 
 impl EffectiveExpect {
@@ -385,6 +406,7 @@ impl EffectiveExpect {
             no_mcp: Some(e.no_mcp),
             sandbox: None,
             approval: None,
+            max_attempts: None,
         }
     }
 }
@@ -588,6 +610,7 @@ impl fmt::Display for Dialect {
             Dialect::SnapshotOnly => "snapshot-only",
             Dialect::StreamJson => "stream-json",
             Dialect::ExecJson => "exec-json",
+            Dialect::GeminiStreamJson => "gemini-stream-json",
         })
     }
 }

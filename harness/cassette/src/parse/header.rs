@@ -36,6 +36,18 @@ fn header(text: &str) -> Result<Header, String> {
     check_names(&header)?;
     check_agent(&probe, &header)?;
     check_exit_codes(&header.process)?;
+    if header
+        .expect
+        .effective
+        .as_ref()
+        .and_then(|e| e.max_attempts)
+        == Some(0)
+    {
+        return Err(
+            "header field `expect.effective.max_attempts`: a model call is tried at least once, found 0"
+                .into(),
+        );
+    }
     Ok(header)
 }
 
@@ -111,8 +123,9 @@ fn check_names(header: &Header) -> Result<(), String> {
 }
 
 /// The CLI the cassette imitates, named under its own key (`pi`, `claude` for a
-/// stream-json cassette, `codex` for an exec-json one, which is version 1) with its
-/// dialect, in a version pi-harness knows or one newer than every pinned one (marked).
+/// stream-json cassette, `codex` for an exec-json one and `gemini` for a gemini-stream-json
+/// one, both version 1) with its dialect, in a version pi-harness knows or one newer than
+/// every pinned one (marked).
 fn check_agent(probe: &Value, header: &Header) -> Result<(), String> {
     let agent = header.agent();
     let want = agent.name();
@@ -129,6 +142,7 @@ fn check_agent(probe: &Value, header: &Header) -> Result<(), String> {
                 match other {
                     Agent::Claude => "only a `mode: \"stream-json\"` cassette names a `claude`",
                     Agent::Codex => "only a cassette of dialect \"exec-json\" names a `codex`",
+                    Agent::Gemini => "only a cassette of dialect \"gemini-stream-json\" names a `gemini`",
                     Agent::Pi => "not `pi`",
                 }
             ),
@@ -151,11 +165,12 @@ fn check_agent(probe: &Value, header: &Header) -> Result<(), String> {
             }
         ));
     }
-    if agent == Agent::Codex && header.mode.is_some() {
-        return Err(
-            "header field `mode`: a Codex (exec-json) cassette is one-way, version 1, with no mode"
-                .into(),
-        );
+    if matches!(agent, Agent::Codex | Agent::Gemini) && header.mode.is_some() {
+        return Err(format!(
+            "header field `mode`: a {} ({}) cassette is one-way, version 1, with no mode",
+            agent.display_name(),
+            header.pi.dialect
+        ));
     }
     let version = header.pi.version.as_str();
     let known = agent.pinned_versions().contains(&version);

@@ -796,3 +796,57 @@ fn a_codex_cassette_names_codex_under_its_own_key_and_only_there() {
         "{two_way}"
     );
 }
+
+#[test]
+fn a_gemini_cassette_names_gemini_under_its_own_key_and_only_there() {
+    let text = r#"{"format":"pi-cassette","version":1,"gemini":{"version":"0.61.0","dialect":"gemini-stream-json"},"scenario":{"name":"s","description":"d"},"expect":{"effective":{"model":"gemini-2.5-flash","approval":"yolo","max_attempts":2}},"origin":{"kind":"hand-made","timing":"synthetic"}}
+{"dt_ms":0,"exit":244}
+"#;
+    let c = Cassette::parse(Path::new("c"), text.as_bytes()).unwrap();
+    assert_eq!(c.header.agent(), pi_grammar::Agent::Gemini);
+    assert_eq!(c.header.agent_name(), "gemini");
+    assert_eq!(c.header.pi.dialect, Dialect::GeminiStreamJson);
+    assert_eq!(c.header.pi.gemini().map(|x| x.version()), Some("0.61.0"));
+    assert!(c.header.pi.grammar().is_none() && c.header.pi.codex().is_none());
+    let effective = c.header.expect.effective.as_ref().unwrap();
+    assert_eq!(
+        (effective.approval.as_deref(), effective.max_attempts),
+        (Some("yolo"), Some(2))
+    );
+    // Written back under the same key, byte for byte.
+    assert_eq!(c.header.to_json(), text.lines().next().unwrap());
+
+    let err = |text: String| {
+        Cassette::parse(Path::new("c"), text.as_bytes())
+            .unwrap_err()
+            .to_string()
+    };
+    let under_pi = err(text.replace(r#""gemini":{"#, r#""pi":{"#));
+    assert!(
+        under_pi.contains("header field `pi`: a cassette of Gemini CLI names it under `gemini`"),
+        "{under_pi}"
+    );
+    let as_codex = err(text.replace("gemini-stream-json", "exec-json"));
+    assert!(as_codex.contains("header field `gemini`: a cassette of Codex names it under `codex` (only a cassette of dialect \"gemini-stream-json\" names a `gemini`)"), "{as_codex}");
+    let old = err(text.replace("0.61.0", "0.60.1"));
+    assert!(
+        old.contains(
+            "header field `gemini.version`: pi-harness knows Gemini CLI 0.61.0, not \"0.60.1\""
+        ),
+        "{old}"
+    );
+    let newer = err(text.replace("0.61.0", "0.62.0"));
+    assert!(newer.contains("header field `gemini.unverified`: Gemini CLI 0.62.0 is newer than every pinned release (0.61.0)"), "{newer}");
+    let two_way = err(text.replace(r#""version":1,"#, r#""version":2,"mode":"rpc","#));
+    assert!(
+        two_way.contains(
+            "a Gemini CLI (gemini-stream-json) cassette is one-way, version 1, with no mode"
+        ),
+        "{two_way}"
+    );
+    let zero = err(text.replace(r#""max_attempts":2"#, r#""max_attempts":0"#));
+    assert!(
+        zero.contains("c:1: header field `expect.effective.max_attempts`: a model call is tried at least once, found 0"),
+        "{zero}"
+    );
+}

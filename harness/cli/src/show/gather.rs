@@ -42,6 +42,7 @@ pub fn facts(c: &Recording, path: Option<&Path>) -> Result<Facts, String> {
             return Ok(assemble(c, path, true, call, replay));
         }
         Agent::Codex => return Ok(codex_facts(c, path)),
+        Agent::Gemini => return Ok(gemini_facts(c, path)),
         Agent::Pi => {}
     }
     let version = &c.header.pi.version;
@@ -92,6 +93,20 @@ fn codex_facts(c: &Recording, path: Option<&Path>) -> Facts {
     };
     let replay = codex::codex_replay(c, cli, path);
     assemble(c, path, cli.is_some(), call, replay)
+}
+
+/// A Gemini CLI cassette's facts: the recorded effective values as they are, its options as
+/// recorded, the replay under the name `gemini`.
+fn gemini_facts(c: &Recording, path: Option<&Path>) -> Facts {
+    let e = &c.header.expect;
+    let call = Call {
+        want: e.effective.clone().unwrap_or_default(),
+        follow_ups: None,
+        delivery: None,
+        recorded: super::gemini::recorded_words(e),
+    };
+    let replay = super::gemini::gemini_replay(c, path);
+    assemble(c, path, c.header.pi.gemini().is_some(), call, replay)
 }
 
 /// The whole model, from the cassette and what its call means.

@@ -29,6 +29,7 @@ use crate::{use_color, CliError};
 
 mod codex;
 mod gather;
+mod gemini;
 mod model;
 mod read;
 mod replay;
