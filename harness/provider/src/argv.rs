@@ -19,6 +19,12 @@ pub fn thinking_levels(version: &str) -> Vec<&'static str> {
 
 /// pi's command line for this request and version (the prompt is not in it: it goes on stdin).
 pub fn build_argv(req: &Request, version: &str) -> Result<Vec<String>, String> {
+    if req.approval.is_some() {
+        return Err(
+            "pi has no approval mode: leave the request's approval unset (it is Gemini CLI's)"
+                .into(),
+        );
+    }
     let grammar = grammar_for(version);
     let has_session_id = grammar.has_flag("--session-id");
     let has_exclude = grammar.has_flag("--exclude-tools");

@@ -20,6 +20,7 @@ pub fn codex_argv(req: &Request) -> Result<Vec<String>, String> {
         ("exclude_tools", !req.exclude_tools.is_empty()),
         ("system_prompt", req.system_prompt.is_some()),
         ("append_system_prompt", !req.append_system_prompt.is_empty()),
+        ("approval", req.approval.is_some()),
     ];
     if let Some((field, _)) = unsupported.iter().find(|(_, set)| *set) {
         return Err(format!(

@@ -61,6 +61,7 @@
 mod argv;
 mod codex_argv;
 pub mod embedded;
+mod gemini_argv;
 pub mod prefork;
 mod probe;
 mod provider;
@@ -75,6 +76,7 @@ mod wait;
 
 pub use argv::{build_argv, grammar_for, thinking_levels};
 pub use codex_argv::{codex_argv, LAST_THREAD};
+pub use gemini_argv::{gemini_argv, GEMINI_APPROVAL_MODES};
 pub use pi_grammar::Agent;
 /// pi's built-in tools enabled by default, as `pi-grammar` knows them (re-exported: a
 /// request's `exclude_tools` on pi 0.73.1 becomes an allow-list of the others).

@@ -7,10 +7,12 @@ use std::time::Duration;
 /// What to run.
 #[derive(Debug, Clone, Default)]
 pub struct Request {
-    /// The agent CLI to run: pi (the default) or Codex (`codex exec --json`; see
-    /// [`crate::codex_argv`] for what a Codex request may ask).
+    /// The agent CLI to run: pi (the default), Codex (`codex exec --json`; see
+    /// [`crate::codex_argv`] for what a Codex request may ask) or Gemini CLI (`gemini
+    /// --output-format stream-json`; see [`crate::gemini_argv`]).
     pub agent: pi_grammar::Agent,
-    /// The agent's executable (pi, or `codex`); `pi` (`codex`) on `PATH` when absent.
+    /// The agent's executable (pi, `codex` or `gemini`); the agent's name on `PATH` when
+    /// absent.
     pub pi_path: Option<PathBuf>,
     /// pi's version; probed once per binary with `pi --version` when absent.
     pub pi_version: Option<String>,
@@ -34,6 +36,10 @@ pub struct Request {
     pub system_prompt: Option<String>,
     /// Text appended to the system prompt, one `--append-system-prompt` each.
     pub append_system_prompt: Vec<String>,
+    /// Gemini CLI's approval mode (`--approval-mode`: `default`, `auto_edit`, `yolo`,
+    /// `plan`); the CLI's settings decide when absent. pi and Codex refuse it (Codex reads
+    /// its approval policy from `CODEX_HOME/config.toml`).
+    pub approval: Option<String>,
     /// The API key, passed only in this environment variable.
     pub api_key: Option<ApiKey>,
     /// Extra environment for pi.

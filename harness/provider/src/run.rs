@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::argv::build_argv;
 use crate::codex_argv::codex_argv;
+use crate::gemini_argv::gemini_argv;
 use crate::probe::{probe_version, which};
 use crate::request::{ProviderOptions, Request};
 use crate::spawn::{spawn_supervised, supervisor_from_env, Spawned, SupervisorChild};
@@ -23,6 +24,7 @@ use crate::supervisor::Event;
 use crate::wait::{after, sleep_until, StoppedWatch, MAX_WAIT};
 use pi_grammar::Agent;
 use pi_wire::codex::CodexMapper;
+use pi_wire::gemini::GeminiMapper;
 use pi_wire::mapper::{EndCause, Mapper, MapperOptions, StreamEnd};
 use pi_wire::message::{ExitInfo, Failure, FailureReason, Message};
 use pi_wire::secret::SecretFilter;
@@ -112,9 +114,15 @@ impl Run {
                 }
             },
         };
-        if req.agent == Agent::Codex {
-            // Codex's command line is the same on every release: no version to ask for.
-            let argv = match codex_argv(&req) {
+        // Codex's and Gemini CLI's command lines are the same on every release: no version
+        // to ask for.
+        let fixed = match req.agent {
+            Agent::Codex => Some(codex_argv(&req)),
+            Agent::Gemini => Some(gemini_argv(&req)),
+            Agent::Pi | Agent::Claude => None,
+        };
+        if let Some(argv) = fixed {
+            let argv = match argv {
                 Ok(a) => a,
                 Err(e) => return self.fail_early(FailureReason::InvalidRequest, e).await,
             };
@@ -123,7 +131,7 @@ impl Run {
         }
         if req.agent != Agent::Pi {
             let message = format!(
-                "the provider runs pi and Codex, not {}",
+                "the provider runs pi, Codex and Gemini CLI, not {}",
                 req.agent.display_name()
             );
             return self
@@ -269,18 +277,21 @@ impl Run {
     }
 }
 
-/// The mapper of the agent's stdout: pi's, or Codex's `exec --json`. One per run, held
-/// by the run's future: the size of the larger variant costs nothing worth a box.
+/// The mapper of the agent's stdout: pi's, Codex's `exec --json` or Gemini CLI's
+/// stream-json. One per run, held by the run's future: the size of the larger variant costs
+/// nothing worth a box.
 #[allow(clippy::large_enum_variant)]
 enum StreamMapper {
     Pi(Mapper),
     Codex(CodexMapper),
+    Gemini(GeminiMapper),
 }
 
 impl StreamMapper {
     fn new(agent: Agent, opts: MapperOptions) -> StreamMapper {
         match agent {
             Agent::Codex => StreamMapper::Codex(CodexMapper::new(opts)),
+            Agent::Gemini => StreamMapper::Gemini(GeminiMapper::new(opts)),
             _ => StreamMapper::Pi(Mapper::new(opts)),
         }
     }
@@ -289,6 +300,7 @@ impl StreamMapper {
         match self {
             StreamMapper::Pi(m) => m.push(chunk, out),
             StreamMapper::Codex(m) => m.push(chunk, out),
+            StreamMapper::Gemini(m) => m.push(chunk, out),
         }
     }
 
@@ -296,6 +308,7 @@ impl StreamMapper {
         match self {
             StreamMapper::Pi(m) => m.finish(end, out),
             StreamMapper::Codex(m) => m.finish(end, out),
+            StreamMapper::Gemini(m) => m.finish(end, out),
         }
     }
 }

@@ -110,18 +110,25 @@ pub struct RunArgs {
     /// (stdin closed, SIGTERM after --grace, SIGKILL of everything below pi).
     #[arg(long, conflicts_with_all = ["timeout", "retry"])]
     pub rpc: bool,
-    /// The agent CLI: `pi`, or `codex` (`codex exec --json`, the prompt on its stdin; --pi
+    /// The agent CLI: `pi`, `codex` (`codex exec --json`, the prompt on its stdin; --pi
     /// then names the codex executable [default: `codex` on PATH]; its sandbox and approval
-    /// policy come from CODEX_HOME/config.toml, passed with --env CODEX_HOME=DIR).
+    /// policy come from CODEX_HOME/config.toml, passed with --env CODEX_HOME=DIR) or `gemini`
+    /// (`gemini --output-format stream-json`, the prompt on its stdin; its settings come
+    /// from $HOME/.gemini/settings.json, passed with --env HOME=DIR; a cancel signals its
+    /// process group, the only signal it answers, and the orphaned tools are reaped).
     #[arg(long, value_name = "AGENT", default_value = "pi", value_parser = parse_agent)]
     pub agent: Agent,
+    /// Gemini CLI's approval mode (`--approval-mode`: default, auto_edit, yolo, plan): `yolo`
+    /// lets a headless run use tools that would ask first.
+    #[arg(long, value_name = "MODE")]
+    pub approval_mode: Option<String>,
 }
 
 /// `--agent`: the agents `run` drives.
 fn parse_agent(s: &str) -> Result<Agent, String> {
     match Agent::from_name(s) {
-        Some(a @ (Agent::Pi | Agent::Codex)) => Ok(a),
-        _ => Err(format!("expected pi or codex, found {s:?}")),
+        Some(a @ (Agent::Pi | Agent::Codex | Agent::Gemini)) => Ok(a),
+        _ => Err(format!("expected pi, codex or gemini, found {s:?}")),
     }
 }
 
@@ -198,10 +205,11 @@ pub fn plan(
             })?
         }
     };
-    if args.agent == Agent::Codex && args.rpc {
-        return Err(CliError::usage(
-            "--rpc is pi's RPC mode: Codex runs as `codex exec --json` only",
-        ));
+    if args.agent != Agent::Pi && args.rpc {
+        return Err(CliError::usage(format!(
+            "--rpc is pi's RPC mode: {} runs one-way only",
+            args.agent.display_name()
+        )));
     }
     let supervisor = supervisor_from_env();
     if let Some(s) = &supervisor {
@@ -275,11 +283,23 @@ pub fn plan(
         env: args.env.clone(),
         cwd: args.cwd.clone(),
         timeout: args.timeout,
+        approval: args.approval_mode.clone(),
         ..Request::default()
     };
-    if request.agent == Agent::Codex {
-        // What Codex cannot be asked is a usage error now, not a failed run later.
-        pi_provider::codex_argv(&request).map_err(CliError::usage)?;
+    // What Codex or Gemini CLI cannot be asked is a usage error now, not a failed run later.
+    match request.agent {
+        Agent::Codex => {
+            pi_provider::codex_argv(&request).map_err(CliError::usage)?;
+        }
+        Agent::Gemini => {
+            pi_provider::gemini_argv(&request).map_err(CliError::usage)?;
+        }
+        Agent::Pi if request.approval.is_some() => {
+            return Err(CliError::usage(
+                "--approval-mode is Gemini CLI's (--agent gemini): pi has none",
+            ));
+        }
+        Agent::Pi | Agent::Claude => {}
     }
     let options = ProviderOptions {
         supervisor,

@@ -25,6 +25,7 @@ mod cli_show;
 mod closed_stdout;
 mod codex_run;
 mod corpus_clients;
+mod gemini_run;
 mod lint_bounds;
 mod memory;
 mod one_reader;
