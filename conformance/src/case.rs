@@ -174,6 +174,7 @@ pub fn case_of(root: &Path, path: &Path, c: &Outline) -> Case {
         agent: None,
         argv: None,
         stdin: None,
+        approval: None,
     };
     Case {
         name,
@@ -224,6 +225,7 @@ fn claude_case(name: String, path: &Path, c: &Outline) -> Case {
             argv: Some(argv),
             stdin: (h.expect.stdin == Some(pi_cassette::StdinKind::Terminal))
                 .then(|| "terminal".into()),
+            approval: None,
         },
         name,
         cassette: path.to_path_buf(),
@@ -300,6 +302,7 @@ fn codex_case(name: String, path: &Path, c: &Outline) -> Case {
             agent: Some("codex".into()),
             argv: Some(argv),
             stdin: None,
+            approval: None,
         },
         name,
         cassette: path.to_path_buf(),
@@ -327,6 +330,7 @@ fn gemini_case(name: String, path: &Path, c: &Outline) -> Case {
         .unwrap_or_else(|| "hi".into());
     argv.extend(["--prompt".to_string(), prompt.clone()]);
     let effective = h.expect.effective.clone().unwrap_or_default();
+    let approval = effective.approval.clone().filter(|a| a != "default");
     let mut env = replay_env(h);
     env.insert("HOME".into(), format!("<DIR>/{GEMINI_HOME_DIR}"));
     Case {
@@ -351,6 +355,7 @@ fn gemini_case(name: String, path: &Path, c: &Outline) -> Case {
             agent: Some("gemini".into()),
             argv: Some(argv),
             stdin: None,
+            approval,
         },
         name,
         cassette: path.to_path_buf(),
@@ -513,5 +518,48 @@ mod tests {
         assert_eq!(filled.env["FAKE_PI_CASSETTE"], "/t/case.cassette.jsonl");
         assert_eq!(filled.cwd.as_deref(), Some("/t"));
         assert_eq!(filled.session.unwrap().dir.as_deref(), Some("/t/sessions"));
+    }
+
+    #[test]
+    fn a_gemini_case_is_the_recorded_options_with_the_prompt_and_a_home_of_its_own() {
+        let text = concat!(
+            r#"{"format":"pi-cassette","version":1,"gemini":{"version":"0.61.0","dialect":"gemini-stream-json"},"#,
+            r#""scenario":{"name":"g","description":"d"},"expect":{"flags":{"output-format":"stream-json","#,
+            r#""model":"gemini-2.5-flash","yolo":true},"argv_messages":["go"],"prompt":"go","env":["GEMINI_API_KEY"],"#,
+            r#""effective":{"mode":"stream-json","model":"gemini-2.5-flash","approval":"yolo","max_attempts":2},"session":"new"},"#,
+            r#""origin":{"kind":"hand-made","timing":"synthetic"}}"#,
+            "\n",
+            r#"{"dt_ms":0,"exit":0}"#,
+            "\n"
+        );
+        let path = Path::new("/c/gemini/g.gm061.cassette.jsonl");
+        let c = pi_cassette::Cassette::parse(path, text.as_bytes()).unwrap();
+        let case = case_of(Path::new("/c"), path, &Outline::of(&c));
+        let r = &case.request;
+        assert_eq!(r.agent.as_deref(), Some("gemini"));
+        assert_eq!(
+            r.argv.as_deref().unwrap(),
+            [
+                "--model",
+                "gemini-2.5-flash",
+                "--output-format",
+                "stream-json",
+                "--yolo",
+                "--prompt",
+                "go"
+            ]
+        );
+        assert_eq!(
+            (r.prompt.as_str(), r.model.as_deref(), r.approval.as_deref()),
+            ("go", Some("gemini-2.5-flash"), Some("yolo"))
+        );
+        assert_eq!(r.env["HOME"], "<DIR>/gemini-home");
+        assert_eq!(r.env["GEMINI_API_KEY"], "conformance-gemini_api_key");
+        assert_eq!(r.cancel_after_idle_ms, None);
+        // What only settings can say goes in the case HOME's settings.json.
+        assert_eq!(
+            crate::case_dir::gemini_settings_json(&c.header.expect),
+            "{\"general\":{\"maxAttempts\":2}}\n"
+        );
     }
 }

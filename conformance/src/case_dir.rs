@@ -1,13 +1,15 @@
 //! A case's directory for one run ([`prepare`]): a copy of its cassette for fake-pi, `bin/pi`
 //! (or `bin/claude`, `bin/codex`) linked to fake-pi, `sessions/`, a seeded session file when
 //! the recording continued one, a Codex case's `CODEX_HOME` with its `config.toml`
-//! ([`codex_config_toml`]), and the request document with this directory's paths filled in.
+//! ([`codex_config_toml`]), a Gemini CLI case's `HOME` with its `.gemini/settings.json`
+//! ([`gemini_settings_json`]), and the request document with this directory's paths filled
+//! in.
 
 use std::path::{Path, PathBuf};
 
 use pi_cassette::{CassetteReader, Expect, Header};
 
-use crate::case::{Case, CODEX_HOME_DIR};
+use crate::case::{Case, CODEX_HOME_DIR, GEMINI_HOME_DIR};
 use crate::request::{instantiate, RequestDoc};
 
 /// Where the case's files go: the cassette copy without `argv_messages` (the suite checks the
@@ -34,10 +36,27 @@ pub fn prepare(case: &Case, dir: &Path, fake_pi: &Path) -> Result<RequestDoc, St
             .map_err(|e| format!("{}: {e}", config.display()))?;
         return Ok(request);
     }
+    if agent == pi_grammar::Agent::Gemini {
+        let dir = dir.join(GEMINI_HOME_DIR).join(".gemini");
+        let settings = dir.join("settings.json");
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::write(&settings, gemini_settings_json(&header.expect))
+            .map_err(|e| format!("{}: {e}", settings.display()))?;
+        return Ok(request);
+    }
     if header.expect.session == Some(pi_cassette::SessionUse::Resumed) {
         seed_session(&header.pi.version, dir, &request)?;
     }
     Ok(request)
+}
+
+/// The `settings.json` a Gemini CLI case's `HOME` holds: what the recording ran with that
+/// only settings can say (`general.maxAttempts`; approval modes and the model are flags).
+pub fn gemini_settings_json(e: &Expect) -> String {
+    match e.effective.as_ref().and_then(|x| x.max_attempts) {
+        Some(n) => format!("{{\"general\":{{\"maxAttempts\":{n}}}}}\n"),
+        None => "{}\n".into(),
+    }
 }
 
 /// Write `from` to `to` (plain) with its header's `argv_messages` left out, the records

@@ -201,6 +201,7 @@ mod tests {
             agent: None,
             argv: None,
             stdin: None,
+            approval: None,
         };
         let text = |t: &str| json!({"type": "assistant", "text": t});
         let committed = Expected {

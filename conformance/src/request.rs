@@ -61,20 +61,26 @@ pub struct RequestDoc {
     /// json-mode case.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rpc: Option<Vec<RpcStep>>,
-    /// A Claude Code case: `"claude"`; a Codex case: `"codex"`; absent for pi. The CLI is
-    /// `claude` (`codex`) on PATH, run with `argv`; Claude Code's driven by the `rpc` steps
-    /// (stream-json lines instead of pi's commands), Codex's given the prompt in `argv`.
+    /// A Claude Code case: `"claude"`; a Codex case: `"codex"`; a Gemini CLI case:
+    /// `"gemini"`; absent for pi. The CLI is `claude` (`codex`, `gemini`) on PATH, run with
+    /// `argv`; Claude Code's driven by the `rpc` steps (stream-json lines instead of pi's
+    /// commands), Codex's and Gemini CLI's given the prompt in `argv`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
-    /// A Claude Code or Codex case's command line (the recording's options, then `--` and the
-    /// prompt when the recording had it in argv; a Codex case's ends in `-` instead when the
-    /// prompt came on stdin: write `prompt` there).
+    /// A Claude Code, Codex or Gemini CLI case's command line (the recording's options, then
+    /// `--` and the prompt when the recording had it in argv; a Codex case's ends in `-`
+    /// instead when the prompt came on stdin: write `prompt` there; a Gemini CLI case's ends
+    /// in `--prompt` and the prompt).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argv: Option<Vec<String>>,
     /// `"terminal"`: give the CLI a terminal on stdin (a pseudo-terminal, kept open and never
     /// written), as the recording's host did; absent: a pipe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stdin: Option<String>,
+    /// A Gemini CLI case: the approval mode the recording ran with (`--approval-mode`:
+    /// `yolo`, `auto_edit`, `plan`); absent: the CLI's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<String>,
 }
 
 /// One client action of an RPC case: once pi has written `after_stdout_lines` lines on
@@ -170,6 +176,7 @@ pub fn to_provider_request(doc: &RequestDoc) -> Request {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect(),
         cwd: doc.cwd.as_ref().map(PathBuf::from),
+        approval: doc.approval.clone(),
         ..Request::default()
     }
 }
