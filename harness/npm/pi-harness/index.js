@@ -116,7 +116,7 @@ function isFile(p) {
 
 /**
  * `claude` for a Claude Code (stream-json) cassette, `codex` for a Codex (exec-json) one,
- * else `pi`: from its header (for zstd,
+ * `gemini` for a Gemini CLI (gemini-stream-json) one, else `pi`: from its header (for zstd,
  * which not every Node reads, from `pi-harness cassette show --json`).
  */
 function agentOf(cassette) {
@@ -125,7 +125,7 @@ function agentOf(cassette) {
       const shown = execFileSync(binaries().piHarness, ['cassette', 'show', '--json', cassette],
         { stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20 });
       const agent = JSON.parse(shown).pi.agent;
-      return agent === 'claude' || agent === 'codex' ? agent : 'pi';
+      return ['claude', 'codex', 'gemini'].includes(agent) ? agent : 'pi';
     } catch {
       return 'pi';
     }
@@ -150,7 +150,8 @@ function headerAgent(line) {
   try {
     const header = JSON.parse(line);
     if (header.mode === 'stream-json') return 'claude';
-    return header.codex ? 'codex' : 'pi';
+    if (header.codex) return 'codex';
+    return header.gemini ? 'gemini' : 'pi';
   } catch { return 'pi'; }
 }
 
@@ -191,7 +192,7 @@ const sh = (word) => `'${String(word).replace(/'/g, "'\\''")}'`;
 /** What recording `target` needs: its LLM script and a real pi. */
 function recordingPlan(target, opts) {
   if ((opts.agent && opts.agent !== 'pi') || (isFile(target) && agentOf(target) !== 'pi')) {
-    throw oneLine(Error, 'recording from tests is for pi\'s json mode; record Claude Code and Codex cassettes with pi-harness record --agent claude|codex');
+    throw oneLine(Error, 'recording from tests is for pi\'s json mode; record Claude Code, Codex and Gemini CLI cassettes with pi-harness record --agent claude|codex|gemini');
   }
   const script = opts.script ? path.resolve(opts.script) : scriptBeside(target);
   if (!isFile(script)) {
@@ -329,7 +330,7 @@ class PiWorld {
       this.cassette = found;
     }
     this.agent = opts.agent || (isFile(this.cassette) ? agentOf(this.cassette) : 'pi');
-    if (!['pi', 'claude', 'codex'].includes(this.agent)) throw oneLine(Error, `agent '${this.agent}': expected 'pi', 'claude' or 'codex'`);
+    if (!['pi', 'claude', 'codex', 'gemini'].includes(this.agent)) throw oneLine(Error, `agent '${this.agent}': expected 'pi', 'claude', 'codex' or 'gemini'`);
     const clean = String(opts.name || 'test').replace(/[^A-Za-z0-9]/g, '_').slice(0, 60);
     this.path = fs.mkdtempSync(path.join(os.tmpdir(), `pih-${clean}-`));
     this.binDir = path.join(this.path, 'bin');
@@ -356,6 +357,8 @@ class PiWorld {
       PI_CODING_AGENT_DIR: this.agentDir,
       // Codex reads its config.toml from here: empty, so only the caller's flags and -c count.
       ...(this.agent === 'codex' ? { CODEX_HOME: this.agentDir } : {}),
+      // Gemini CLI reads GEMINI_CLI_HOME/.gemini/settings.json: none, only the caller's flags count.
+      ...(this.agent === 'gemini' ? { GEMINI_CLI_HOME: this.agentDir } : {}),
       [MARKER_VAR]: this.marker,
       [REPORT_VAR]: this.reportFile,
     };

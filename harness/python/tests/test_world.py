@@ -163,8 +163,8 @@ class WorldTest(unittest.TestCase):
             os.environ.pop("CI", None)
             pi_harness.World("mine/hello", record_mode="once")
         self.assertFalse(os.path.exists("mine"))
-        with self.assertRaisesRegex(ValueError, "agent 'gemini': expected 'pi', 'claude' or 'codex'"):
-            pi_harness.World("recorded/text_only.pi87", agent="gemini")
+        with self.assertRaisesRegex(ValueError, "agent 'opencode': expected 'pi', 'claude', 'codex' or 'gemini'"):
+            pi_harness.World("recorded/text_only.pi87", agent="opencode")
 
 
 class PackageTest(unittest.TestCase):

@@ -223,8 +223,8 @@ test('bad input: one clear line', (t) => {
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  assert.throws(() => new PiWorld({ cassette: 'recorded/text_only.pi87', agent: 'gemini' }), {
-    message: "agent 'gemini': expected 'pi', 'claude' or 'codex'",
+  assert.throws(() => new PiWorld({ cassette: 'recorded/text_only.pi87', agent: 'opencode' }), {
+    message: "agent 'opencode': expected 'pi', 'claude', 'codex' or 'gemini'",
   });
 });
 

@@ -113,7 +113,7 @@ def resolve_cassette(cassette: Union[str, "os.PathLike[str]"]) -> Path:
 
 def agent_of(cassette: Path) -> str:
     """``claude`` for a Claude Code (stream-json) cassette, ``codex`` for a Codex (exec-json)
-    one, else ``pi``: from its header
+    one, ``gemini`` for a Gemini CLI (gemini-stream-json) one, else ``pi``: from its header
     (for zstd, which Python's standard library may not read, from ``pi-harness cassette show``)."""
     if cassette.name.endswith(".zst"):
         import subprocess
@@ -124,7 +124,7 @@ def agent_of(cassette: Path) -> str:
                 stdin=subprocess.DEVNULL, capture_output=True, check=True,
             ).stdout
             agent = json.loads(shown)["pi"]["agent"]
-            return agent if agent in ("claude", "codex") else "pi"
+            return agent if agent in ("claude", "codex", "gemini") else "pi"
         except (OSError, ValueError, KeyError, TypeError, subprocess.CalledProcessError):
             return "pi"
     opener: Any = open
@@ -141,7 +141,10 @@ def agent_of(cassette: Path) -> str:
         return "pi"
     if header.get("mode") == "stream-json":
         return "claude"
-    return "codex" if "codex" in header else "pi"
+    for agent in ("codex", "gemini"):
+        if agent in header:
+            return agent
+    return "pi"
 
 
 class World:
@@ -209,8 +212,8 @@ class World:
         else:
             self.cassette = found
         self.agent = agent or agent_of(self.cassette)
-        if self.agent not in ("pi", "claude", "codex"):
-            raise ValueError(f"agent {self.agent!r}: expected 'pi', 'claude' or 'codex'")
+        if self.agent not in ("pi", "claude", "codex", "gemini"):
+            raise ValueError(f"agent {self.agent!r}: expected 'pi', 'claude', 'codex' or 'gemini'")
         clean = "".join(c if c.isalnum() else "_" for c in name)[:60]
         self.path = Path(tempfile.mkdtemp(prefix=f"pih-{clean}-"))
         self.bin_dir = self.path / "bin"
@@ -242,6 +245,10 @@ class World:
         if self.agent == "codex":
             # Codex reads its config.toml from here: empty, so only the caller's flags and -c count.
             self.variables["CODEX_HOME"] = str(self.agent_dir)
+        if self.agent == "gemini":
+            # Gemini CLI reads GEMINI_CLI_HOME/.gemini/settings.json (not HOME's): none, so only
+            # the caller's flags and environment count.
+            self.variables["GEMINI_CLI_HOME"] = str(self.agent_dir)
         self.env: Dict[str, str] = {**os.environ, **self.variables}
         self._watch = _procs.Watch(MARKER_VAR, self.marker, subreaper=subreaper)
         self._closed = False
@@ -258,7 +265,7 @@ class World:
         """What recording ``target`` needs: its LLM script and a real pi."""
         if agent not in (None, "pi") or (target.is_file() and agent_of(target) != "pi"):
             raise RecordModeUnavailable(
-                "recording from tests is for pi's json mode; record Claude Code and Codex cassettes with pi-harness record --agent claude|codex"
+                "recording from tests is for pi's json mode; record Claude Code, Codex and Gemini CLI cassettes with pi-harness record --agent claude|codex|gemini"
             )
         script_path = Path(script).absolute() if script is not None else script_beside(target)
         if not script_path.is_file():
