@@ -310,7 +310,8 @@ fn codex_case(name: String, path: &Path, c: &Outline) -> Case {
 }
 
 /// The case of a Gemini CLI cassette: the recorded options given again, the prompt by
-/// `--prompt`, in a case dir whose `HOME` is a directory of its own (no user settings).
+/// `--prompt`, with `GEMINI_CLI_HOME` (where Gemini CLI looks for `.gemini/settings.json`
+/// instead of `HOME`) a directory of the case dir.
 fn gemini_case(name: String, path: &Path, c: &Outline) -> Case {
     let h = &c.header;
     let mut argv = Vec::new();
@@ -332,7 +333,7 @@ fn gemini_case(name: String, path: &Path, c: &Outline) -> Case {
     let effective = h.expect.effective.clone().unwrap_or_default();
     let approval = effective.approval.clone().filter(|a| a != "default");
     let mut env = replay_env(h);
-    env.insert("HOME".into(), format!("<DIR>/{GEMINI_HOME_DIR}"));
+    env.insert("GEMINI_CLI_HOME".into(), format!("<DIR>/{GEMINI_HOME_DIR}"));
     Case {
         request: RequestDoc {
             version: REQUEST_VERSION,
@@ -362,7 +363,7 @@ fn gemini_case(name: String, path: &Path, c: &Outline) -> Case {
     }
 }
 
-/// The directory of a Gemini CLI case's dir that is its `HOME`.
+/// The directory of a Gemini CLI case's dir that is its `GEMINI_CLI_HOME`.
 pub const GEMINI_HOME_DIR: &str = "gemini-home";
 
 /// The directory of a Codex case's dir that is its `CODEX_HOME`.
@@ -553,7 +554,7 @@ mod tests {
             (r.prompt.as_str(), r.model.as_deref(), r.approval.as_deref()),
             ("go", Some("gemini-2.5-flash"), Some("yolo"))
         );
-        assert_eq!(r.env["HOME"], "<DIR>/gemini-home");
+        assert_eq!(r.env["GEMINI_CLI_HOME"], "<DIR>/gemini-home");
         assert_eq!(r.env["GEMINI_API_KEY"], "conformance-gemini_api_key");
         assert_eq!(r.cancel_after_idle_ms, None);
         // What only settings can say goes in the case HOME's settings.json.
