@@ -48,12 +48,14 @@ enum Command {
     Leftovers(crate::leftovers::LeftoversArgs),
     /// Map a captured pi stdout or a cassette to the normalized stream.
     Map(crate::map::MapArgs),
-    /// Serve a scripted LLM (OpenAI chat completions, OpenAI Responses and Anthropic messages streaming) on 127.0.0.1.
+    /// Serve a scripted LLM (OpenAI chat completions, OpenAI Responses, Anthropic messages and Gemini streaming) on 127.0.0.1.
     ///
     /// Prints its base URL on the first stdout line, then serves until SIGINT/SIGTERM (exit 0).
     /// Use `http://127.0.0.1:PORT/v1` as an `openai-completions` or `openai-responses` baseUrl
     /// (Codex: a `[model_providers.X]` `base_url` with `wire_api = "responses"`), or without
-    /// `/v1` for `anthropic-messages`.
+    /// `/v1` for `anthropic-messages` and for Gemini's API (Gemini CLI:
+    /// `GOOGLE_GEMINI_BASE_URL`, with `security.auth.selectedType: "gemini-api-key"` in its
+    /// settings).
     ///
     /// A script that cannot be read or is invalid, a port that cannot be bound or a log that
     /// cannot be opened is one line `error: ...` and exit 2. When stdout is closed before the
