@@ -366,7 +366,7 @@ pub fn environment(
         if value.is_empty() {
             continue; // nothing that could leak
         }
-        if let Some(pos) = argv.iter().position(|a| a.contains(&value)) {
+        if let Some(pos) = argv.iter().position(|a| secret_in_arg(a, &value)) {
             // Never print a secret's value.
             push(
                 format!("expect.never_in_argv[{i}]"),
@@ -376,6 +376,23 @@ pub fn environment(
         }
     }
     out
+}
+
+/// Shorter than this, a secret's value is looked for only as a whole argument or after `=`:
+/// a dummy key such as `x` is inside `exec` and inside any prompt.
+pub const SECRET_SUBSTRING_MIN_BYTES: usize = 8;
+
+/// Does `arg` carry the secret `value`? Anywhere in it for a value of
+/// [`SECRET_SUBSTRING_MIN_BYTES`] or more; a shorter one only as the whole argument
+/// (`--api-key x`) or as what follows its `=` (`--api-key=x`).
+pub fn secret_in_arg(arg: &str, value: &str) -> bool {
+    if value.is_empty() {
+        return false;
+    }
+    if value.len() >= SECRET_SUBSTRING_MIN_BYTES {
+        return arg.contains(value);
+    }
+    arg == value || arg.split_once('=').is_some_and(|(_, v)| v == value)
 }
 
 fn compare_effective(

@@ -233,10 +233,10 @@ fn env_and_secrets() {
     let got = run(
         "0.87.1",
         &e,
-        &["--api-key", "xx-secret-xx", "--model", "sk-lit"],
+        &["--api-key", "xx-secret-value-xx", "--model", "sk-lit"],
         None,
         &AgentSettings::default(),
-        &[("KEY", "secret"), ("EMPTY", "")],
+        &[("KEY", "secret-value"), ("EMPTY", "")],
     );
     assert_eq!(
         got,
@@ -309,4 +309,43 @@ fn every_effective_field_and_env_can_be_ignored() {
     let mut want: Vec<&str> = FIELDS.to_vec();
     want.push("env");
     assert_eq!(IGNORABLE, &want[..]);
+}
+
+/// A dummy key of one letter (`GEMINI_API_KEY=x`, as the CLIs' docs suggest for a local
+/// server) is inside `exec` and inside most prompts: a short value counts only as a whole
+/// argument or after `=` (it gave exit 99 on any call before).
+#[test]
+fn a_short_secret_is_found_only_as_a_whole_argument() {
+    let e = Expect {
+        never_in_argv: vec![Secret::Env("KEY".into())],
+        ..Expect::default()
+    };
+    let call = |argv: &[&str]| {
+        run(
+            "0.87.1",
+            &e,
+            argv,
+            None,
+            &AgentSettings::default(),
+            &[("KEY", "x")],
+        )
+    };
+    assert_eq!(
+        call(&["--mode", "json", "-p", "fix the next bug"]),
+        Vec::<String>::new()
+    );
+    let leaked = [
+        "expect.never_in_argv[0]: expected the value of $KEY nowhere in argv, got it in argv[2]",
+    ];
+    assert_eq!(call(&["--api-key", "x"]), leaked);
+    assert_eq!(
+        call(&["--api-key=x", "--mode", "json"]),
+        [leaked[0].replace("argv[2]", "argv[1]")]
+    );
+    // Eight bytes and more: anywhere in an argument, as before.
+    assert!(super::secret_in_arg(
+        "--header=Bearer sk-12345678",
+        "sk-12345678"
+    ));
+    assert!(!super::secret_in_arg("--mode", ""));
 }
