@@ -8,6 +8,7 @@ mod cli;
 mod codex;
 mod codex_corpus;
 mod contract;
+mod gemini;
 mod hints;
 mod memory;
 mod process;

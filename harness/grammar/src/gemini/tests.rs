@@ -79,12 +79,12 @@ fn the_effective_values_take_flag_then_env_then_settings_then_default() {
         .collect(),
     };
     let p = g.parse(&argv(&["-p", "hi", "-m", "F"])).unwrap();
-    let e = effective(&p, Some("E"), &[user.clone()]);
+    let e = effective(&p, Some("E"), std::slice::from_ref(&user));
     assert_eq!(e.model.value.as_deref(), Some("F"));
     assert_eq!(e.approval.value.as_deref(), Some("auto_edit"));
     assert_eq!(e.max_attempts.value.as_deref(), Some("2"));
     let p = g.parse(&argv(&["-p", "hi", "-y"])).unwrap();
-    let e = effective(&p, Some("E"), &[user.clone()]);
+    let e = effective(&p, Some("E"), std::slice::from_ref(&user));
     assert_eq!(
         (
             e.model.value.as_deref(),
