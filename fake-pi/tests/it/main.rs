@@ -13,6 +13,7 @@ mod hints;
 mod memory;
 mod process;
 mod real_codex_parity;
+mod real_gemini_parity;
 mod real_pi_parity;
 mod replay_corpus;
 mod report;
