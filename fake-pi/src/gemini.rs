@@ -22,7 +22,19 @@ use pi_cassette::Header;
 use pi_grammar::gemini::{self, Gemini, Layer};
 
 use crate::exit::{self, fail};
-use crate::{environ, gemini_process, signals};
+use crate::{environ, gemini_process, hints, signals};
+
+/// The CLI's commands (`gemini mcp ...`), which its help lists and fake-pi does not imitate.
+const COMMANDS: &[&str] = &[
+    "mcp",
+    "extensions",
+    "extension",
+    "skills",
+    "skill",
+    "hooks",
+    "hook",
+    "gemma",
+];
 
 /// Answer `argv` as the Gemini release of `header` (the cassette at `path`); `speed` is
 /// fake-pi's setting, handed to the replay.
@@ -53,10 +65,24 @@ fn call(header: &Header, argv: &[String], path: &Path) -> Result<(), i32> {
                 return Err(exit::STDOUT_CLOSED);
             }
             let _ = std::io::stderr().write_all(s.stderr.as_bytes());
+            // Options Gemini does not know: perhaps another agent's command line.
+            if s.stderr.starts_with("Unknown argument") {
+                hints::other_agent_for_gemini(header, argv);
+            }
             return Err(s.code);
         }
     };
     let tty = std::io::stdin().is_terminal();
+    if let Some(command) = parsed
+        .query
+        .first()
+        .filter(|q| COMMANDS.contains(&q.as_str()))
+    {
+        return Err(fail(
+            exit::MISUSE,
+            format!("as Gemini CLI, fake-pi answers the headless `gemini -p PROMPT`, not `gemini {command}` (cassette {})", path.display()),
+        ));
+    }
     if !parsed.headless(tty) {
         return Err(fail(
             exit::MISUSE,

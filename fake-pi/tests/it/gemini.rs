@@ -240,6 +240,25 @@ fn version_help_and_bad_command_lines_answer_as_0_61_0() {
         assert!(out.stdout.is_empty());
         assert_eq!(String::from_utf8_lossy(&out.stderr), format!("{first}{help}"), "{args:?}");
     }
+    // A command of the CLI's own is not imitated; said, not replayed.
+    let out = gemini(&sb, &c, &["mcp", "list"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(96), "{err}");
+    assert!(out.stdout.is_empty());
+    assert!(err.contains("not `gemini mcp`"), "{err}");
+    // pi's or Codex's command line, refused as Gemini refuses it, then the hint naming the agent.
+    for (args, agent) in [
+        (&["--mode", "json", "-p", "hi"][..], "pi's"),
+        (
+            &["exec", "--json", "--skip-git-repo-check", "hi"][..],
+            "Codex's (codex exec)",
+        ),
+    ] {
+        let out = gemini(&sb, &c, args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.ends_with(&format!("{help}fake-pi: hint: this command line is {agent}, and the cassette is Gemini CLI's (Gemini CLI 0.61.0, text): give it a cassette of that agent, or run the host as gemini\n")), "{err}");
+    }
     // A newer release answers as itself, read with 0.61.0's grammar.
     let newer = sb.write(
         "newer.gm062.cassette.jsonl",
