@@ -203,6 +203,29 @@ fn the_call_is_compared_by_meaning_and_a_mismatch_names_its_field_and_source() {
         err.contains("expect.prompt: expected \"say hi\", got \"context\\n\\nsay hi\""),
         "{err}"
     );
+    // Stdin piped but silent: after 500 ms the CLI goes on without it, and so does fake-pi.
+    sb.write(".gemini/settings.json", "{}");
+    let mut child = gemini(&sb, &c, ARGS)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let held = child.stdin.take().unwrap();
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    drop(held);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(450),
+        "{:?}",
+        started.elapsed()
+    );
     sb.assert_none_left();
 }
 
