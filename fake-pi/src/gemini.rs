@@ -3,9 +3,8 @@
 //!
 //! In Gemini's order: the command line read with the release's grammar
 //! ([`pi_grammar::gemini`]: yargs' errors and the CLI's checks, the help after each, exit 1;
-//! `--help`, `--version`), the settings read (the user's `$HOME/.gemini/settings.json`,
-//! then the workspace's `./.gemini/settings.json` over it; a file that is not JSON: fake-pi's
-//! own refusal, exit 96), the prompt (`-p` or the query, with piped stdin before it as
+//! `--help`, `--version`), the settings read as its layers ([`settings_layers`]; a file that
+//! is not JSON: fake-pi's own refusal, exit 96), the prompt (`-p` or the query, with piped stdin before it as
 //! 0.61.0 joins them; stdin that gives nothing within 500 ms counts as none, as the CLI's
 //! reader gives up), then the call compared with the recording by meaning
 //! ([`pi_cassette::matching::gemini`]: exit 99, one line per difference, each naming where
@@ -89,7 +88,7 @@ fn call(header: &Header, argv: &[String], path: &Path) -> Result<(), i32> {
             format!("as Gemini CLI, fake-pi answers the headless `gemini -p PROMPT` (or a query with stdin piped), not the interactive CLI (cassette {})", path.display()),
         ));
     }
-    let layers = settings_layers().map_err(|e| fail(exit::MISUSE, e))?;
+    let layers = settings_layers(&parsed).map_err(|e| fail(exit::MISUSE, e))?;
     let env_model = environ::var("GEMINI_MODEL");
     let effective = gemini::effective(&parsed, env_model.as_deref(), &layers);
     let stdin = if tty { None } else { Some(read_stdin()?) };
@@ -114,36 +113,85 @@ fn call(header: &Header, argv: &[String], path: &Path) -> Result<(), i32> {
     Err(exit::EXPECTATION)
 }
 
-/// The settings files 0.61.0 reads, lowest first: the user's, then the workspace's.
-fn settings_layers() -> Result<Vec<Layer>, String> {
+/// The settings files 0.61.0 reads, lowest first (read in its bundle): the system defaults
+/// (`GEMINI_CLI_SYSTEM_DEFAULTS_PATH`, else `system-defaults.json` beside the system
+/// settings), the user's (`$HOME/.gemini/settings.json`), the workspace's
+/// (`./.gemini/settings.json`, only when the workspace is trusted: [`trusted`]), then the
+/// system settings over all (`GEMINI_CLI_SYSTEM_SETTINGS_PATH`, else
+/// `/etc/gemini-cli/settings.json`).
+fn settings_layers(parsed: &gemini::Parsed) -> Result<Vec<Layer>, String> {
     let home = PathBuf::from(environ::var("HOME").unwrap_or_default());
     let cwd = std::env::current_dir().unwrap_or_default();
+    let system = environ::var("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
+        .filter(|p| !p.is_empty())
+        .map_or_else(
+            || PathBuf::from("/etc/gemini-cli/settings.json"),
+            PathBuf::from,
+        );
+    let defaults = environ::var("GEMINI_CLI_SYSTEM_DEFAULTS_PATH")
+        .filter(|p| !p.is_empty())
+        .map_or_else(
+            || system.with_file_name("system-defaults.json"),
+            PathBuf::from,
+        );
+    let user = home.join(".gemini/settings.json");
+    let workspace = cwd.join(".gemini/settings.json");
     let mut layers = Vec::new();
-    let mut seen = Vec::new();
-    for file in [
-        home.join(".gemini/settings.json"),
-        cwd.join(".gemini/settings.json"),
-    ] {
-        let canonical = file.canonicalize().unwrap_or(file.clone());
-        if seen.contains(&canonical) {
-            continue;
-        }
-        seen.push(canonical);
-        let text = match std::fs::read_to_string(&file) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
-        };
-        let value: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| format!("{}: not JSON: {e}", file.display()))?;
-        let mut values = BTreeMap::new();
-        flatten("", &value, &mut values);
-        layers.push(Layer {
-            name: format!("settings.json ({})", file.display()),
-            values,
-        });
+    for file in [&defaults, &user] {
+        layers.extend(read_layer(file)?);
     }
+    let system_layer = read_layer(&system)?;
+    let same = |a: &Path, b: &Path| {
+        a.canonicalize()
+            .ok()
+            .is_some_and(|a| b.canonicalize().ok() == Some(a))
+    };
+    if !same(&workspace, &user) {
+        let mut so_far = layers.clone();
+        so_far.extend(system_layer.clone());
+        if trusted(parsed, &so_far) {
+            layers.extend(read_layer(&workspace)?);
+        }
+    }
+    layers.extend(system_layer);
     Ok(layers)
+}
+
+/// Is the workspace trusted, so its settings count: `GEMINI_CLI_TRUST_WORKSPACE=true`
+/// (`false`, or `GEMINI_RESTRICTED_MODE=true`, says no), `--skip-trust`, or folder trust
+/// turned off in the settings (`security.folderTrust.enabled: false`). The CLI's list of
+/// trusted folders (`~/.gemini/trustedFolders.json`) is not read: a workspace only it
+/// trusts counts as untrusted here.
+fn trusted(parsed: &gemini::Parsed, layers: &[Layer]) -> bool {
+    let env = |k: &str| environ::var(k).unwrap_or_default();
+    if env("GEMINI_RESTRICTED_MODE") == "true" || env("GEMINI_CLI_TRUST_WORKSPACE") == "false" {
+        return false;
+    }
+    if env("GEMINI_CLI_TRUST_WORKSPACE") == "true" || parsed.on("skip-trust") {
+        return true;
+    }
+    layers
+        .iter()
+        .rev()
+        .find_map(|l| l.values.get("security.folderTrust.enabled"))
+        .is_some_and(|v| v == "false")
+}
+
+/// One settings file as a layer; `None` when it does not exist.
+fn read_layer(file: &Path) -> Result<Option<Layer>, String> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", file.display()))?;
+    let mut values = BTreeMap::new();
+    flatten("", &value, &mut values);
+    Ok(Some(Layer {
+        name: format!("settings.json ({})", file.display()),
+        values,
+    }))
 }
 
 /// `value` flattened to dotted keys under `prefix` (strings as their text).

@@ -515,3 +515,71 @@ fn sigkill_of_the_parent_leaves_the_child_no_longer_than_its_bound() {
     );
     sb.assert_none_left();
 }
+
+#[test]
+fn the_settings_layers_are_the_cli_s_and_the_workspace_counts_only_when_trusted() {
+    let sb = World::new(module_path!());
+    let loose = EXPECT.replace(
+        r#""flags":{"output-format":"stream-json","model":"gemini-2.5-flash","yolo":true},"#,
+        "",
+    );
+    let c = cassette(
+        &sb,
+        "text",
+        &loose,
+        &from_capture("text", r#"{"dt_ms":0,"exit":0}"#),
+    );
+    let home = sb.write("home/.keep", "").parent().unwrap().to_path_buf();
+    let work = sb
+        .write(
+            "work/.gemini/settings.json",
+            r#"{"model":{"name":"gemini-2.5-flash"}}"#,
+        )
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let system = sb.path().join("etc/settings.json");
+    let args = &["-p", "say hi", "-o", "stream-json", "-y"];
+    let run = |trust: Option<&str>, extra: &[&str]| {
+        let mut cmd = gemini(&sb, &c, args);
+        cmd.args(extra)
+            .env("HOME", &home)
+            .env("GEMINI_CLI_SYSTEM_SETTINGS_PATH", &system)
+            .env_remove("GEMINI_CLI_TRUST_WORKSPACE")
+            .current_dir(&work);
+        if let Some(t) = trust {
+            cmd.env("GEMINI_CLI_TRUST_WORKSPACE", t);
+        }
+        let out = cmd.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // Untrusted: the workspace's model does not count.
+    let (code, err) = run(None, &[]);
+    assert_eq!(code, Some(99), "{err}");
+    assert!(err.contains("expect.effective.model: expected \"gemini-2.5-flash\", got \"auto\" (from Gemini CLI's default)"), "{err}");
+    assert_eq!(run(Some("false"), &["--skip-trust"]).0, Some(99));
+    // Trusted by the environment or by --skip-trust: it does.
+    let (code, err) = run(Some("true"), &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(run(None, &["--skip-trust"]).0, Some(0));
+    // The system settings are over everything.
+    sb.write(
+        "etc/settings.json",
+        r#"{"model":{"name":"gemini-2.5-pro"}}"#,
+    );
+    let (code, err) = run(Some("true"), &[]);
+    assert_eq!(code, Some(99), "{err}");
+    assert!(
+        err.contains(&format!(
+            "got \"gemini-2.5-pro\" (from settings.json ({}))",
+            system.display()
+        )),
+        "{err}"
+    );
+    sb.assert_none_left();
+}
