@@ -153,8 +153,41 @@ fn max_lifetime_ms() -> u64 {
         .unwrap_or(DEFAULT_MAX_LIFETIME_MS)
 }
 
+/// The variable a replaying process sets for its tools when they are to be left running
+/// on its end (Gemini CLI's orphans): once orphaned, a child lives this many milliseconds
+/// more, then ends with its process group.
+pub(crate) const ORPHAN_BOUND_ENV: &str = "FAKE_PI_TOOL_ORPHAN_MS";
+
+/// With [`ORPHAN_BOUND_ENV`] set: watch for this process's parent to go, then live the
+/// bound more and end, killing its own group when it leads one.
+fn bound_orphan_life() {
+    let Some(ms) = std::env::var(ORPHAN_BOUND_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    else {
+        return;
+    };
+    let parent = nix::unistd::getppid();
+    let _ = std::thread::Builder::new()
+        .name("fake-pi-orphan".into())
+        .spawn(move || {
+            while nix::unistd::getppid() == parent {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            std::thread::sleep(Duration::from_millis(ms));
+            let me = nix::unistd::getpid();
+            if nix::unistd::getpgrp() == me {
+                let _ = signal::killpg(me, Signal::SIGKILL);
+            }
+            // SAFETY: _exit is async-signal-safe and takes no pointers.
+            unsafe { libc::_exit(exit::SUCCESS) }
+        });
+}
+
 /// Live `lifetime_ms` (or until killed), never longer than [`max_lifetime_ms`], then exit 0.
+/// A tool left to outlive its replay ends by itself within its bound ([`ORPHAN_BOUND_ENV`]).
 fn live(lifetime_ms: Option<u64>) -> ! {
+    bound_orphan_life();
     let ms = lifetime_ms.unwrap_or(u64::MAX).min(max_lifetime_ms());
     std::thread::sleep(Duration::from_millis(ms));
     std::process::exit(exit::SUCCESS)

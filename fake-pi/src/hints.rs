@@ -137,6 +137,30 @@ pub(crate) fn other_agent_for_codex(header: &Header, argv: &[String]) {
     ));
 }
 
+/// A Gemini CLI cassette, and a command line Gemini refused for options it does not know
+/// that pi, Claude Code or Codex reads whole: the cassette is of the other agent.
+pub(crate) fn other_agent_for_gemini(header: &Header, argv: &[String]) {
+    let pi_reads_it = Grammar::newest_pinned()
+        .parse(argv)
+        .is_ok_and(|p| p.unknown_flags.is_empty());
+    let first = argv.iter().find(|a| !a.starts_with('-'));
+    let agent = if pi_reads_it {
+        "pi's"
+    } else if claude::parse(argv, false).is_ok() {
+        "Claude Code's"
+    } else if matches!(first.map(String::as_str), Some("exec" | "e"))
+        && pi_grammar::codex::Codex::latest().parse(argv).is_ok()
+    {
+        "Codex's (codex exec)"
+    } else {
+        return;
+    };
+    say(&format!(
+        "fake-pi: hint: this command line is {agent}, and the cassette is Gemini CLI's (Gemini CLI {}, {}): give it a cassette of that agent, or run the host as gemini",
+        header.pi.version, header.scenario.name
+    ));
+}
+
 /// After Claude Code refused the command line (`stderr`, as printed): the agent the command
 /// line is written for when it is pi's, and an option only a later release has.
 pub(crate) fn after_claude_refusal(header: &Header, cli: &Claude, argv: &[String], stderr: &str) {

@@ -9,8 +9,9 @@
 //! recorder's placeholders ([`values`]) and the session file written as pi writes it.
 //! Exit codes of fake-pi's own: see [`exit`] (the one table) and `fake-pi/README.md`.
 //!
-//! The rooms: [`source`] (which cassette), [`pi`] and [`claude`] (the command line and the
-//! call, as each CLI), [`args`] and [`session`] (pi's command line and sessions),
+//! The rooms: [`source`] (which cassette), [`pi`], [`claude`], [`codex`] and [`gemini`] (the
+//! command line and the call, as each CLI; [`codex_process`] and [`gemini_process`] their
+//! process shapes), [`args`] and [`session`] (pi's command line and sessions),
 //! [`agent`] (pi's agent dir), [`client`] (a two-way replay's client), [`replay`] (the
 //! records in time), [`values`] (realistic values for placeholders), [`signals`] and
 //! [`child`] (real signals and processes), [`environ`] and [`exit`] (the environment read,
@@ -32,6 +33,8 @@ mod codex_config;
 mod codex_process;
 mod environ;
 mod exit;
+mod gemini;
+mod gemini_process;
 mod hints;
 mod pi;
 mod replay;
@@ -53,6 +56,9 @@ fn main() {
     }
     if let Ok(path) = std::env::var(codex_process::NATIVE_ENV) {
         codex_process::native_main(&path);
+    }
+    if let Ok(path) = std::env::var(gemini_process::CHILD_ENV) {
+        gemini_process::child_main(&path);
     }
     let code = run();
     report::finish(code);
@@ -108,6 +114,10 @@ fn run() -> i32 {
     if header.agent() == pi_grammar::Agent::Codex {
         drop(first);
         return codex::run(&header, &argv, &path, settings.speed.as_deref());
+    }
+    if header.agent() == pi_grammar::Agent::Gemini {
+        drop(first);
+        return gemini::run(&header, &argv, &path, settings.speed.as_deref());
     }
     if header.is_claude() {
         drop(first);

@@ -24,6 +24,7 @@
 use std::fmt;
 
 pub mod codex;
+pub mod gemini;
 
 use pi_grammar::{AgentSettings, AppMode, Effective, FlagKind, FlagSpec, Grammar, ParsedArgs};
 

@@ -1,6 +1,11 @@
 //! Gemini CLI (`gemini -p ... --output-format stream-json`) per release, as data: the
-//! releases pinned and which one a newer release borrows. `gemini --version` prints the bare
-//! version (`0.61.0`). Pure, std only.
+//! releases pinned and which one a newer release borrows; the command line read from the
+//! help text the CLI prints (`data/gemini/VERSION/`, written by `scripts/gemini-grammar.sh`,
+//! embedded at build time), argv read as its parser (yargs) reads it, with its exact errors
+//! (the message, then the help, on stderr, exit 1) and `--help`/`--version` ([`Gemini::parse`],
+//! [`yargs`]), where the prompt comes from ([`join_prompt`]), and what a call runs with
+//! ([`effective()`]). `gemini --version` prints the bare version (`0.61.0`). Pure, std only:
+//! reading the settings files is the caller's.
 //!
 //! ```
 //! use pi_grammar::gemini::Gemini;
@@ -9,7 +14,61 @@
 //! let next = Gemini::unverified("0.62.0").unwrap();
 //! assert_eq!((next.borrowed(), next.claimed_version().as_str()), (Some("0.61.0"), "0.62.0"));
 //! assert!(Gemini::pinned_or_newer("0.60.0").is_none());
+//!
+//! let argv: Vec<String> = ["-p", "hi", "-m", "gemini-2.5-flash", "-o", "stream-json"]
+//!     .iter().map(|s| s.to_string()).collect();
+//! let parsed = Gemini::latest().parse(&argv).unwrap();
+//! assert_eq!(parsed.value("model"), Some("gemini-2.5-flash"));
+//! assert_eq!(parsed.prompt_arg().as_deref(), Some("hi"));
+//! let stop = Gemini::latest().parse(&["--bogus".to_string()]).unwrap_err();
+//! assert_eq!((stop.code, stop.stderr.lines().next()), (1, Some("Unknown argument: bogus")));
 //! ```
+
+mod effective;
+pub mod yargs;
+
+pub use effective::{
+    effective, Effective, Layer, Resolved, Source, DEFAULT_MAX_ATTEMPTS, DEFAULT_MODEL,
+};
+pub use yargs::{GeminiOption, Kind, Parsed, Stop};
+
+/// One release's texts, embedded: `--version` and `--help`.
+struct Texts {
+    version: &'static str,
+    help: &'static str,
+}
+
+/// The measured releases' texts, oldest first (one per entry of `RELEASES`).
+const TEXTS: &[Texts] = &[Texts {
+    version: include_str!("../../data/gemini/0.61.0/version.txt"),
+    help: include_str!("../../data/gemini/0.61.0/help.txt"),
+}];
+
+/// Each release's options read from its help text, once.
+fn options(i: usize) -> &'static [GeminiOption] {
+    static ALL: std::sync::OnceLock<Vec<Vec<GeminiOption>>> = std::sync::OnceLock::new();
+    &ALL.get_or_init(|| {
+        TEXTS
+            .iter()
+            .map(|t| yargs::options_from_help(t.help))
+            .collect()
+    })[i]
+}
+
+/// The prompt Gemini sends: piped stdin (when not empty) before the argv prompt, a blank
+/// line between (as 0.61.0 joins them: `${stdin}\n\n${input}`), or either alone; `None`
+/// when neither gives one.
+pub fn join_prompt(argv_prompt: Option<&str>, stdin: Option<&str>) -> Option<String> {
+    match (
+        stdin.filter(|s| !s.is_empty()),
+        argv_prompt.filter(|p| !p.is_empty()),
+    ) {
+        (Some(s), Some(p)) => Some(format!("{s}\n\n{p}")),
+        (Some(s), None) => Some(s.to_string()),
+        (None, Some(p)) => Some(p.to_string()),
+        (None, None) => None,
+    }
+}
 
 /// The pinned releases, oldest first.
 const RELEASES: &[&str] = &["0.61.0"];
@@ -81,6 +140,37 @@ impl Gemini {
         self.release
     }
 
+    fn index(&self) -> usize {
+        RELEASES
+            .iter()
+            .position(|r| *r == self.release)
+            .unwrap_or(0)
+    }
+
+    /// What `gemini --version` prints (the claimed release's version).
+    pub fn version_line(&self) -> String {
+        TEXTS[self.index()]
+            .version
+            .replacen(self.release, &self.claimed_version(), 1)
+    }
+
+    /// What `gemini --help` prints.
+    pub fn help(&self) -> &'static str {
+        TEXTS[self.index()].help
+    }
+
+    /// The options, as the help lists them.
+    pub fn options(&self) -> &'static [GeminiOption] {
+        options(self.index())
+    }
+
+    /// Read `argv` (without the program name) as this release does. `Err`: what it prints
+    /// instead of running (`--help`, `--version`: exit 0; yargs' errors and the CLI's own
+    /// checks: the message and the help on stderr, exit 1).
+    pub fn parse(&self, argv: &[String]) -> Result<Parsed, Stop> {
+        yargs::parse(self.options(), self.help(), &self.version_line(), argv)
+    }
+
     /// The version this release answers as: the release it stands for.
     pub fn claimed_version(&self) -> String {
         match self.claimed {
@@ -89,3 +179,6 @@ impl Gemini {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

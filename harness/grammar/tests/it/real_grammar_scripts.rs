@@ -153,3 +153,50 @@ fn codex_grammar_sh_reproduces_the_data_of_the_real_cli() {
     std::fs::remove_dir_all(&out_dir).unwrap();
     println!("scripts/codex-grammar.sh reproduced the data of Codex {version}");
 }
+
+#[test]
+fn gemini_grammar_sh_reproduces_the_data_of_the_real_cli() {
+    let Some(bin) = std::env::var_os("PI_HARNESS_REAL_GEMINI").filter(|b| !b.is_empty()) else {
+        println!(
+            "note: PI_HARNESS_REAL_GEMINI is not set: scripts/gemini-grammar.sh is not checked"
+        );
+        return;
+    };
+    let out_dir =
+        std::env::temp_dir().join(format!("pi-grammar-gemini-data-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out_dir);
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let out = Command::new("bash")
+        .arg(repo().join("scripts/gemini-grammar.sh"))
+        .arg(&bin)
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "gemini-grammar.sh: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written: Vec<PathBuf> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(written.len(), 1, "one release's directory: {written:?}");
+    let version = written[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    for file in ["version.txt", "help.txt"] {
+        let fresh = std::fs::read_to_string(written[0].join(file)).unwrap();
+        let committed = std::fs::read_to_string(data().join("gemini").join(&version).join(file))
+            .unwrap_or_else(|e| panic!("Gemini CLI {version}: no committed {file}: {e}"));
+        assert_eq!(
+            fresh, committed,
+            "Gemini CLI {version}: scripts/gemini-grammar.sh's {file} differs from the committed data"
+        );
+    }
+    std::fs::remove_dir_all(&out_dir).unwrap();
+    println!("scripts/gemini-grammar.sh reproduced the data of Gemini CLI {version}");
+}
