@@ -205,7 +205,7 @@ struct RecordArgs {
     #[arg(long, requires = "at")]
     signal: Option<String>,
     /// When: EVENT[+MS], counted from the first stdout line of that type (pi:
-    /// tool_execution_start+300; Codex: item.started+200).
+    /// tool_execution_start+300; Codex: item.started+200; Gemini CLI: tool_use+500).
     #[arg(long, requires = "signal")]
     at: Option<String>,
     /// Who gets --signal: the CLI's process, or its process group (Codex and Gemini CLI only).

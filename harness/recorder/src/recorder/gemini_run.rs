@@ -522,7 +522,16 @@ mod tests {
     #[test]
     fn a_signal_that_ended_the_run_leaves_the_tools_as_spawns_and_a_hang() {
         let r = run(Some(Signal::SIGTERM), Vec::new(), Ending::Code(0));
-        let c = cassette(&opts(), "0.61.0", &args(), &r, Redactor::new()).unwrap();
+        let mut o = opts();
+        o.agent_settings = vec![("general.maxAttempts".into(), serde_json::json!(2))];
+        o.agent_env = vec![("GEMINI_CLI_NO_RELAUNCH".into(), "1".into())];
+        o.signal = Some(crate::recorder::SignalPlan {
+            signal: Signal::SIGTERM,
+            event: "tool_use".into(),
+            after_ms: 500,
+            to_group: false,
+        });
+        let c = cassette(&o, "0.61.0", &args(), &r, Redactor::new()).unwrap();
         let text = c.to_jsonl();
         assert!(text.starts_with(
             r#"{"format":"pi-cassette","version":1,"gemini":{"version":"0.61.0","dialect":"gemini-stream-json"}"#
