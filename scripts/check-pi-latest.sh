@@ -23,12 +23,17 @@ pinned_codex() { # RELEASES in harness/grammar/src/codex/mod.rs
   sed -n 's/^const RELEASES: &\[&str\] = &\[\(.*\)\];/\1/p' harness/grammar/src/codex/mod.rs \
     | tr -d '" ' | tr ',' '\n' | sed '/^$/d'
 }
+pinned_gemini() { # RELEASES in harness/grammar/src/gemini/mod.rs
+  sed -n 's/^const RELEASES: &\[&str\] = &\[\(.*\)\];/\1/p' harness/grammar/src/gemini/mod.rs \
+    | tr -d '" ' | tr ',' '\n' | sed '/^$/d'
+}
 
 # NAME|NPM PACKAGE|FUNCTION PRINTING THE PINNED VERSIONS
 CLIS=(
   "pi|@earendil-works/pi-coding-agent|pinned_pi"
   "Claude Code|@anthropic-ai/claude-code-linux-x64|pinned_claude"
   "Codex|@openai/codex|pinned_codex"
+  "Gemini CLI|@google/gemini-cli|pinned_gemini"
 )
 
 for row in "${CLIS[@]}"; do

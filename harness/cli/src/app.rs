@@ -24,6 +24,7 @@ enum AgentArg {
     Pi,
     Claude,
     Codex,
+    Gemini,
 }
 
 /// `record --signal-to`: who gets the signal.
@@ -32,7 +33,7 @@ enum SignalTo {
     /// The CLI's process alone.
     Process,
     /// The CLI's process group (the CLI is then started as the leader of a group of its
-    /// own), as a supervisor that kills a job's group does. Codex only.
+    /// own), as a supervisor that kills a job's group does. Codex and Gemini CLI only.
     Group,
 }
 
@@ -169,6 +170,9 @@ const RECORD_HELP: &str = r##"Examples:
   pi-harness record --agent codex --pi "$(pi-harness install codex 0.169.0 --print-path)" \
       --provider openai --model gpt-5.5 --script cassettes/scripts/codex/codex_text.llm.json \
       --out /tmp/codex_text.cassette.jsonl -- exec --json --skip-git-repo-check 'Say hello.'
+  pi-harness record --agent gemini --pi "$(pi-harness install gemini 0.61.0 --print-path)" \
+      --script cassettes/scripts/gemini/gemini_text.llm.json --out /tmp/gemini_text.cassette.jsonl \
+      -- --output-format stream-json -m gemini-2.5-flash -y -p 'Say hello.'
 
 The LLM script (--script): what the model answers, one turn per request, in order:
   {"files": {"README.md": "# demo\n"},
@@ -203,16 +207,25 @@ struct RecordArgs {
     #[arg(long, requires = "at")]
     signal: Option<String>,
     /// When: EVENT[+MS], counted from the first stdout line of that type (pi:
-    /// tool_execution_start+300; Codex: item.started+200).
+    /// tool_execution_start+300; Codex: item.started+200; Gemini CLI: tool_use+500).
     #[arg(long, requires = "signal")]
     at: Option<String>,
-    /// Who gets --signal: the CLI's process, or its process group (Codex only).
+    /// Who gets --signal: the CLI's process, or its process group (Codex and Gemini CLI only).
     #[arg(long, value_enum, requires = "signal", default_value_t = SignalTo::Process)]
     signal_to: SignalTo,
     /// With --agent codex: the model request and stream retries its config.toml allows
     /// (both); Codex's defaults otherwise (30 requests over about 25 s on a 5xx).
     #[arg(long, value_name = "N")]
     retries: Option<u32>,
+    /// With --agent gemini: a setting of the scenario's own, written into the run's
+    /// ~/.gemini/settings.json and expected of a replay (a dotted key and a JSON value:
+    /// general.maxAttempts=2; several --setting).
+    #[arg(long, value_name = "KEY=VALUE", value_parser = recorder::parse_gemini_setting)]
+    setting: Vec<(String, serde_json::Value)>,
+    /// With --agent gemini: an environment variable of the scenario's own, given to the CLI
+    /// and expected of a replay (expect.env: GEMINI_CLI_NO_RELAUNCH=1; several --env).
+    #[arg(long, value_name = "KEY=VALUE", value_parser = crate::values::parse_env_pair)]
+    env: Vec<(String, String)>,
     /// An unrecorded run of the CLI first, in the same sandbox (one argument per --before;
     /// `{TMP}`/`{CWD}` as for the recorded run): the session an `exec resume --last` or a
     /// `--continue` then continues.
@@ -261,7 +274,9 @@ struct RecordArgs {
     /// --client-script, against the script as an Anthropic API; writes a `stream-json`
     /// cassette), or `codex` (`codex exec --json`, its arguments after `--`, against the
     /// script as a Responses API provider of a throwaway CODEX_HOME/config.toml; writes an
-    /// `exec-json` cassette; --provider/--model name the provider and model it expects).
+    /// `exec-json` cassette; --provider/--model name the provider and model it expects), or
+    /// `gemini` (Gemini CLI, its arguments after `--`, against the script as Google's Gemini
+    /// API with a throwaway HOME/.gemini/settings.json; writes a `gemini-stream-json` cassette).
     #[arg(long, value_enum, default_value_t = AgentArg::Pi)]
     agent: AgentArg,
     /// With --agent claude: give the CLI a terminal on stdin (a pseudo-terminal, kept open
@@ -521,6 +536,8 @@ fn record(args: RecordArgs) -> anyhow::Result<(PathBuf, String)> {
         at,
         signal_to,
         retries,
+        setting,
+        env,
         before,
         retry_delay_ms,
         scenario,
@@ -543,8 +560,20 @@ fn record(args: RecordArgs) -> anyhow::Result<(PathBuf, String)> {
     if codex && client_script.is_some() {
         anyhow::bail!("--agent codex records `codex exec` (one-way, the prompt in argv): --client-script drives two-way sessions only");
     }
-    if !codex && (signal_to == SignalTo::Group || retries.is_some()) {
-        anyhow::bail!("--signal-to group and --retries are for --agent codex");
+    let gemini = agent == AgentArg::Gemini;
+    if gemini && (client_script.is_some() || model.is_some()) {
+        anyhow::bail!("--agent gemini records `gemini -p ... --output-format stream-json` (one-way, the prompt and its -m in argv): no --client-script, --provider or --model");
+    }
+    if !codex && retries.is_some() {
+        anyhow::bail!(
+            "--retries is for --agent codex (Gemini CLI: --setting general.maxAttempts=N)"
+        );
+    }
+    if !codex && !gemini && signal_to == SignalTo::Group {
+        anyhow::bail!("--signal-to group is for --agent codex and --agent gemini");
+    }
+    if !gemini && (!setting.is_empty() || !env.is_empty()) {
+        anyhow::bail!("--setting and --env are for --agent gemini");
     }
     let rpc_args = pi_args
         .windows(2)
@@ -559,7 +588,7 @@ fn record(args: RecordArgs) -> anyhow::Result<(PathBuf, String)> {
             "--agent claude records a stream-json session: give --client-script and Claude Code's `--input-format stream-json`, or --stdin-terminal (the prompt in argv)"
         );
     }
-    if !claude && !codex && client_script.is_some() != rpc_args {
+    if !claude && !codex && !gemini && client_script.is_some() != rpc_args {
         anyhow::bail!(
             "--client-script and pi's `--mode rpc` go together: an RPC session needs a client, and a client script drives only RPC mode"
         );
@@ -577,6 +606,11 @@ fn record(args: RecordArgs) -> anyhow::Result<(PathBuf, String)> {
     if codex {
         opts.agent = recorder::Agent::Codex;
         opts.retries = retries;
+    }
+    if gemini {
+        opts.agent = recorder::Agent::Gemini;
+        opts.agent_settings = setting;
+        opts.agent_env = env;
     }
     if !before.is_empty() {
         opts.prelude = Some(recorder::Prelude {

@@ -1,7 +1,7 @@
-//! `pi-harness install pi|claude|codex VERSION`: real CLIs for recording, from the installed
+//! `pi-harness install pi|claude|codex|gemini VERSION`: real CLIs for recording, from the installed
 //! binary (what `scripts/install-pi.sh` and `scripts/install-claude.sh` do in a checkout),
 //! into the cache `$PI_HARNESS_CACHE`, else `$XDG_CACHE_HOME/pi-harness`, else
-//! `~/.cache/pi-harness` (`pi-VERSION/`, `claude-VERSION/`, `codex-VERSION/`, the scripts'
+//! `~/.cache/pi-harness` (`pi-VERSION/`, `claude-VERSION/`, `codex-VERSION/`, `gemini-VERSION/`, the scripts'
 //! layout, so either finds what the other installed). An installed version is found without npm or network.
 //!
 //! pi comes from npm: `npm install` of its package (npm checks every tarball against the
@@ -13,7 +13,9 @@
 //! pinned sha512, and only the binary kept. Codex is `npm install @openai/codex@VERSION`
 //! (its node wrapper and the native `linux-x64` package it names, install scripts off), the
 //! integrity npm recorded for both checked against the pinned values
-//! ([`codex_integrity`]), and `codex --version` checked. The plans ([`pi_plan`],
+//! ([`codex_integrity`]), and `codex --version` checked. Gemini CLI is `npm install
+//! @google/gemini-cli@VERSION` the same way (its one bundled package's integrity pinned:
+//! [`gemini_integrity`]; `gemini --version` checked). The plans ([`pi_plan`],
 //! [`claude_integrity`], [`codex_integrity`]) are data; the rest runs npm, tar and node.
 
 use std::os::fd::AsFd;
@@ -34,19 +36,21 @@ pub enum Tool {
     Claude,
     /// Codex CLI (`@openai/codex`: the node wrapper and its native linux-x64 package).
     Codex,
+    /// Gemini CLI (`@google/gemini-cli`: bundled JavaScript on node 20 or later).
+    Gemini,
 }
 
 /// `pi-harness install`'s options.
 #[derive(clap::Args)]
 #[command(
-    after_help = "Examples:\n  pi-harness install pi 1.5.2\n  pi-harness record --pi \"$(pi-harness install pi 1.5.2 --print-path)\" --script hello.json --out hello.cassette.jsonl -- --mode json --provider fake --model fake-model 'Say hello.'\n  pi-harness install claude 2.1.332 --print-path\n  pi-harness install codex 0.169.0 --print-path\n\nNeeds npm (with its node) and, for pi 0.87.1 and later, Claude Code and Codex, Linux x86_64.\nCache: $PI_HARNESS_CACHE, else $XDG_CACHE_HOME/pi-harness, else ~/.cache/pi-harness."
+    after_help = "Examples:\n  pi-harness install pi 1.5.2\n  pi-harness record --pi \"$(pi-harness install pi 1.5.2 --print-path)\" --script hello.json --out hello.cassette.jsonl -- --mode json --provider fake --model fake-model 'Say hello.'\n  pi-harness install claude 2.1.332 --print-path\n  pi-harness install codex 0.169.0 --print-path\n  pi-harness install gemini 0.61.0 --print-path\n\nNeeds npm (with its node) and, for pi 0.87.1 and later, Claude Code and Codex, Linux x86_64.\nCache: $PI_HARNESS_CACHE, else $XDG_CACHE_HOME/pi-harness, else ~/.cache/pi-harness."
 )]
 pub struct InstallArgs {
-    /// The CLI: pi, claude or codex.
+    /// The CLI: pi, claude, codex or gemini.
     #[arg(value_enum)]
     tool: Tool,
     /// Its version: pi 0.73.1, 0.87.1, 1.5.2 (or any from 0.99 on); claude 2.1.330, 2.1.332;
-    /// codex 0.169.0.
+    /// codex 0.169.0; gemini 0.61.0.
     version: String,
     /// Print only the executable's path on stdout (what `$(...)` wants); progress goes to stderr.
     #[arg(long)]
@@ -128,6 +132,18 @@ pub fn codex_integrity(version: &str) -> Result<[(&'static str, &'static str); 2
             ("@openai/codex-linux-x64", "sha512-o05NyAOCDygSPRo1yinzxvkRSdmsZyBD9E7mbpmjRanSfM8lypqWtQgEo4XfNkwhuCR2aFu8mlGOsQGFXVbVww=="),
         ]),
         v => Err(format!("codex {v}: not a pinned version (pinned: 0.169.0)")),
+    }
+}
+
+/// The pinned sha512 integrity value of Gemini CLI `version`'s npm package
+/// (`@google/gemini-cli`, one bundle: its dependencies are npm's to check).
+pub fn gemini_integrity(version: &str) -> Result<[(&'static str, &'static str); 1], String> {
+    match version {
+        "0.61.0" => Ok([(
+            "@google/gemini-cli",
+            "sha512-dbQ9A0qBtFJNi6XBkHvfZ6Azpn6PNgH/P8h2MZ67RLlX8hSAVjup39CRWqdRxZv7YXIuhrFaytr8y0jKnkoxnQ==",
+        )]),
+        v => Err(format!("gemini {v}: not a pinned version (pinned: 0.61.0)")),
     }
 }
 
@@ -411,21 +427,26 @@ fn check_lock(dir: &Path, pinned: &[(&str, &str)]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Install Codex `version` into `dir`: `npm install` of `@openai/codex` (install scripts
-/// off), both packages' integrity checked, `codex --version` checked.
-fn install_codex(dir: &Path, version: &str, pinned: &[(&str, &str)]) -> anyhow::Result<()> {
+/// Install npm package `pkg` `version` into `dir` (install scripts off), the pinned
+/// integrity values checked in npm's lockfile, and `is_it(bin)` checked on its `.bin/NAME`.
+fn install_npm(
+    dir: &Path,
+    pkg: &str,
+    version: &str,
+    bin_name: &str,
+    pinned: &[(&str, &str)],
+    is_it: &dyn Fn(&Path) -> bool,
+) -> anyhow::Result<()> {
     if let Some(p) = platform_problem() {
         anyhow::bail!("{p}");
     }
     let npm = need_npm()?;
-    eprintln!("installing @openai/codex@{version} into {}", dir.display());
+    eprintln!("installing {pkg}@{version} into {}", dir.display());
     let tmp = partial(dir)?;
     let result = (|| {
         std::fs::write(
             tmp.join("package.json"),
-            format!(
-                "{{\"private\": true, \"dependencies\": {{\"@openai/codex\": {version:?}}}}}\n"
-            ),
+            format!("{{\"private\": true, \"dependencies\": {{{pkg:?}: {version:?}}}}}\n"),
         )?;
         let mut cmd = Command::new(&npm);
         cmd.args([
@@ -435,15 +456,10 @@ fn install_codex(dir: &Path, version: &str, pinned: &[(&str, &str)]) -> anyhow::
             "--ignore-scripts",
             "--loglevel=error",
         ]);
-        run(
-            cmd,
-            &tmp,
-            &format!("npm install of @openai/codex@{version}"),
-            false,
-        )?;
+        run(cmd, &tmp, &format!("npm install of {pkg}@{version}"), false)?;
         check_lock(&tmp, pinned)?;
-        if !codex_is(&tmp.join("node_modules/.bin/codex"), version) {
-            anyhow::bail!("the installed codex does not say it is codex-cli {version}");
+        if !is_it(&tmp.join("node_modules/.bin").join(bin_name)) {
+            anyhow::bail!("the installed {bin_name} does not say it is {version}");
         }
         let _ = std::fs::remove_dir_all(dir);
         std::fs::rename(&tmp, dir)
@@ -453,6 +469,12 @@ fn install_codex(dir: &Path, version: &str, pinned: &[(&str, &str)]) -> anyhow::
         let _ = std::fs::remove_dir_all(&tmp);
     }
     result
+}
+
+/// Whether `bin` says it is Gemini CLI `version` (`gemini --version`, run with a throwaway HOME).
+fn gemini_is(bin: &Path, version: &str) -> bool {
+    is_executable(bin)
+        && pi_recorder::recorder::gemini_version_of(bin).is_some_and(|v| v == version)
 }
 
 /// The executable for `tool` `version`, installed first when the cache lacks it.
@@ -490,7 +512,29 @@ fn ensure(tool: Tool, version: &str) -> Result<PathBuf, (i32, String)> {
             if codex_is(&bin, version) && check_lock(&dir, &pinned).is_ok() {
                 eprintln!("codex {version} already in {}", dir.display());
             } else {
-                install_codex(&dir, version, &pinned).map_err(failed)?;
+                install_npm(&dir, "@openai/codex", version, "codex", &pinned, &|b| {
+                    codex_is(b, version)
+                })
+                .map_err(failed)?;
+            }
+            Ok(bin)
+        }
+        Tool::Gemini => {
+            let pinned = gemini_integrity(version).map_err(usage)?;
+            let dir = root.join(format!("gemini-{version}"));
+            let bin = dir.join("node_modules/.bin/gemini");
+            if gemini_is(&bin, version) && check_lock(&dir, &pinned).is_ok() {
+                eprintln!("gemini {version} already in {}", dir.display());
+            } else {
+                install_npm(
+                    &dir,
+                    "@google/gemini-cli",
+                    version,
+                    "gemini",
+                    &pinned,
+                    &|b| gemini_is(b, version),
+                )
+                .map_err(failed)?;
             }
             Ok(bin)
         }
@@ -504,6 +548,7 @@ pub fn install_command(a: &InstallArgs) -> i32 {
         Tool::Pi => "pi",
         Tool::Claude => "claude",
         Tool::Codex => "codex",
+        Tool::Gemini => "gemini",
     };
     match ensure(a.tool, &a.version) {
         Ok(path) => {
@@ -559,6 +604,12 @@ mod tests {
         assert!(codex_integrity("0.170.0")
             .unwrap_err()
             .contains("pinned: 0.169.0"));
+        let gemini = gemini_integrity("0.61.0").unwrap();
+        assert_eq!(gemini[0].0, "@google/gemini-cli");
+        assert!(gemini[0].1.starts_with("sha512-dbQ9A0qB"));
+        assert!(gemini_integrity("0.62.0")
+            .unwrap_err()
+            .contains("pinned: 0.61.0"));
     }
 
     #[test]

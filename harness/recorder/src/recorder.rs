@@ -21,6 +21,9 @@
 //! - Codex (`codex exec --json`): `codex` holds the pure parts (the stand-in, the
 //!   `config.toml`, the header's expectations, its ids) and `codex_run` the recording
 //!   (sandbox, version, the run through `json_run`, the cassette);
+//! - Gemini CLI (`gemini --output-format stream-json`): `gemini` holds the pure parts (the
+//!   settings, the command line, the header's expectations, its ids and stamps) and
+//!   `gemini_run` the recording;
 //! - `write`: the cassette written (zstd when large) after checking it parses, replays
 //!   the captured bytes and does not contain the API key.
 //!
@@ -38,6 +41,8 @@ use crate::Notices;
 mod codex;
 mod codex_run;
 mod error;
+mod gemini;
+mod gemini_run;
 mod header;
 mod install;
 mod json_cassette;
@@ -56,6 +61,12 @@ pub use codex::{
 };
 pub use codex_run::codex_version_of;
 pub use error::RecordError;
+pub use gemini::{
+    gemini_expect, parse_call as parse_gemini_call, parse_setting as parse_gemini_setting,
+    resolve_effective as resolve_gemini_effective, settings_json as gemini_settings_json,
+    GeminiCall,
+};
+pub use gemini_run::gemini_version_of;
 pub use header::{expect_from_args, session_use};
 pub use install::{claude_version_of, pi_package_root, pi_version_of};
 pub use json_cassette::{behaviour_seen, build_records, event_type, spawns_for, ChildFate};
@@ -114,6 +125,14 @@ pub async fn record(opts: &RecordOptions, notices: &Notices) -> Result<RecordOut
             ));
         }
         return codex_run::record(opts, script, notices).await;
+    }
+    if opts.agent == Agent::Gemini {
+        if client.is_some() {
+            return Err(RecordError::Options(
+                "--agent gemini records `gemini -p ... --output-format stream-json` (one-way, the prompt in argv): no client script".into(),
+            ));
+        }
+        return gemini_run::record(opts, script, notices).await;
     }
     let claude = opts.agent == Agent::Claude;
     check_stdin_options(opts, client.as_ref())?;
@@ -257,6 +276,7 @@ fn stand_in_of(opts: &RecordOptions, version: &str) -> Result<StandIn, RecordErr
 fn no_request(opts: &RecordOptions, stand_in: &StandIn, cassette: &Cassette) -> RecordError {
     let cli = match opts.agent {
         Agent::Claude => "Claude Code".to_string(),
+        Agent::Gemini => "Gemini CLI".to_string(),
         Agent::Codex => format!(
             "Codex (the server stood in for provider `{}`, model `{}`)",
             stand_in.provider, stand_in.model

@@ -1,4 +1,4 @@
-//! `pi-harness install pi|claude|codex VERSION`: one line naming what is missing (npm), a version
+//! `pi-harness install pi|claude|codex|gemini VERSION`: one line naming what is missing (npm), a version
 //! it does not know refused, and a version already in the cache (the layout
 //! `scripts/install-pi.sh` and `install-claude.sh` write) found with no npm on `PATH` and
 //! so no network.
@@ -41,6 +41,7 @@ fn without_npm_installing_fails_in_one_line_and_writes_nothing() {
         ("pi", "0.73.1"),
         ("claude", "2.1.332"),
         ("codex", "0.169.0"),
+        ("gemini", "0.61.0"),
     ] {
         let o = pih()
             .env("PATH", bare_path(&w))
@@ -68,6 +69,7 @@ fn versions_it_cannot_install_are_refused_with_the_ones_it_can() {
         ("pi", "0.80.0", "0.73.1, 0.87.1, 1.5.2, or any from 0.99 on"),
         ("claude", "2.0.0", "pinned: 2.1.330, 2.1.332"),
         ("codex", "0.170.0", "pinned: 0.169.0"),
+        ("gemini", "0.60.0", "pinned: 0.61.0"),
     ] {
         let o = pih().args(["install", tool, version]).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
@@ -188,6 +190,54 @@ fn an_installed_codex_is_found_without_npm_when_its_integrity_is_the_pinned_one(
         String::from_utf8_lossy(&o.stdout),
         format!("{}\n", bin.display())
     );
+    lock("sha512-another");
+    let o = install();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("npm not found"));
+}
+
+/// A Gemini CLI in the cache (its `.bin/gemini` says `0.61.0`, npm's lockfile has the pinned
+/// integrity) is found without npm; one whose lockfile names another tarball, or that says
+/// another version, is not, and needs npm.
+#[test]
+fn an_installed_gemini_is_found_without_npm_when_its_integrity_is_the_pinned_one() {
+    let w = World::new("install-cached-gemini");
+    let cache = w.path().join("cache");
+    let dir = cache.join("gemini-0.61.0");
+    let bin = dir.join("node_modules/.bin/gemini");
+    let lock = |integrity: &str| {
+        let v = serde_json::json!({"packages": {
+            "node_modules/@google/gemini-cli": {"version": "0.61.0", "integrity": integrity}
+        }});
+        std::fs::write(dir.join("package-lock.json"), v.to_string()).unwrap();
+    };
+    let install = || {
+        pih()
+            .env("PATH", bare_path(&w))
+            .env("PI_HARNESS_CACHE", &cache)
+            .args(["install", "gemini", "0.61.0", "--print-path"])
+            .output()
+            .unwrap()
+    };
+    write_exec(&bin, "#!/bin/sh\necho 0.61.0\n");
+    lock("sha512-dbQ9A0qBtFJNi6XBkHvfZ6Azpn6PNgH/P8h2MZ67RLlX8hSAVjup39CRWqdRxZv7YXIuhrFaytr8y0jKnkoxnQ==");
+    let o = install();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!("{}\n", bin.display())
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("gemini 0.61.0 already in"));
+    write_exec(&bin, "#!/bin/sh\necho 0.62.0\n");
+    let o = install();
+    assert_eq!(o.status.code(), Some(1), "another version is not this one");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("npm not found"));
+    write_exec(&bin, "#!/bin/sh\necho 0.61.0\n");
     lock("sha512-another");
     let o = install();
     assert_eq!(o.status.code(), Some(1));

@@ -40,12 +40,12 @@ fn codex_recordings_it_cannot_make_are_refused_in_one_line() {
                 "group",
             ],
             &["--mode", "json", "hi"],
-            "--signal-to group and --retries are for --agent codex",
+            "--signal-to group is for --agent codex and --agent gemini",
         ),
         (
             &["--retries", "1"],
             &["--mode", "json", "hi"],
-            "are for --agent codex",
+            "--retries is for --agent codex",
         ),
     ];
     for (opts, args, says) in cases {

@@ -1,5 +1,5 @@
-//! The reference mapper's normalized stream of a cassette (Claude Code's and Codex's mappers
-//! for theirs), one line per message, without what
+//! The reference mapper's normalized stream of a cassette (Claude Code's, Codex's and Gemini
+//! CLI's mappers for theirs), one line per message, without what
 //! varies run to run.
 
 use pi_cassette::Cassette;
@@ -21,6 +21,9 @@ pub fn normalized_stream(c: &Cassette) -> Vec<String> {
         }
         pi_grammar::Agent::Codex => {
             pi_wire::codex::map_all(&c.stdout_bytes(), end, MapperOptions::default())
+        }
+        pi_grammar::Agent::Gemini => {
+            pi_wire::gemini::map_all(&c.stdout_bytes(), end, MapperOptions::default())
         }
         _ => map_all(&c.stdout_bytes(), end, MapperOptions::default()),
     };

@@ -192,3 +192,99 @@ fn codex_runs_are_compared_by_their_events_and_the_codex_mapper() {
     assert_ne!(normalize(&codex("Other.", "hi\\n", 10, 5)), base);
     assert_ne!(normalize(&codex("Done.", "bye\\n", 10, 5)), base);
 }
+
+/// A Gemini CLI run is compared by its events (an answer's chunks joined) and by the Gemini
+/// mapper's stream: another chunking, usage, time or stderr is no drift (tool ids are made
+/// stable by the recorder: their epoch is redacted); another
+/// answer, tool output, tool status, ending or surviving spawn is.
+#[test]
+fn gemini_runs_are_compared_by_their_events_and_the_gemini_mapper() {
+    struct Run<'a> {
+        chunks: &'a [&'a str],
+        output: &'a str,
+        status: &'a str,
+        tokens: u32,
+        stderr: &'a str,
+        spawn: bool,
+        exit: i32,
+    }
+    const TOOL_ID: &str = "run_shell_command_1700000000000_0";
+    let gemini = |r: &Run| {
+        let header = r#"{"format":"pi-cassette","version":1,"gemini":{"version":"0.61.0","dialect":"gemini-stream-json"},"scenario":{"name":"t","description":"d"},"origin":{"kind":"recorded","timing":"measured"}}"#;
+        let mut body = vec![
+            format!(r#"{{"dt_ms":3,"stderr":"{}"}}"#, r.stderr),
+            r#"{"dt_ms":1,"stdout":{"type":"init","timestamp":"<TS>","session_id":"<SESSION_ID>","model":"gemini-2.5-flash"}}"#.to_string(),
+            r#"{"dt_ms":1,"stdout":{"type":"message","timestamp":"<TS>","role":"user","content":"go"}}"#.to_string(),
+            format!(r#"{{"dt_ms":1,"stdout":{{"type":"tool_use","timestamp":"<TS>","tool_name":"run_shell_command","tool_id":"{}","parameters":{{"command":"echo hi"}}}}}}"#, TOOL_ID),
+        ];
+        if r.spawn {
+            body.push(r#"{"dt_ms":0,"spawn":{"id":"tool-1","own_session":true}}"#.to_string());
+        }
+        body.push(format!(r#"{{"dt_ms":1,"stdout":{{"type":"tool_result","timestamp":"<TS>","tool_id":"{}","status":"{}","output":"{}"}}}}"#, TOOL_ID, r.status, r.output));
+        for c in r.chunks {
+            body.push(format!(r#"{{"dt_ms":1,"stdout":{{"type":"message","timestamp":"<TS>","role":"assistant","content":"{c}","delta":true}}}}"#));
+        }
+        body.push(format!(r#"{{"dt_ms":1,"stdout":{{"type":"result","timestamp":"<TS>","status":"success","stats":{{"total_tokens":{0},"input_tokens":{0}}}}}}}"#, r.tokens));
+        body.push(format!(r#"{{"dt_ms":0,"exit":{}}}"#, r.exit));
+        let text = format!("{header}\n{}\n", body.join("\n"));
+        Cassette::parse(Path::new("t"), text.as_bytes()).unwrap()
+    };
+    let base_run = Run {
+        chunks: &["Do", "ne."],
+        output: "hi",
+        status: "success",
+        tokens: 10,
+        stderr: "YOLO mode is enabled.\\n",
+        spawn: false,
+        exit: 0,
+    };
+    let base = normalize(&gemini(&base_run));
+    assert!(
+        base.iter().any(|l| l == r#"message assistant "Done.""#),
+        "{base:#?}"
+    );
+    assert!(
+        base.iter().any(|l| l.starts_with("tool.call ")),
+        "{base:#?}"
+    );
+    for same in [
+        Run {
+            chunks: &["Done", "."],
+            ..base_run
+        },
+        Run {
+            tokens: 99,
+            ..base_run
+        },
+        Run {
+            stderr: "[STARTUP] Phase 'cleanup_ops' was started\\n",
+            ..base_run
+        },
+    ] {
+        assert_eq!(normalize(&gemini(&same)), base);
+    }
+    for other in [
+        Run {
+            chunks: &["Other."],
+            ..base_run
+        },
+        Run {
+            output: "bye",
+            ..base_run
+        },
+        Run {
+            status: "error",
+            ..base_run
+        },
+        Run {
+            spawn: true,
+            ..base_run
+        },
+        Run {
+            exit: 144,
+            ..base_run
+        },
+    ] {
+        assert_ne!(normalize(&gemini(&other)), base);
+    }
+}

@@ -1,5 +1,5 @@
 //! The coarse wire stream of a cassette: pi's events (or Claude Code's records, or Codex's
-//! events), the client's actions, spawns, stderr and the ending, one line each, without what
+//! or Gemini CLI's events), the client's actions, spawns, stderr and the ending, one line each, without what
 //! varies run to run.
 
 use std::fmt::Write as _;
@@ -66,6 +66,18 @@ pub fn wire_stream(c: &Cassette) -> Vec<String> {
     let mut out = Vec::new();
     let mut updates = 0usize;
     let mut stderr = String::new();
+    // Gemini CLI's answer, printed chunk by chunk (`message` deltas): joined, as their cut
+    // depends on the stream's chunks.
+    let gemini = c.header.agent() == pi_grammar::Agent::Gemini;
+    let mut answer = String::new();
+    let flush_answer = |answer: &mut String, out: &mut Vec<String>| {
+        if !answer.is_empty() {
+            out.push(format!(
+                "message assistant {}",
+                short(&std::mem::take(answer))
+            ));
+        }
+    };
     // pi's `message_update`s, or Claude Code's content_block_delta stream events.
     let label = if c.header.is_claude() {
         "content_block_delta"
@@ -79,6 +91,9 @@ pub fn wire_stream(c: &Cassette) -> Vec<String> {
         }
     };
     for r in &c.records {
+        if gemini && !matches!(r.action, Action::Stdout(_)) {
+            flush_answer(&mut answer, &mut out);
+        }
         match &r.action {
             Action::Stdout(b) => {
                 let Ok(v) = serde_json::from_slice::<Value>(&b.data) else {
@@ -101,6 +116,15 @@ pub fn wire_stream(c: &Cassette) -> Vec<String> {
                         flush(&mut updates, &mut out);
                         out.push(line);
                     }
+                    continue;
+                }
+                if gemini {
+                    if v["type"] == "message" && v["role"] == "assistant" {
+                        answer.push_str(v["content"].as_str().unwrap_or_default());
+                        continue;
+                    }
+                    flush_answer(&mut answer, &mut out);
+                    out.push(gemini_line(&ty, &v));
                     continue;
                 }
                 flush(&mut updates, &mut out);
@@ -170,10 +194,12 @@ pub fn wire_stream(c: &Cassette) -> Vec<String> {
             }
         }
     }
+    flush_answer(&mut answer, &mut out);
     flush(&mut updates, &mut out);
     sort_runs(&mut out, "tool_execution_end ");
     let stderr = stderr.trim();
-    if !stderr.is_empty() {
+    // Gemini CLI's stderr (start-up profiler notes, retry stack traces) varies with timing.
+    if !stderr.is_empty() && !gemini {
         out.push(format!("stderr {}", short(stderr)));
     }
     out
@@ -262,6 +288,35 @@ fn codex_line(ty: &str, v: &Value) -> String {
         "turn.failed" => format!(
             "turn.failed {}",
             short(v["error"]["message"].as_str().unwrap_or(""))
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// One Gemini CLI stream-json event in the coarse stream (an answer's chunks are joined by
+/// the caller): its type and what it says (the user's prompt, a tool's name and parameters,
+/// its status and output, an error's message, the result's status and error); ids, times
+/// and stats left out.
+fn gemini_line(ty: &str, v: &Value) -> String {
+    let s = |k: &Value| short(k.as_str().unwrap_or_default());
+    match ty {
+        "init" => format!("init model={}", s(&v["model"])),
+        "message" => format!("message {} {}", s(&v["role"]), s(&v["content"])),
+        "tool_use" => format!(
+            "tool_use {} {}",
+            s(&v["tool_name"]),
+            short(&v["parameters"].to_string())
+        ),
+        "tool_result" => format!(
+            "tool_result status={} output={}",
+            s(&v["status"]),
+            s(&v["output"])
+        ),
+        "error" => format!("error severity={} {}", s(&v["severity"]), s(&v["message"])),
+        "result" => format!(
+            "result status={} error={}",
+            s(&v["status"]),
+            s(&v["error"]["message"])
         ),
         other => other.to_string(),
     }

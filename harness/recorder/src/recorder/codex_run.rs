@@ -365,6 +365,7 @@ mod tests {
             children: Vec::new(),
             lines_after_signal: 0,
             stderr_after_signal: 0,
+            after_signal: Vec::new(),
             leftovers: Vec::new(),
         };
         let mut redactor = Redactor::new();

@@ -147,6 +147,15 @@ pub(crate) fn json_source(opts: &RecordOptions, redacted_args: &[String]) -> Str
                 s.push_str(&format!(" --retries {n}"));
             }
         }
+        if opts.agent == Agent::Gemini {
+            s.push_str(" --agent gemini");
+            for (k, v) in &opts.agent_settings {
+                s.push_str(&format!(" --setting {k}={v}"));
+            }
+            for (k, v) in &opts.agent_env {
+                s.push_str(&format!(" --env {k}={v}"));
+            }
+        }
         if let Some(p) = &opts.signal {
             s.push_str(&format!(
                 " --signal {} --at {}+{}",

@@ -60,6 +60,9 @@ pub(crate) struct JsonRun {
     /// Output after the signal (not replayed).
     pub(crate) lines_after_signal: usize,
     pub(crate) stderr_after_signal: usize,
+    /// That output itself (a CLI that ignored the signal finished its run: Gemini CLI's
+    /// relaunch parent).
+    pub(crate) after_signal: Vec<(Duration, Captured)>,
     /// Processes left after pi ended (killed by the recorder).
     pub(crate) leftovers: Vec<String>,
 }

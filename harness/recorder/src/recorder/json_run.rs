@@ -68,6 +68,7 @@ pub(crate) async fn run(
     let mut captured = watch.captured;
     let mut children = Vec::new();
     let (mut lines_after_signal, mut stderr_after_signal) = (0, 0);
+    let mut after_signal = Vec::new();
     let signalled = match watch.sent {
         Some((when, at, mut s)) => {
             s.pi_gone_after_ms = ms(gone.saturating_duration_since(when));
@@ -82,6 +83,7 @@ pub(crate) async fn run(
                 }
             }
             captured = before;
+            after_signal = after;
             Some(s)
         }
         None => None,
@@ -95,6 +97,7 @@ pub(crate) async fn run(
         children,
         lines_after_signal,
         stderr_after_signal,
+        after_signal,
         leftovers,
     })
 }

@@ -147,6 +147,13 @@ pub struct RecordOptions {
     /// Codex: the model request and stream retries its `config.toml` allows (both); `None`:
     /// Codex's defaults (4 and 5: 30 requests over about 25 s on a 5xx).
     pub retries: Option<u32>,
+    /// Gemini CLI: the scenario's own settings (dotted key, JSON value:
+    /// `general.maxAttempts` = 2), written into its `~/.gemini/settings.json` over the
+    /// recorder's and expected of a replay.
+    pub agent_settings: Vec<(String, serde_json::Value)>,
+    /// Gemini CLI: the scenario's own environment variables (`GEMINI_CLI_NO_RELAUNCH=1`),
+    /// given to the CLI and expected of a replay (`expect.env`).
+    pub agent_env: Vec<(String, String)>,
 }
 
 impl RecordOptions {
@@ -181,6 +188,8 @@ impl RecordOptions {
             agent: Agent::Pi,
             stdin_terminal: false,
             retries: None,
+            agent_settings: Vec::new(),
+            agent_env: Vec::new(),
         }
     }
 }
@@ -199,13 +208,18 @@ pub enum Agent {
     /// Responses API provider of a throwaway `CODEX_HOME/config.toml`, with a throwaway
     /// `HOME` and `TMPDIR` and nothing else from the environment but `PATH`.
     Codex,
+    /// Gemini CLI (`gemini --output-format stream-json -p ...`, one-way), against the
+    /// scripted server as Google's Gemini API (`GOOGLE_GEMINI_BASE_URL`), with a throwaway
+    /// `HOME` (its `.gemini/settings.json`) and `TMPDIR` and nothing else from the
+    /// environment but `PATH`.
+    Gemini,
 }
 
 impl Agent {
     /// The two-way protocol a client script speaks to it (Codex has none: pi's is given).
     pub fn protocol(self) -> pi_cassette::two_way::Protocol {
         match self {
-            Agent::Pi | Agent::Codex => pi_cassette::two_way::Protocol::Rpc,
+            Agent::Pi | Agent::Codex | Agent::Gemini => pi_cassette::two_way::Protocol::Rpc,
             Agent::Claude => pi_cassette::two_way::Protocol::StreamJson,
         }
     }
@@ -216,6 +230,7 @@ impl Agent {
             Agent::Pi => "pi",
             Agent::Claude => "Claude Code",
             Agent::Codex => "Codex",
+            Agent::Gemini => "Gemini CLI",
         }
     }
 }

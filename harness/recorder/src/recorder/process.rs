@@ -53,6 +53,20 @@ pub(crate) struct PiEnv {
     pub(crate) marker: String,
     pub(crate) claude: Option<ClaudeEnv>,
     pub(crate) codex: Option<CodexEnv>,
+    pub(crate) gemini: Option<GeminiEnv>,
+}
+
+/// What Gemini CLI is given: `HOME` (holding the run's `.gemini/settings.json`), `TMPDIR`,
+/// the scripted server as `GOOGLE_GEMINI_BASE_URL`, the key as `GEMINI_API_KEY`, the
+/// workspace trusted, and the scenario's own variables.
+pub(crate) struct GeminiEnv {
+    pub(crate) base_url: String,
+    pub(crate) key: String,
+    pub(crate) tmpdir: PathBuf,
+    /// The scenario's own variables (`GEMINI_CLI_NO_RELAUNCH=1`, ...).
+    pub(crate) extra: Vec<(String, String)>,
+    /// Run it as the leader of a process group of its own (a signal goes to the group).
+    pub(crate) own_group: bool,
 }
 
 /// The marker pi-testkit's `World` gives the processes of a test (passed on to Codex,
@@ -81,6 +95,31 @@ pub(crate) struct ClaudeEnv {
 /// dropped. The caller sets stdin.
 pub(crate) fn command(pi: &Path, args: &[String], env: &PiEnv) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(pi);
+    if let Some(g) = &env.gemini {
+        // Nothing of the developer's environment but PATH (their GEMINI_*/GOOGLE_* variables
+        // and proxies would change what the CLI does); the marker finds its leftovers.
+        cmd.args(args)
+            .current_dir(&env.work)
+            .env_clear()
+            .env("PATH", &env.path)
+            .env("HOME", &env.home)
+            .env("TMPDIR", &g.tmpdir)
+            .env("GEMINI_API_KEY", &g.key)
+            .env("GOOGLE_GEMINI_BASE_URL", &g.base_url)
+            .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+            .envs(g.extra.iter().map(|(k, v)| (k, v)))
+            .env(MARKER_VAR, &env.marker)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        if let Some(m) = std::env::var_os(TEST_MARKER_VAR) {
+            cmd.env(TEST_MARKER_VAR, m);
+        }
+        if g.own_group {
+            cmd.process_group(0);
+        }
+        return cmd;
+    }
     if let Some(c) = &env.codex {
         // Nothing of the developer's environment but PATH (their OPENAI_*/CODEX_* variables
         // and proxies would change what Codex does); the marker finds its leftovers.

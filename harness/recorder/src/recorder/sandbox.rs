@@ -126,6 +126,7 @@ impl Sandbox {
                 tmpdir: self.tmpdir.clone(),
             }),
             codex: None,
+            gemini: None,
         })
     }
 

@@ -6,6 +6,7 @@ mod claude;
 mod codex;
 mod codex_corpus;
 mod gemini;
+mod gemini_corpus;
 mod mapper;
 mod mapper_props;
 mod mapper_snapshots;

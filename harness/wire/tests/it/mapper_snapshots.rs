@@ -1,6 +1,7 @@
 //! The mapper over every committed cassette, with its output kept as an insta snapshot
 //! (`harness/wire/tests/it/snapshots/`), plus the invariants on each (`pi_testkit::invariants::map_and_check`;
-//! a Codex cassette goes through Codex's mapper and its invariants, `codex_corpus`);
+//! a Codex cassette goes through Codex's mapper and its invariants, `codex_corpus`; a Gemini
+//! CLI cassette through Gemini's, `gemini_corpus`);
 //! and over the real pi 1.5.2 captures of `tests/data/pi152/` (raw stdout, all exited 0).
 //! The stream end comes from the cassette's final record: exit code or signal after EOF;
 //! a hang is cancelled. Strings over 400 bytes are shortened in the snapshot (a fault
@@ -14,6 +15,7 @@ use serde_json::Value;
 use pi_testkit::invariants::*;
 
 use crate::codex_corpus::map_and_check_codex;
+use crate::gemini_corpus::map_and_check_gemini;
 
 const KEEP: usize = 200;
 
@@ -65,10 +67,10 @@ fn mapper_output_for_every_cassette() {
             return; // an RPC session: its stdout answers commands, not one json-mode run
         }
         let agent = c.header.agent();
-        let out = if agent.name() == "codex" {
-            map_and_check_codex(&c)
-        } else {
-            map_and_check(&c)
+        let out = match agent.name() {
+            "codex" => map_and_check_codex(&c),
+            "gemini" => map_and_check_gemini(&c),
+            _ => map_and_check(&c),
         };
         let out = out.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let mut shown = out;
