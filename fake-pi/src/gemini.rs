@@ -115,12 +115,18 @@ fn call(header: &Header, argv: &[String], path: &Path) -> Result<(), i32> {
 
 /// The settings files 0.61.0 reads, lowest first (read in its bundle): the system defaults
 /// (`GEMINI_CLI_SYSTEM_DEFAULTS_PATH`, else `system-defaults.json` beside the system
-/// settings), the user's (`$HOME/.gemini/settings.json`), the workspace's
+/// settings), the user's (`$GEMINI_CLI_HOME/.gemini/settings.json` when that is set, as
+/// the CLI's home directory, else `$HOME/.gemini/settings.json`), the workspace's
 /// (`./.gemini/settings.json`, only when the workspace is trusted: [`trusted`]), then the
 /// system settings over all (`GEMINI_CLI_SYSTEM_SETTINGS_PATH`, else
 /// `/etc/gemini-cli/settings.json`).
 fn settings_layers(parsed: &gemini::Parsed) -> Result<Vec<Layer>, String> {
-    let home = PathBuf::from(environ::var("HOME").unwrap_or_default());
+    let home = PathBuf::from(
+        environ::var("GEMINI_CLI_HOME")
+            .filter(|h| !h.is_empty())
+            .or_else(|| environ::var("HOME"))
+            .unwrap_or_default(),
+    );
     let cwd = std::env::current_dir().unwrap_or_default();
     let system = environ::var("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
         .filter(|p| !p.is_empty())

@@ -583,3 +583,56 @@ fn the_settings_layers_are_the_cli_s_and_the_workspace_counts_only_when_trusted(
     );
     sb.assert_none_left();
 }
+
+/// The user's settings are in GEMINI_CLI_HOME's `.gemini` when it is set (the CLI's home
+/// directory, measured: HOME's are not read then), else HOME's.
+#[test]
+fn gemini_cli_home_stands_for_home_for_the_user_settings() {
+    let sb = World::new(module_path!());
+    let loose = EXPECT.replace(
+        r#""flags":{"output-format":"stream-json","model":"gemini-2.5-flash","yolo":true},"#,
+        "",
+    );
+    let c = cassette(
+        &sb,
+        "text",
+        &loose,
+        &from_capture("text", r#"{"dt_ms":0,"exit":0}"#),
+    );
+    let settings = r#"{"model":{"name":"gemini-2.5-flash"}}"#;
+    let home = sb
+        .write("home/.gemini/settings.json", settings)
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let cli_home = sb
+        .write("cli-home/.keep", "")
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let run = |cli: Option<&std::path::Path>| {
+        let mut cmd = gemini(&sb, &c, &["-p", "say hi", "-o", "stream-json", "-y"]);
+        cmd.env("HOME", &home).current_dir(sb.path());
+        match cli {
+            Some(p) => cmd.env("GEMINI_CLI_HOME", p),
+            None => cmd.env_remove("GEMINI_CLI_HOME"),
+        };
+        let out = cmd.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert_eq!(run(None).0, Some(0), "HOME's settings name the model");
+    let (code, err) = run(Some(&cli_home));
+    assert_eq!(code, Some(99), "{err}");
+    assert!(
+        err.contains("got \"auto\" (from Gemini CLI's default)"),
+        "{err}"
+    );
+    sb.write("cli-home/.gemini/settings.json", settings);
+    assert_eq!(run(Some(&cli_home)).0, Some(0));
+    sb.assert_none_left();
+}
