@@ -28,6 +28,8 @@ pub const CAPABILITIES: &[&str] = &[
     "claude-2.1",
     "codex",
     "codex-0.169",
+    "gemini",
+    "gemini-0.61",
 ];
 
 /// The capabilities a case needs, from its request, its cassette's header and expected stream.
@@ -62,6 +64,9 @@ pub fn capabilities_of(case: &Case, header: &Header, messages: &[Value]) -> Vec<
     if case.request.agent.as_deref() == Some("codex") {
         caps.push("codex");
     }
+    if case.request.agent.as_deref() == Some("gemini") {
+        caps.push("gemini");
+    }
     if case.request.stdin.as_deref() == Some("terminal") {
         caps.push("claude-terminal");
     }
@@ -78,8 +83,8 @@ pub fn capabilities_of(case: &Case, header: &Header, messages: &[Value]) -> Vec<
         caps.push("dialect.snapshot-only");
     }
     let mut caps: Vec<String> = caps.into_iter().map(str::to_string).collect();
-    // One capability per pi (Claude Code, Codex) minor release the case was recorded on
-    // (`pi-0.87`, `claude-2.1`, `codex-0.169`).
+    // One capability per pi (Claude Code, Codex, Gemini CLI) minor release the case was
+    // recorded on (`pi-0.87`, `claude-2.1`, `codex-0.169`, `gemini-0.61`).
     // An unverified case (a release newer than every pinned one) needs what the release
     // whose grammar it borrows needs.
     let agent = header.agent_name();

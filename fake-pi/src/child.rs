@@ -70,6 +70,15 @@ pub(crate) fn spawn(spec: &Spawn) -> std::io::Result<Child> {
 /// The child's whole life. Never returns.
 pub(crate) fn child_main(json: &str) -> ! {
     std::env::remove_var(SPEC_ENV);
+    // Who started this process, known before anything else happens: the replay may end
+    // (and this process be orphaned) before the orphan watch starts.
+    let owner = std::env::var(ORPHAN_OWNER_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<i32>().ok());
+    if owner.is_some() {
+        // A grandchild's owner is this process.
+        std::env::set_var(ORPHAN_OWNER_ENV, std::process::id().to_string());
+    }
     let spec: Spawn = match serde_json::from_str(json) {
         Ok(s) => s,
         Err(e) => {
@@ -120,10 +129,17 @@ pub(crate) fn child_main(json: &str) -> ! {
                     eprintln!("fake-pi-child: cannot start the grandchild: {e}");
                 }
             }
-            live(None);
+            live(None, owner_of_grandchild());
         }
     }
-    live(spec.lifetime_ms)
+    live(spec.lifetime_ms, owner)
+}
+
+/// A grandchild's owner: the process that forked it (set for it in [`child_main`]).
+fn owner_of_grandchild() -> Option<i32> {
+    std::env::var(ORPHAN_OWNER_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<i32>().ok())
 }
 
 /// The process name (`comm`, what `ps -o comm` and `pgrep` show): the basename of the
@@ -158,16 +174,21 @@ fn max_lifetime_ms() -> u64 {
 /// more, then ends with its process group.
 pub(crate) const ORPHAN_BOUND_ENV: &str = "FAKE_PI_TOOL_ORPHAN_MS";
 
-/// With [`ORPHAN_BOUND_ENV`] set: watch for this process's parent to go, then live the
-/// bound more and end, killing its own group when it leads one.
-fn bound_orphan_life() {
+/// Beside [`ORPHAN_BOUND_ENV`]: the pid of the process whose end orphans a child (the
+/// replaying process for a tool, the tool for its grandchild).
+pub(crate) const ORPHAN_OWNER_ENV: &str = "FAKE_PI_TOOL_OWNER";
+
+/// With [`ORPHAN_BOUND_ENV`] set: watch for this process's parent to go (its `owner`, as
+/// named when it started, else the parent it has now), then live the bound more and end,
+/// killing its own group when it leads one. An owner already gone counts as gone.
+fn bound_orphan_life(owner: Option<i32>) {
     let Some(ms) = std::env::var(ORPHAN_BOUND_ENV)
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
     else {
         return;
     };
-    let parent = nix::unistd::getppid();
+    let parent = owner.map_or_else(nix::unistd::getppid, nix::unistd::Pid::from_raw);
     let _ = std::thread::Builder::new()
         .name("fake-pi-orphan".into())
         .spawn(move || {
@@ -186,8 +207,8 @@ fn bound_orphan_life() {
 
 /// Live `lifetime_ms` (or until killed), never longer than [`max_lifetime_ms`], then exit 0.
 /// A tool left to outlive its replay ends by itself within its bound ([`ORPHAN_BOUND_ENV`]).
-fn live(lifetime_ms: Option<u64>) -> ! {
-    bound_orphan_life();
+fn live(lifetime_ms: Option<u64>, owner: Option<i32>) -> ! {
+    bound_orphan_life(owner);
     let ms = lifetime_ms.unwrap_or(u64::MAX).min(max_lifetime_ms());
     std::thread::sleep(Duration::from_millis(ms));
     std::process::exit(exit::SUCCESS)

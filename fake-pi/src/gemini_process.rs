@@ -143,6 +143,7 @@ fn replay_here(path: &Path, speed: Option<&str>) -> i32 {
         child::ORPHAN_BOUND_ENV,
         orphan_bound().as_millis().to_string(),
     );
+    std::env::set_var(child::ORPHAN_OWNER_ENV, std::process::id().to_string());
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(source) => {

@@ -9,6 +9,7 @@ mod codex;
 mod codex_corpus;
 mod contract;
 mod gemini;
+mod gemini_corpus;
 mod hints;
 mod memory;
 mod process;

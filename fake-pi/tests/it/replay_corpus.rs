@@ -35,8 +35,11 @@ fn find(dir: &Path, out: &mut Vec<PathBuf>) {
             .and_then(|n| n.to_str())
             .is_some_and(pi_cassette::input::is_cassette_file_name)
             // Claude Code's sessions replay in tests/claude.rs, Codex's in
-            // tests/codex_corpus.rs (other command lines).
-            && !p.parent().is_some_and(|d| d.ends_with("claude") || d.ends_with("codex"))
+            // tests/codex_corpus.rs, Gemini CLI's in tests/gemini_corpus.rs (other command
+            // lines).
+            && !p.parent().is_some_and(|d| {
+                d.ends_with("claude") || d.ends_with("codex") || d.ends_with("gemini")
+            })
         {
             out.push(p);
         }
