@@ -196,6 +196,15 @@ pub fn map_stream<W: Write>(
     if is_cassette {
         let reader =
             CassetteReader::new(name, Cursor::new(first).chain(input)).map_err(cassette_err)?;
+        let agent = reader.header().agent();
+        if matches!(agent, pi_grammar::Agent::Codex | pi_grammar::Agent::Gemini) {
+            return Err(MapError::Input(format!(
+                "{}:1: a {} cassette: `map` reads pi's json-mode runs; its stream is mapped by `pi-harness run --agent {}` (replaying it with fake-pi) or `conform`",
+                name.display(),
+                agent.display_name(),
+                agent.name()
+            )));
+        }
         if let Some(mode) = &reader.header().mode {
             return Err(MapError::Input(format!(
                 "{}:1: a two-way ({mode}) cassette: `map` reads json-mode runs; its stdout holds responses to a client's commands (replay it with fake-pi --mode {mode})",

@@ -200,6 +200,31 @@ fn malformed_cassette_names_file_and_line() {
     );
 }
 
+/// A Codex or Gemini CLI cassette is not pi's stream: refused in one line naming what maps
+/// it (pi's mapper read it as unknown lines and a missing terminal before).
+#[test]
+fn other_agents_cassettes_are_refused_naming_what_maps_them() {
+    for (file, agent, name) in [
+        (
+            "gemini/gemini_text.gm061.cassette.jsonl",
+            "Gemini CLI",
+            "gemini",
+        ),
+        ("codex/codex_text.cx0169.cassette.jsonl", "Codex", "codex"),
+    ] {
+        let path = cassettes().join(file);
+        let a = pih().arg("map").arg(&path).assert().code(2);
+        let line = one_error_line(&a);
+        assert_eq!(
+            line,
+            format!(
+                "error: {}:1: a {agent} cassette: `map` reads pi's json-mode runs; its stream is mapped by `pi-harness run --agent {name}` (replaying it with fake-pi) or `conform`",
+                path.display()
+            )
+        );
+    }
+}
+
 #[test]
 fn missing_file_and_bad_flag_are_one_line() {
     let a = pih()
