@@ -71,6 +71,26 @@ class WorldTest(unittest.TestCase):
         self.assertEqual(w.report(), [])
         w.check_none_left()
 
+    def test_a_gemini_cassette_gives_a_gemini_with_a_cli_home_of_its_own(self) -> None:
+        w = self.world("gemini/gemini_text.gm061")
+        self.assertEqual(w.agent, "gemini")
+        self.assertEqual(os.path.basename(w.agent_path), "gemini")
+        self.assertEqual(w.env["GEMINI_CLI_HOME"], str(w.agent_dir))
+        self.assertEqual(os.listdir(w.agent_dir), [])
+        p = subprocess.Popen(
+            ["gemini", "--output-format", "stream-json", "-m", "gemini-2.5-flash", "-y", "-p", "Say hello."],
+            env={**w.env, "GEMINI_API_KEY": "test-key-for-gemini"},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        out, err = p.communicate(timeout=30)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertIn(b'"content":"scripted model.","delta":true', out)
+        self.assertIn(b'"type":"result"', out)
+        self.assertEqual(w.report(), [])
+        w.check_none_left()
+
     def test_the_pi_it_starts_is_the_native_fake_pi(self) -> None:
         # A cassette that hangs after its output: the process is there to look at.
         w = self.world("faults/hang_after_output.pi87")
