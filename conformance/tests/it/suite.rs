@@ -40,6 +40,8 @@ fn every_cassette_through_the_reference_provider() {
             }
         } else if c.header.agent() == pi_grammar::Agent::Codex {
             check_codex_invariants(&c, case.request.session.is_some(), &msgs)
+        } else if c.header.agent() == pi_grammar::Agent::Gemini {
+            check_gemini_invariants(&c, &msgs)
         } else if c.header.mode.is_some() {
             check_rpc_invariants(&c, &msgs)
         } else {

@@ -122,3 +122,49 @@ pub fn check_codex_invariants(
     }
     Ok(())
 }
+
+/// The reference's stream of a Gemini CLI case, checked against its cassette independently
+/// of the mapper: one terminal, last; the assistant text is the recorded assistant chunks
+/// joined; a `result` with status error ends as a model error whatever the exit status (144,
+/// 244); a `result` with status success ends completed; no `result` never completes.
+pub fn check_gemini_invariants(c: &pi_cassette::Cassette, msgs: &[Message]) -> Result<(), String> {
+    use pi_wire::message::FailureReason;
+    pi_testkit::invariants::check_structure(msgs)?;
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&c.stdout_bytes())
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let recorded: String = lines
+        .iter()
+        .filter(|v| v["type"] == "message" && v["role"] == "assistant")
+        .filter_map(|v| v["content"].as_str())
+        .collect();
+    let mapped: String = msgs
+        .iter()
+        .filter_map(|m| match m {
+            Message::Assistant { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    if recorded != mapped {
+        return Err(format!(
+            "assistant text {mapped:?} is not the recorded chunks' {recorded:?}"
+        ));
+    }
+    if !matches!(msgs.first(), Some(Message::SessionStarted { .. })) {
+        return Err(format!("the run starts with {:?}", msgs.first()));
+    }
+    let result = lines.iter().find(|v| v["type"] == "result");
+    match (result.map(|r| &r["status"]), msgs.last()) {
+        (Some(s), Some(Message::TerminalFailed(f)))
+            if s == "error" && f.reason == FailureReason::ModelError => {}
+        (Some(s), Some(Message::TerminalCompleted { .. })) if s == "success" => {}
+        (None, Some(m)) if !matches!(m, Message::TerminalCompleted { .. }) => {}
+        (status, last) => {
+            return Err(format!(
+                "a run whose result is {status:?} ends with {last:?}"
+            ))
+        }
+    }
+    Ok(())
+}
