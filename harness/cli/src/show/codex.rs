@@ -172,6 +172,7 @@ pub(super) fn codex_replay(c: &Recording, cli: Option<Codex>, path: Option<&Path
         stdin_lines: None,
         session_file: None,
         codex_config: Some(lines),
+        gemini_settings: None,
         hangs,
         notes,
     }

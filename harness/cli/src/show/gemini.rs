@@ -36,6 +36,14 @@ fn prompt(e: &Expect) -> Option<String> {
         .or_else(|| e.argv_messages.as_ref().and_then(|m| m.first().cloned()))
 }
 
+/// The `settings.json` of the replay's fresh `GEMINI_CLI_HOME`: what only settings say.
+fn settings_json(e: &Expect) -> String {
+    match e.effective.as_ref().and_then(|x| x.max_attempts) {
+        Some(n) => format!("{{\"general\":{{\"maxAttempts\":{n}}}}}"),
+        None => "{}".into(),
+    }
+}
+
 /// The replay of a Gemini CLI cassette as a command line.
 pub(super) fn gemini_replay(c: &Recording, path: Option<&Path>) -> Replay {
     let e = &c.header.expect;
@@ -52,7 +60,7 @@ pub(super) fn gemini_replay(c: &Recording, path: Option<&Path>) -> Replay {
     let hangs = matches!(c.ending, Action::Hang);
     if hangs {
         notes.push(
-            "the replay hangs like the recording: end it with a signal to its process group (Gemini CLI's own process ignores SIGTERM and SIGINT)".into(),
+            "the replay hangs like the recording: end it with a signal to its process group (Gemini CLI's own process ignores SIGTERM and SIGINT); the tools it leaves running end by themselves after FAKE_PI_GEMINI_ORPHAN_MS (5 s)".into(),
         );
     }
     notes.extend(listing_notes(c));
@@ -63,6 +71,7 @@ pub(super) fn gemini_replay(c: &Recording, path: Option<&Path>) -> Replay {
         stdin_lines: None,
         session_file: None,
         codex_config: None,
+        gemini_settings: Some(settings_json(e)),
         hangs,
         notes,
     }

@@ -97,6 +97,8 @@ unless the cassette says `syntax: true`. The replay command runs fake-pi (on PAT
                 CWD stands for the directory the replay runs in),
                 codex_config (a Codex cassette: the lines of the config.toml the
                 command writes into a fresh CODEX_HOME; else null),
+                gemini_settings (a Gemini CLI cassette: the settings.json the
+                command writes into a fresh GEMINI_CLI_HOME's .gemini; else null),
                 hangs, notes: [...]}
 
 The cassette is read one record at a time, in constant memory whatever its size: at most

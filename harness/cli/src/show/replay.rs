@@ -44,6 +44,9 @@ pub struct Replay {
     /// A Codex cassette: the lines of the `config.toml` written into a fresh `CODEX_HOME`
     /// for the replay.
     pub codex_config: Option<Vec<String>>,
+    /// A Gemini CLI cassette: the `settings.json` written into a fresh `GEMINI_CLI_HOME`'s
+    /// `.gemini` for the replay (what only settings say: `general.maxAttempts`).
+    pub gemini_settings: Option<String>,
     /// The replay hangs until a signal ends it.
     pub hangs: bool,
     /// What a person should know (what pi refuses, what the command cannot satisfy).
@@ -65,6 +68,7 @@ impl Serialize for Replay {
             stdin_lines: &'a Option<Vec<String>>,
             session_file: &'a Option<String>,
             codex_config: &'a Option<Vec<String>>,
+            gemini_settings: &'a Option<String>,
             hangs: bool,
             notes: &'a [String],
         }
@@ -80,6 +84,7 @@ impl Serialize for Replay {
             stdin_lines: &self.stdin_lines,
             session_file: &self.session_file,
             codex_config: &self.codex_config,
+            gemini_settings: &self.gemini_settings,
             hangs: self.hangs,
             notes: &self.notes,
         }
@@ -335,6 +340,7 @@ pub(super) fn replay(
         stdin_lines,
         session_file,
         codex_config: None,
+        gemini_settings: None,
         hangs,
         notes,
     }
@@ -427,6 +433,7 @@ pub(super) fn claude_replay(c: &Recording, path: Option<&Path>) -> Replay {
         stdin_lines: Some(client_lines(&client.steps.kept)),
         session_file: None,
         codex_config: None,
+        gemini_settings: None,
         hangs: false,
         notes,
     }
@@ -490,6 +497,14 @@ impl Replay {
             }
             out.push_str(" > \"$d/config.toml\" && ");
             "\"$d\"".to_string()
+        } else if let Some(settings) = &self.gemini_settings {
+            // Gemini CLI reads its user settings from GEMINI_CLI_HOME/.gemini: a fresh one.
+            let _ = write!(
+                out,
+                "d=\"$(mktemp -d)\" && mkdir \"$d/.gemini\" && printf '%s\\n' {} > \"$d/.gemini/settings.json\" && ",
+                sh_quote(settings)
+            );
+            "\"$d\"".to_string()
         } else if let Some(seed) = &self.session_file {
             // The seed's cwd is the directory the replay runs in. printf's format treats
             // `%` and `\` specially.
@@ -526,6 +541,8 @@ impl Replay {
         }
         let home = if self.codex_config.is_some() {
             "CODEX_HOME"
+        } else if self.gemini_settings.is_some() {
+            "GEMINI_CLI_HOME"
         } else {
             "PI_CODING_AGENT_DIR"
         };

@@ -99,6 +99,7 @@ fn command_lines() {
         stdin_lines: None,
         session_file: None,
         codex_config: None,
+        gemini_settings: None,
         hangs: false,
         notes: vec![],
     };

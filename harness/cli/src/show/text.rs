@@ -28,6 +28,8 @@ pub fn render_text(f: &Facts, color: bool) -> String {
         page.line(&heading);
     } else if f.pi.agent == Agent::Codex {
         codex_caller(&mut page, f);
+    } else if f.pi.agent == Agent::Gemini {
+        gemini_caller(&mut page, f);
     } else {
         caller(&mut page, &f.expects);
     }
@@ -192,6 +194,41 @@ fn codex_caller(page: &mut Page, f: &Facts) {
     page.row(
         "recorded command",
         &format!("codex {recorded} (not checked: syntax is free)"),
+    );
+}
+
+/// What the caller of a Gemini CLI cassette must send: the values it runs with however
+/// given (flags, `GEMINI_MODEL`, the settings layers), the prompt, the environment and the
+/// recorded command line.
+fn gemini_caller(page: &mut Page, f: &Facts) {
+    let e = &f.expects;
+    let heading = page.bold("What the caller must send");
+    page.line(&format!(
+        "{heading} (by meaning: flags, GEMINI_MODEL and the settings give one call; order, syntax and the prompt on stdin or by --prompt do not matter)"
+    ));
+    let w = &e.effective;
+    page.row("output format", &value(e, "mode", w.mode.clone()));
+    page.row("model", &value(e, "model", w.model.clone()));
+    page.row("approval mode", &value(e, "approval", w.approval.clone()));
+    page.row(
+        "max attempts",
+        &value(
+            e,
+            "max_attempts",
+            w.max_attempts
+                .map(|n| format!("{n} (general.maxAttempts in its settings)")),
+        ),
+    );
+    page.row("sandbox", &value(e, "sandbox", w.sandbox.clone()));
+    page.row(
+        "prompt",
+        &value(e, "prompt", e.prompt.as_ref().map(|p| quoted(p))),
+    );
+    env_rows(page, e);
+    let recorded = recorded_command(&e.recorded);
+    page.row(
+        "recorded command",
+        &format!("gemini {recorded} (not checked: syntax is free)"),
     );
 }
 
@@ -549,6 +586,7 @@ fn processes(page: &mut Page, f: &Facts) {
     }
     let like = match f.pi.agent {
         Agent::Codex => "Codex's command tools",
+        Agent::Gemini => "Gemini CLI's shell tool",
         _ => "like pi's bash tool",
     };
     let heading = page.bold(&format!(

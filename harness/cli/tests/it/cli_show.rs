@@ -807,3 +807,70 @@ fn every_codex_cassette_s_command_line_replays() {
     }
     w.assert_none_left();
 }
+
+/// Every Gemini CLI cassette of the corpus: `show` says what the caller must send (model,
+/// approval mode, max attempts) and its printed command, run by `sh` in a fresh
+/// GEMINI_CLI_HOME holding what only settings say, replays it: the recorded events, stderr's
+/// lines and exit status (144 and 244 included). Runs stopped mid-tool hang until a signal and
+/// name the orphans' bound instead.
+#[test]
+fn every_gemini_cassette_s_command_line_replays() {
+    let w = World::new("show_gemini_all");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(cassette("gemini"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10, "{files:?}");
+    for file in files {
+        let text = show_text(&w, &file);
+        let c = pi_cassette::Cassette::load(&file).unwrap();
+        let eff = c.header.expect.effective.clone().unwrap();
+        contains_all(
+            &text,
+            &[
+                "What the caller must send (by meaning: flags, GEMINI_MODEL and the settings give one call",
+                &format!("  model                 {}\n", eff.model.unwrap()),
+                &format!("  approval mode         {}\n", eff.approval.unwrap()),
+                &format!(
+                    "  max attempts          {} (general.maxAttempts in its settings)\n",
+                    eff.max_attempts.unwrap()
+                ),
+                "note: fake-pi answers to any name: put a `gemini` symlink to it on the host's PATH",
+            ],
+        );
+        assert!(!text.contains("follow-ups"), "{text}");
+        if matches!(c.ending(), pi_cassette::Action::Hang) {
+            assert!(text.contains("FAKE_PI_GEMINI_ORPHAN_MS"), "{text}");
+            continue;
+        }
+        let out = shell(&w, &replay_line(&text)).output().unwrap();
+        let recorded = match c.ending() {
+            pi_cassette::Action::Exit(code) => Some(*code),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            out.status.code(),
+            recorded,
+            "{}: {}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            event_types(&out.stdout),
+            event_types(&c.stdout_bytes()),
+            "{}",
+            file.display()
+        );
+        // stderr holds placeholders (<TMP>, <TS>) that the replay fills with realistic
+        // values: its lines, not its bytes.
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr).lines().count(),
+            String::from_utf8_lossy(&c.stderr_bytes()).lines().count(),
+            "{}",
+            file.display()
+        );
+    }
+    w.assert_none_left();
+}
