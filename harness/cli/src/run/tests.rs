@@ -171,12 +171,51 @@ fn plan_for_codex_refuses_what_codex_cannot_be_asked_as_a_usage_error() {
     };
     assert!(err(&["--tools", "bash", "hi"]).contains("Codex has no flag for the request's tools"));
     assert!(err(&["--rpc", "hi"]).contains("--rpc is pi's RPC mode"));
-    let unknown = Wrap::try_parse_from(["x", "--agent", "gemini", "hi"])
+    let unknown = Wrap::try_parse_from(["x", "--agent", "claude", "hi"])
         .err()
         .unwrap()
         .to_string();
     assert!(
-        unknown.contains("expected pi or codex, found \"gemini\""),
+        unknown.contains("expected pi, codex or gemini, found \"claude\""),
         "{unknown}"
     );
+}
+
+#[test]
+fn plan_for_gemini_takes_its_approval_mode_and_refuses_what_it_cannot_be_asked() {
+    let p = plan(
+        args(&[
+            "--agent",
+            "gemini",
+            "--pi",
+            &sh(),
+            "--model",
+            "gemini-2.5-flash",
+            "--approval-mode",
+            "yolo",
+            "hi",
+        ]),
+        |_| None,
+        || unreachable!(),
+    )
+    .unwrap();
+    assert_eq!(p.request.agent, Agent::Gemini);
+    assert_eq!(p.request.approval.as_deref(), Some("yolo"));
+    let err = |agent: &str, extra: &[&str]| {
+        let mut argv = vec!["--agent", agent, "--pi", "/bin/sh"];
+        argv.extend_from_slice(extra);
+        plan(args(&argv), |_| None, || unreachable!())
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(err("gemini", &["--thinking", "high", "hi"])
+        .contains("Gemini CLI has no flag for the request's thinking"));
+    assert!(err("gemini", &["--approval-mode", "never", "hi"])
+        .contains("approval mode \"never\" is not one of Gemini CLI's"));
+    assert!(err("gemini", &["--rpc", "hi"])
+        .contains("--rpc is pi's RPC mode: Gemini CLI runs one-way only"));
+    assert!(err("pi", &["--approval-mode", "yolo", "hi"])
+        .contains("--approval-mode is Gemini CLI's (--agent gemini): pi has none"));
+    assert!(err("codex", &["--approval-mode", "yolo", "hi"])
+        .contains("Codex has no flag for the request's approval"));
 }
