@@ -19,5 +19,6 @@ mod real_pi_parity;
 mod replay_corpus;
 mod report;
 mod rpc;
+mod secrets;
 mod streaming;
 mod util;
