@@ -36,4 +36,5 @@ mod real_gemini_record;
 mod real_pi_faults;
 mod real_pi_record;
 mod real_unverified;
+mod record_secrets;
 mod unverified;
