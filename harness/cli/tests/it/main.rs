@@ -29,6 +29,7 @@ mod corpus_clients;
 mod gemini_run;
 mod lint_bounds;
 mod memory;
+mod memory_whole;
 mod one_reader;
 mod readme;
 mod real_codex_record;
