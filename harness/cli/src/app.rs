@@ -414,7 +414,7 @@ pub fn main() -> ExitCode {
     let status = match run(cli) {
         Ok(status) => status,
         Err(e) => {
-            eprintln!("error: {}", crate::one_line(&format!("{e:#}")));
+            eprintln!("error: {}", crate::one_line(&crate::error::with_causes(&e)));
             EXIT_USAGE
         }
     };

@@ -482,7 +482,7 @@ fn ensure(tool: Tool, version: &str) -> Result<PathBuf, (i32, String)> {
     let usage = |e: String| (EXIT_USAGE, e);
     let root = cache_root()
         .ok_or_else(|| usage("no cache directory: set PI_HARNESS_CACHE (or HOME)".to_string()))?;
-    let failed = |e: anyhow::Error| (EXIT_FAILED, format!("{e:#}"));
+    let failed = |e: anyhow::Error| (EXIT_FAILED, crate::error::with_causes(&e));
     match tool {
         Tool::Pi => {
             let plan = pi_plan(version).map_err(usage)?;
