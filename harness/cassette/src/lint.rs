@@ -147,6 +147,22 @@ fn lint_input(
 mod tests {
     use super::secrets::{scan_text, secret_kind};
 
+    /// Gemini CLI's real stderr names its error report by the words of the call and a stamp:
+    /// no secret (before: "a long base64-like token"). A key is still one, stamp or not.
+    #[test]
+    fn gemini_s_error_report_name_is_no_secret_but_keys_still_are() {
+        let line = "Error when talking to Gemini API Full report available at: <TMPDIR>/gemini-client-error-Turn.run-sendMessageStream-2026-11-26T05-52-28-797Z.json _ApiError";
+        assert_eq!(scan_text(line, false), Vec::<String>::new());
+        assert!(scan_text("at /tmp/report-2026-11-26T05:52:28.797Z.json", false).is_empty());
+        for key in [
+            "Xk9qZr2LmT8vWb4NcY7pHs3DjF6gKa1E",
+            "aB3dE5gH7jK9mN1pQ3sT5vW7yZ-2026-11-26T05-52-28-797Z",
+            "run-sendMessageStream9-2026-11-26T05-52-28-797Z",
+        ] {
+            assert_eq!(secret_kind(key), Some("a long base64-like token"), "{key}");
+        }
+    }
+
     #[test]
     fn camel_case_field_names_are_no_secrets_but_base64_still_is() {
         // Field names Claude Code writes (they were flagged before).

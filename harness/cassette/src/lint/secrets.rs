@@ -46,10 +46,72 @@ pub(super) fn secret_kind(token: &str) -> Option<&'static str> {
         && has(|c| c.is_ascii_lowercase())
         && has(|c| c.is_ascii_digit())
         && !is_camel_case_name(token)
+        && !is_stamped_name(token)
     {
         return Some("a long base64-like token");
     }
     None
+}
+
+/// A name made of words and a date-time stamp, as in the error report Gemini CLI names on
+/// stderr (`gemini-client-error-Turn.run-sendMessageStream-2026-11-26T05-52-28-797Z.json`):
+/// once its stamps (`YYYY-MM-DDTHH-MM-SS[-mmm]Z`, `-` or `:` between the time's parts) are
+/// taken out, no digit is left, only letters and `-`/`_` (words). A key holds digits outside
+/// any stamp.
+fn is_stamped_name(token: &str) -> bool {
+    let b = token.as_bytes();
+    let mut rest = Vec::with_capacity(b.len());
+    let mut i = 0;
+    let mut stamps = 0;
+    while i < b.len() {
+        match stamp_len(&b[i..]) {
+            Some(n) => {
+                stamps += 1;
+                i += n;
+            }
+            None => {
+                rest.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    stamps > 0
+        && rest
+            .iter()
+            .all(|c| c.is_ascii_alphabetic() || matches!(c, b'-' | b'_'))
+}
+
+/// The length of a date-time stamp at the start of `b`: `YYYY-MM-DDTHH?MM?SS`, then
+/// optionally `?mmm` (any digits) and a `Z`, where `?` is `-` or `:`.
+fn stamp_len(b: &[u8]) -> Option<usize> {
+    let digits =
+        |at: usize, n: usize| b.len() >= at + n && b[at..at + n].iter().all(u8::is_ascii_digit);
+    let sep = |at: usize| matches!(b.get(at), Some(b'-' | b':'));
+    let fixed = digits(0, 4)
+        && b.get(4) == Some(&b'-')
+        && digits(5, 2)
+        && b.get(7) == Some(&b'-')
+        && digits(8, 2)
+        && b.get(10) == Some(&b'T')
+        && digits(11, 2)
+        && sep(13)
+        && digits(14, 2)
+        && sep(16)
+        && digits(17, 2);
+    if !fixed {
+        return None;
+    }
+    let mut n = 19;
+    if matches!(b.get(n), Some(b'-' | b'.')) && b.get(n + 1).is_some_and(u8::is_ascii_digit) {
+        n += 1;
+        while b.get(n).is_some_and(u8::is_ascii_digit) {
+            n += 1;
+        }
+    }
+    if b.get(n) == Some(&b'Z') {
+        n += 1;
+    }
+    Some(n)
 }
 
 /// A camelCase identifier (`cacheCreationEphemeral1hInputTokens`, a field name Claude Code
