@@ -366,7 +366,8 @@ struct ConformArgs {
 
 #[derive(Subcommand)]
 enum CassetteCommand {
-    /// Turn a captured `pi --mode json` stdout into a cassette.
+    /// Turn a captured `pi --mode json` stdout (or a pi RPC or Claude Code stream-json
+    /// transcript) into a cassette; Codex CLI and Gemini CLI captures are refused.
     Import(Box<crate::cassette_cmd::ImportArgs>),
     /// Check cassettes: format, schema points, timing, secrets left in. Exit 1 on any problem.
     #[command(

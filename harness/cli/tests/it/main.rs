@@ -12,6 +12,7 @@ mod util;
 
 mod ci_notice;
 mod cli_cassette;
+mod cli_import_agents;
 mod cli_install;
 mod cli_leftovers;
 mod cli_map;
