@@ -341,6 +341,27 @@ fn own_cassettes_alone_and_a_reproduce_line_that_keeps_the_flags() {
     assert_eq!(err, "error: empty: no *.cassette.jsonl file below it\n");
 }
 
+/// A cassette whose file name is not UTF-8 is said, in one line naming it, not left out
+/// without a word (before: the run went on without that case, exit 0).
+#[test]
+fn a_cassette_whose_name_is_not_utf8_is_said() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let work = tempfile::tempdir().unwrap();
+    let own = work.path().join("mine");
+    std::fs::create_dir(&own).unwrap();
+    let from = root().join("cassettes/recorded/text_only.pi152.cassette.jsonl");
+    std::fs::copy(&from, own.join("text_only.pi152.cassette.jsonl")).unwrap();
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9.pi152.cassette.jsonl");
+    std::fs::copy(&from, own.join(name)).unwrap();
+    let (code, out, err) = conform_in(work.path(), &["--cassettes", "mine", "--timeout", "20"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: \"mine/caf\\xE9.pi152.cassette.jsonl\": a cassette whose file name is not UTF-8"),
+        "{err}"
+    );
+}
+
 /// The reproduce line is shell-quoted: a cassette named `$(touch PWNED);x` in a directory
 /// whose name has a space and a quote runs, pasted into `sh`, that case and nothing else.
 /// Before, the case was printed bare and the pasted line ran `touch PWNED`.
