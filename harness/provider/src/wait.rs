@@ -161,8 +161,14 @@ mod ended_tests {
 
     #[test]
     fn an_end_is_said_in_words() {
-        assert_eq!(super::ended(&Ok(ExitStatus::from_raw(9))), "killed by SIGKILL");
-        assert_eq!(super::ended(&Ok(ExitStatus::from_raw(3 << 8))), "exited with status 3");
+        assert_eq!(
+            super::ended(&Ok(ExitStatus::from_raw(9))),
+            "killed by SIGKILL"
+        );
+        assert_eq!(
+            super::ended(&Ok(ExitStatus::from_raw(3 << 8))),
+            "exited with status 3"
+        );
         let e = std::io::Error::other("gone");
         assert_eq!(super::ended(&Err(e)), "its end unknown: gone");
     }

@@ -39,7 +39,13 @@ fn next_line(
         Err(CassetteError::Io { source, .. })
             if matches!(
                 source.kind(),
-                ErrorKind::Other | ErrorKind::InvalidInput | ErrorKind::InvalidData
+                ErrorKind::Other
+                    | ErrorKind::InvalidInput
+                    | ErrorKind::InvalidData
+                    // A cut stream (`incomplete frame`, `incomplete deflate stream`) is the
+                    // file's content too, as a bad checksum is: a problem (exit 1), not an
+                    // input error (it was exit 2).
+                    | ErrorKind::UnexpectedEof
             ) =>
         {
             report.add(

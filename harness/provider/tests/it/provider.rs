@@ -872,7 +872,8 @@ async fn a_killed_supervisor_ends_the_run_and_leaves_nothing() {
         Message::TerminalFailed(f) => {
             // In words: before, `the supervisor died (Ok(ExitStatus(unix_wait_status(9))))`.
             assert!(
-                f.message.contains("the supervisor died (killed by SIGKILL)")
+                f.message
+                    .contains("the supervisor died (killed by SIGKILL)")
                     && !f.message.contains("ExitStatus"),
                 "{f:?}"
             )
