@@ -248,13 +248,15 @@ pub(crate) fn read_line(
 pub const MAX_HELD_ENV: &str = "PI_HARNESS_MAX_HELD_BYTES";
 
 /// How much of a cassette's records a command that holds a whole cassette holds at most
-/// (16 MiB of lines, each counted with [`HELD_PER_RECORD`]), unless [`MAX_HELD_ENV`] says:
-/// the largest recorded cassette is 0.6 MB; a bomb of short records took 700 MB whole.
-pub const DEFAULT_MAX_HELD_BYTES: u64 = 16 << 20;
+/// (32 MiB of lines, each counted with [`HELD_PER_RECORD`]), unless [`MAX_HELD_ENV`] says:
+/// the largest recorded cassette is 22 MB (pi 0.73.1's long answer, snapshots and deltas);
+/// a bomb of short records took 700 MB whole.
+pub const DEFAULT_MAX_HELD_BYTES: u64 = 32 << 20;
 
-/// What a record costs in memory beside its line (the record, its payload's buffer, the
-/// vector's slot), so that a bomb of short lines is counted at what it takes.
-const HELD_PER_RECORD: u64 = 256;
+/// What a record costs in memory beside its line: its slot in the vector three times (the
+/// vector doubles, and holds the old and the new while it moves) and its payload's
+/// allocation, so that a bomb of short lines is counted at what it takes.
+const HELD_PER_RECORD: u64 = 3 * std::mem::size_of::<Record>() as u64 + 64;
 
 impl Cassette {
     /// [`Cassette::load`] for a command that must hold a whole cassette (a normalized diff:

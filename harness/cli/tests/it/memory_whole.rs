@@ -2,7 +2,7 @@
 //! bomb of short records (a small zstd that inflates to gigabytes of one-line records), their
 //! address space capped at 80 MiB and their peak RSS measured: `cassette relax` copies a
 //! record at a time; `cassette review`, `drift` and `record --record-mode all`'s comparison
-//! hold a cassette whole only within a budget (`PI_HARNESS_MAX_HELD_BYTES`, 16 MiB) and end
+//! hold a cassette whole only within a budget (`PI_HARNESS_MAX_HELD_BYTES`, 32 MiB) and end
 //! past it with one line naming it; `cassette lint` ends the bomb within its budget of bytes
 //! (`PI_HARNESS_LINT_MAX_BYTES`, 64 MiB), one problem naming it.
 //!
@@ -29,7 +29,7 @@ const SHORT: &str = "{\"dt_ms\":0,\"stdout_text\":\"a\",\"newline\":true}\n";
 /// The end of a cassette.
 const END: &str = "{\"dt_ms\":0,\"exit\":0}\n";
 /// The held budget's message, after `FILE:LINE: `.
-const HELD: &str = "more than 16777216 bytes of records to hold (the limit of a command that holds a whole cassette; raise it with PI_HARNESS_MAX_HELD_BYTES=BYTES)";
+const HELD: &str = "more than 33554432 bytes of records to hold (the limit of a command that holds a whole cassette; raise it with PI_HARNESS_MAX_HELD_BYTES=BYTES)";
 
 /// A zstd of `bytes` of short records, with a header and an end.
 fn short_bomb(path: &Path, bytes: u64) -> u64 {
