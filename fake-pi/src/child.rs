@@ -189,20 +189,18 @@ fn bound_orphan_life(owner: Option<i32>) {
         return;
     };
     let parent = owner.map_or_else(nix::unistd::getppid, nix::unistd::Pid::from_raw);
-    let _ = std::thread::Builder::new()
-        .name("fake-pi-orphan".into())
-        .spawn(move || {
-            while nix::unistd::getppid() == parent {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            std::thread::sleep(Duration::from_millis(ms));
-            let me = nix::unistd::getpid();
-            if nix::unistd::getpgrp() == me {
-                let _ = signal::killpg(me, Signal::SIGKILL);
-            }
-            // SAFETY: _exit is async-signal-safe and takes no pointers.
-            unsafe { libc::_exit(exit::SUCCESS) }
-        });
+    let _ = crate::signals::spawn_thread("fake-pi-orphan", move || {
+        while nix::unistd::getppid() == parent {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(ms));
+        let me = nix::unistd::getpid();
+        if nix::unistd::getpgrp() == me {
+            let _ = signal::killpg(me, Signal::SIGKILL);
+        }
+        // SAFETY: _exit is async-signal-safe and takes no pointers.
+        unsafe { libc::_exit(exit::SUCCESS) }
+    });
 }
 
 /// Live `lifetime_ms` (or until killed), never longer than [`max_lifetime_ms`], then exit 0.

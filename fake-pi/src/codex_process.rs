@@ -57,33 +57,37 @@ pub(crate) fn wrap(path: &Path, argv: &[String], speed: Option<&str>) -> i32 {
     };
     let pid = Pid::from_raw(native.id() as i32);
     loop {
-        let Ok(sig) = signals::handled().wait() else {
-            continue;
-        };
-        match sig {
-            Signal::SIGCHLD => match native.try_wait() {
-                Ok(Some(status)) => {
-                    if let Some(n) = status.signal() {
-                        if let Ok(s) = Signal::try_from(n) {
-                            signals::die_by(s);
-                        }
-                        return exit::SIGNAL_BASE + n;
-                    }
-                    return status.code().unwrap_or(1);
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    return fail(
-                        exit::MISUSE,
-                        format!("cannot wait for the native child: {e}"),
-                    )
-                }
-            },
-            s => {
+        // SIGCHLD wakes the wait at once; the timeout is a second look, never the news.
+        match signals::wait_for(Duration::from_secs(1)) {
+            None | Some(Signal::SIGCHLD) => {}
+            Some(s) => {
                 let _ = signal::kill(pid, s);
+                continue;
+            }
+        }
+        match native.try_wait() {
+            Ok(Some(status)) => return ended_as(status),
+            Ok(None) => {}
+            Err(e) => {
+                return fail(
+                    exit::MISUSE,
+                    format!("cannot wait for the native child: {e}"),
+                )
             }
         }
     }
+}
+
+/// End as the native child ended: by its signal (or 128 + it, when it does not kill), or
+/// with its status.
+fn ended_as(status: std::process::ExitStatus) -> i32 {
+    if let Some(n) = status.signal() {
+        if let Ok(s) = Signal::try_from(n) {
+            signals::die_by(s);
+        }
+        return exit::SIGNAL_BASE + n;
+    }
+    status.code().unwrap_or(1)
 }
 
 /// The longest an orphaned native child lives on.
@@ -100,16 +104,14 @@ fn orphan_bound() -> Duration {
 fn watch_parent() {
     let parent = getppid();
     let bound = orphan_bound();
-    let _ = std::thread::Builder::new()
-        .name("fake-pi-orphan".into())
-        .spawn(move || {
-            while getppid() == parent {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            std::thread::sleep(bound);
-            signals::kill_children();
-            signals::exit_now(exit::SUCCESS)
-        });
+    let _ = signals::spawn_thread("fake-pi-orphan", move || {
+        while getppid() == parent {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(bound);
+        signals::kill_children();
+        signals::exit_now(exit::SUCCESS)
+    });
 }
 
 /// The file in `CODEX_HOME` that holds the thread id of the last run started there.

@@ -228,25 +228,23 @@ fn flatten(prefix: &str, value: &serde_json::Value, out: &mut BTreeMap<String, S
 fn read_stdin() -> Result<String, i32> {
     let max = pi_cassette::Limits::from_env().max_line_bytes;
     let (tx, rx) = std::sync::mpsc::channel::<std::io::Result<Vec<u8>>>();
-    let _ = std::thread::Builder::new()
-        .name("fake-pi-stdin".into())
-        .spawn(move || {
-            let mut stdin = std::io::stdin().lock();
-            let mut first = [0u8; 8192];
-            let n = match stdin.read(&mut first) {
-                Ok(n) => n,
-                Err(e) => {
-                    let _ = tx.send(Err(e));
-                    return;
-                }
-            };
-            let _ = tx.send(Ok(first[..n].to_vec()));
-            if n > 0 {
-                let mut rest = Vec::new();
-                let read = stdin.take(max as u64).read_to_end(&mut rest);
-                let _ = tx.send(read.map(|_| rest));
+    let _ = crate::signals::spawn_thread("fake-pi-stdin", move || {
+        let mut stdin = std::io::stdin().lock();
+        let mut first = [0u8; 8192];
+        let n = match stdin.read(&mut first) {
+            Ok(n) => n,
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return;
             }
-        });
+        };
+        let _ = tx.send(Ok(first[..n].to_vec()));
+        if n > 0 {
+            let mut rest = Vec::new();
+            let read = stdin.take(max as u64).read_to_end(&mut rest);
+            let _ = tx.send(read.map(|_| rest));
+        }
+    });
     let failed = |e: std::io::Error| fail(exit::MISUSE, format!("cannot read stdin: {e}"));
     // The first bytes within 500 ms, then the rest without a time limit.
     let mut raw = match rx.recv_timeout(Duration::from_millis(500)) {

@@ -69,27 +69,26 @@ pub(crate) fn start(path: &Path, argv: &[String], speed: Option<&str>) -> i32 {
         Err(e) => return fail(exit::MISUSE, format!("cannot relaunch: {e}")),
     };
     loop {
-        let Ok(sig) = signals::handled().wait() else {
-            continue;
-        };
-        match sig {
-            Signal::SIGCHLD => match relaunched.try_wait() {
-                Ok(Some(status)) => {
-                    if let Some(n) = status.signal() {
-                        if let Ok(s) = Signal::try_from(n) {
-                            signals::die_by(s);
-                        }
-                        return exit::SIGNAL_BASE + n;
-                    }
-                    return status.code().unwrap_or(1);
-                }
-                Ok(None) => {}
-                Err(e) => return fail(exit::MISUSE, format!("cannot wait for the child: {e}")),
-            },
+        // SIGCHLD wakes the wait at once; the timeout is a second look, never the news.
+        match signals::wait_for(Duration::from_secs(1)) {
+            None | Some(Signal::SIGCHLD) => {}
             // The relaunch parent does nothing on SIGTERM and SIGINT (measured).
-            Signal::SIGTERM | Signal::SIGINT => {}
+            Some(Signal::SIGTERM | Signal::SIGINT) => continue,
             // Node's default for SIGHUP: the parent dies; the child lives on, bounded.
-            s => signals::die_by(s),
+            Some(s) => signals::die_by(s),
+        }
+        match relaunched.try_wait() {
+            Ok(Some(status)) => {
+                if let Some(n) = status.signal() {
+                    if let Ok(s) = Signal::try_from(n) {
+                        signals::die_by(s);
+                    }
+                    return exit::SIGNAL_BASE + n;
+                }
+                return status.code().unwrap_or(1);
+            }
+            Ok(None) => {}
+            Err(e) => return fail(exit::MISUSE, format!("cannot wait for the child: {e}")),
         }
     }
 }
@@ -108,16 +107,14 @@ fn orphan_bound() -> Duration {
 fn watch_parent() {
     let parent = getppid();
     let bound = orphan_bound();
-    let _ = std::thread::Builder::new()
-        .name("fake-pi-orphan".into())
-        .spawn(move || {
-            while getppid() == parent {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            std::thread::sleep(bound);
-            signals::kill_children();
-            signals::exit_now(exit::SUCCESS)
-        });
+    let _ = signals::spawn_thread("fake-pi-orphan", move || {
+        while getppid() == parent {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(bound);
+        signals::kill_children();
+        signals::exit_now(exit::SUCCESS)
+    });
 }
 
 /// Be the relaunched child: replay the cassette at `path`. Never returns.

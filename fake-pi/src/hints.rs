@@ -239,13 +239,11 @@ pub(crate) fn watch_stdin(header: &Header) -> StdinWatch {
         delay.as_millis()
     );
     let (tx, rx) = mpsc::channel::<()>();
-    let started = std::thread::Builder::new()
-        .name("stdin-hint".into())
-        .spawn(move || {
-            if rx.recv_timeout(delay) == Err(mpsc::RecvTimeoutError::Timeout) {
-                crate::exit::say(&line);
-            }
-        });
+    let started = crate::signals::spawn_thread("stdin-hint", move || {
+        if rx.recv_timeout(delay) == Err(mpsc::RecvTimeoutError::Timeout) {
+            crate::exit::say(&line);
+        }
+    });
     StdinWatch {
         _done: started.is_ok().then_some(tx),
     }

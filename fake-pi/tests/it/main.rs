@@ -19,5 +19,7 @@ mod real_pi_parity;
 mod replay_corpus;
 mod report;
 mod rpc;
+mod shape;
+mod signal_masks;
 mod streaming;
 mod util;
