@@ -22,7 +22,7 @@ use nix::unistd::{getppid, Pid};
 use pi_grammar::codex::{Codex, Command as CodexCommand};
 
 use crate::exit::{self, fail};
-use crate::{child, environ, replay, report, session, signals, source, values};
+use crate::{child, environ, files, hints, replay, report, session, signals, source, values};
 
 /// The variable that makes a start the native child, naming the cassette it replays.
 pub(crate) const NATIVE_ENV: &str = "FAKE_PI_CODEX_NATIVE";
@@ -120,19 +120,22 @@ const LAST_THREAD: &str = "fake-pi-last-thread";
 /// The thread id this run announces (`<THREAD_ID>`): for `exec resume ID`, that id; for
 /// `exec resume --last`, the thread of the last run started in this `CODEX_HOME` (real
 /// Codex reuses it, measured), else a new one; for `exec`, a new one, remembered there for a
-/// later `--last` (when `CODEX_HOME` exists; nothing is created).
+/// later `--last`.
+///
+/// Only a `CODEX_HOME` the caller sets is written to, and only when it exists (nothing is
+/// created): with it unset real Codex would use `~/.codex`, the user's own, where a test
+/// double has nothing to write; `exec resume --last` then announces a new thread, with a
+/// hint. The file is fake-pi's own, read and replaced, never through a link ([`files`]).
 fn thread_id(header: &pi_cassette::Header) -> String {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let cli = header.pi.codex().unwrap_or_else(Codex::latest);
-    let last = crate::codex_config::codex_home(&environ::var).join(LAST_THREAD);
+    let last = environ::var("CODEX_HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| Path::new(&h).join(LAST_THREAD));
     match cli.parse(&argv) {
         Ok(p) if p.command == CodexCommand::ExecResume => p
             .session_id
-            .or_else(|| {
-                std::fs::read_to_string(&last)
-                    .ok()
-                    .map(|id| id.trim().to_string())
-            })
+            .or_else(|| last_thread(last.as_deref()))
             .filter(|id| {
                 // An id as Codex writes them (a UUID), nothing a JSON string would escape.
                 (1..=64).contains(&id.len())
@@ -143,10 +146,27 @@ fn thread_id(header: &pi_cassette::Header) -> String {
             .unwrap_or_else(values::uuid_v4),
         _ => {
             let id = values::uuid_v4();
-            if last.parent().is_some_and(Path::is_dir) {
-                let _ = std::fs::write(&last, &id);
+            if let Some(last) = last.filter(|l| l.parent().is_some_and(Path::is_dir)) {
+                if let Err(e) = files::replace_own(&last, id.as_bytes()) {
+                    hints::codex_last_thread(&last, &e);
+                }
             }
             id
+        }
+    }
+}
+
+/// The thread id `--last` continues, read from `last` (`None`: `CODEX_HOME` unset).
+fn last_thread(last: Option<&Path>) -> Option<String> {
+    let Some(last) = last else {
+        hints::codex_resume_last_without_home();
+        return None;
+    };
+    match files::read_own(last) {
+        Ok(id) => id.map(|id| String::from_utf8_lossy(&id).trim().to_string()),
+        Err(e) => {
+            hints::codex_last_thread(last, &e);
+            None
         }
     }
 }

@@ -40,6 +40,19 @@ pub(crate) fn unverified(header: &Header) {
     }
 }
 
+/// `codex exec resume --last` with `CODEX_HOME` unset: no last thread is kept there.
+pub(crate) fn codex_resume_last_without_home() {
+    say("fake-pi: hint: `codex exec resume --last` with CODEX_HOME unset: fake-pi keeps the last thread only in a CODEX_HOME it is given (never in ~/.codex), so this run announces a new thread; set CODEX_HOME to a directory of the test's own");
+}
+
+/// The file that keeps Codex's last thread (`path`) cannot be read or written (`problem`).
+pub(crate) fn codex_last_thread(path: &std::path::Path, problem: &str) {
+    say(&format!(
+        "fake-pi: warning: {}: {problem}: `codex exec resume --last` cannot continue the last thread (remove it)",
+        path.display()
+    ));
+}
+
 /// After pi's unknown-option error (`stderr`, as printed): for each flag the cassette's
 /// release lacks but a later one has, the release that added it.
 pub(crate) fn newer_pi_flags(header: &Header, grammar: &Grammar, stderr: &str) {

@@ -33,6 +33,7 @@ mod codex_config;
 mod codex_process;
 mod environ;
 mod exit;
+mod files;
 mod gemini;
 mod gemini_process;
 mod hints;
