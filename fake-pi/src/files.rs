@@ -1,12 +1,53 @@
-//! The files fake-pi reads and writes, each bounded and never blocking: a file of fake-pi's
-//! own ([`read_own`], [`replace_own`]: Codex's last thread), never through a link. A FIFO is
-//! never waited on (opened without blocking, then refused), a device such as `/dev/zero`
-//! never read.
+//! The files fake-pi reads and writes, each bounded and never blocking: a CLI's
+//! configuration ([`read_config`]: Codex's `config.toml` and profiles, Gemini CLI's settings
+//! layers, pi's `settings.json` and `models.json`; fake-pi's own `fake-pi.conf` and
+//! sequences), followed through a link as the CLIs follow it, but only a regular file and at
+//! most [`CONFIG_MAX_BYTES`]; a file of fake-pi's own ([`read_own`], [`replace_own`]: Codex's
+//! last thread), never through a link. A FIFO is never waited on (opened without blocking,
+//! then refused), a device such as `/dev/zero` never read.
 
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
+
+/// The most fake-pi reads of a CLI's configuration file (1 MiB): real ones are a few KiB,
+/// and what reads them (`toml`, `serde_json`) holds many times the file (a 26 MB
+/// `config.toml` took 911 MB).
+pub(crate) const CONFIG_MAX_BYTES: u64 = 1 << 20;
+
+/// Why a configuration file was not read.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ConfigError {
+    /// fake-pi's own refusal, where the real CLI would hang or grow without bound: not a
+    /// regular file (a FIFO, a device, a directory), or larger than [`CONFIG_MAX_BYTES`].
+    Refused(String),
+    /// What the CLI itself meets too: an I/O error, text that is not UTF-8.
+    Unreadable(String),
+}
+
+impl ConfigError {
+    /// The line that names the file (`path`, `what` it is for the CLI) and the problem.
+    pub(crate) fn line(&self, what: &str, path: &Path) -> String {
+        match self {
+            ConfigError::Refused(p) => format!(
+                "{}: {p} ({what}: fake-pi reads it only from a regular file of at most {})",
+                path.display(),
+                size(CONFIG_MAX_BYTES)
+            ),
+            ConfigError::Unreadable(p) => format!("{}: {p}", path.display()),
+        }
+    }
+}
+
+/// `bytes` as a person reads it: `1 MiB`, `4 KiB`.
+fn size(bytes: u64) -> String {
+    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{} KiB", bytes >> 10)
+    }
+}
 
 /// The most fake-pi reads of a file of its own (a thread id).
 const OWN_MAX_BYTES: u64 = 4 << 10;
@@ -80,12 +121,33 @@ fn read_bounded(file: File, max: u64) -> Result<Vec<u8>, String> {
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read it: {e}"))?;
     if bytes.len() as u64 > max {
-        return Err(format!(
-            "larger than {} KiB, the most fake-pi reads of it",
-            max >> 10
-        ));
+        return Err(format!("larger than {}", size(max)));
     }
     Ok(bytes)
+}
+
+/// A CLI's configuration file at `path`, as the CLIs read it (through a symbolic link, as
+/// text): `Ok(None)` when it does not exist.
+pub(crate) fn read_config(path: &Path) -> Result<Option<String>, ConfigError> {
+    let file = match open_regular(path, true) {
+        Ok(Some(f)) => f,
+        Ok(None) => return Ok(None),
+        Err(e) if e.starts_with("cannot") => return Err(ConfigError::Unreadable(e)),
+        Err(e) => return Err(ConfigError::Refused(e)),
+    };
+    let bytes = read_bounded(file, CONFIG_MAX_BYTES).map_err(|e| {
+        if e.starts_with("cannot") {
+            ConfigError::Unreadable(e)
+        } else {
+            ConfigError::Refused(e)
+        }
+    })?;
+    String::from_utf8(bytes).map(Some).map_err(|e| {
+        ConfigError::Unreadable(format!(
+            "not UTF-8 (at byte {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })
 }
 
 /// A file of fake-pi's own at `path`, never through a symbolic link: `Ok(None)` when it
@@ -129,6 +191,45 @@ pub(crate) fn replace_own(path: &Path, bytes: &[u8]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn configs_are_read_through_links_but_only_regular_files_within_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n);
+        std::fs::write(p("a.toml"), "x = 1\n").unwrap();
+        std::os::unix::fs::symlink(p("a.toml"), p("link.toml")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", p("zero.toml")).unwrap();
+        nix::unistd::mkfifo(&p("fifo.toml"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        std::fs::write(p("big.toml"), vec![b'#'; CONFIG_MAX_BYTES as usize + 1]).unwrap();
+        std::fs::write(p("max.toml"), vec![b'#'; CONFIG_MAX_BYTES as usize]).unwrap();
+        std::fs::write(p("latin1.toml"), b"x = \"\xe9\"\n").unwrap();
+        let refused = |s: &str| Err(ConfigError::Refused(s.into()));
+        assert_eq!(read_config(&p("a.toml")), Ok(Some("x = 1\n".into())));
+        assert_eq!(read_config(&p("link.toml")), Ok(Some("x = 1\n".into())));
+        assert_eq!(read_config(&p("none.toml")), Ok(None));
+        assert_eq!(
+            read_config(&p("zero.toml")),
+            refused("a device, not a regular file")
+        );
+        assert_eq!(
+            read_config(&p("fifo.toml")),
+            refused("a FIFO, not a regular file")
+        );
+        assert_eq!(
+            read_config(dir.path()),
+            refused("a directory, not a regular file")
+        );
+        assert_eq!(read_config(&p("big.toml")), refused("larger than 1 MiB"));
+        assert_eq!(read_config(&p("max.toml")).unwrap().unwrap().len(), 1 << 20);
+        assert_eq!(
+            read_config(&p("latin1.toml")),
+            Err(ConfigError::Unreadable("not UTF-8 (at byte 5)".into()))
+        );
+        assert_eq!(
+            ConfigError::Refused("a FIFO, not a regular file".into()).line("Codex's config.toml", Path::new("/h/config.toml")),
+            "/h/config.toml: a FIFO, not a regular file (Codex's config.toml: fake-pi reads it only from a regular file of at most 1 MiB)"
+        );
+    }
 
     #[test]
     fn own_files_are_never_read_or_written_through_a_link() {

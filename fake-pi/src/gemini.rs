@@ -21,7 +21,7 @@ use pi_cassette::Header;
 use pi_grammar::gemini::{self, Gemini, Layer};
 
 use crate::exit::{self, fail};
-use crate::{environ, gemini_process, hints, signals};
+use crate::{environ, files, gemini_process, hints, signals};
 
 /// The CLI's commands (`gemini mcp ...`), which its help lists and fake-pi does not imitate.
 const COMMANDS: &[&str] = &[
@@ -183,12 +183,14 @@ fn trusted(parsed: &gemini::Parsed, layers: &[Layer]) -> bool {
         .is_some_and(|v| v == "false")
 }
 
-/// One settings file as a layer; `None` when it does not exist.
+/// One settings file as a layer; `None` when it does not exist. Read as
+/// [`files::read_config`] reads a CLI's configuration: a regular file (through a link), at
+/// most 1 MiB (a FIFO hung the relaunch parent, which ignores SIGTERM; `/dev/zero` grew).
 fn read_layer(file: &Path) -> Result<Option<Layer>, String> {
-    let text = match std::fs::read_to_string(file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
+    let text = match files::read_config(file) {
+        Ok(Some(t)) => t,
+        Ok(None) => return Ok(None),
+        Err(e) => return Err(e.line("Gemini CLI's settings", file)),
     };
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", file.display()))?;

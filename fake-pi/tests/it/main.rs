@@ -11,6 +11,7 @@ mod contract;
 mod gemini;
 mod gemini_corpus;
 mod hints;
+mod hostile_config;
 mod memory;
 mod process;
 mod real_codex_parity;
