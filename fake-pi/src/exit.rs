@@ -42,10 +42,11 @@ pub(crate) fn fail(code: i32, message: String) -> i32 {
     code
 }
 
-/// A line of fake-pi's own on stderr, kept for the report too ([`crate::report`]).
+/// A line of fake-pi's own on stderr, kept for the report too ([`crate::report`]; kept
+/// first, so that it is there whatever becomes of the write).
 pub(crate) fn say(line: &str) {
-    eprintln!("{line}");
     crate::report::note(line);
+    eprintln!("{line}");
 }
 
 /// The status and message for a cassette that is not valid ([`INVALID_CASSETTE`]) or

@@ -1,6 +1,7 @@
 //! `FAKE_PI_REPORT`: fake-pi's own lines (`fake-pi: expectation mismatch: ...`, `fake-pi:
-//! client mismatch: ...`, every other `fake-pi: ...` failure) also go to a file, for a test
-//! fixture that cannot read fake-pi's stderr because the wrapper under test reads it.
+//! client mismatch: ...`, every other `fake-pi: ...` failure, and every hint, which stderr
+//! carries only when asked) also go to a file, for a test fixture that cannot read fake-pi's
+//! stderr because the wrapper under test reads it.
 //!
 //! The lines are kept as they are said ([`note`]); when the start ends ([`finish`]) and it
 //! said any, one JSON line is appended to the file `FAKE_PI_REPORT` names, in one `write`

@@ -445,12 +445,9 @@ fn a_cassette_of_the_other_agent_is_named() {
         EXPECT,
         &from_capture("text", r#"{"dt_ms":0,"exit":0}"#),
     );
-    let (code, err) = refused(&mut codex(
-        &sb,
-        &c,
-        Some(CONFIG),
-        &["--mode", "json", "-p", "hi"],
-    ));
+    let (code, err) = refused(
+        codex(&sb, &c, Some(CONFIG), &["--mode", "json", "-p", "hi"]).env("FAKE_PI_HINTS", "1"),
+    );
     assert_eq!(code, Some(2));
     assert!(err.contains("fake-pi: hint: this command line is pi's, and the cassette is Codex's (Codex 0.169.0, text)"), "{err}");
     let pi = sb
@@ -458,7 +455,12 @@ fn a_cassette_of_the_other_agent_is_named() {
         .members("")
         .records([r#"{"dt_ms":0,"exit":0}"#])
         .write();
-    let out = sb.fake_pi(&pi).args(ARGS).output().unwrap();
+    let out = sb
+        .fake_pi(&pi)
+        .args(ARGS)
+        .env("FAKE_PI_HINTS", "1")
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(0));
     assert!(err.contains("fake-pi: hint: this command line is Codex's (codex exec), and the cassette is pi's (pi 0.87.1, pi)"), "{err}");
@@ -580,6 +582,7 @@ fn stdin_left_open_gets_a_hint_naming_codex() {
     );
     let mut child = codex(&sb, &c, Some(CONFIG), ARGS)
         .env("FAKE_PI_HINT_STDIN_MS", "100")
+        .env("FAKE_PI_HINTS", "1")
         .stdin(Stdio::piped())
         .spawn()
         .unwrap();
@@ -729,8 +732,8 @@ fn exec_resume_announces_the_thread_it_continues() {
 }
 
 /// A run of the corpus's `cassette` as `codex` with `args`, CODEX_HOME as `home` says
-/// (`None`: unset, HOME the world's with `.codex/config.toml`); (stdout's thread ids,
-/// stderr).
+/// (`None`: unset, HOME the world's with `.codex/config.toml`); (stdout's thread ids, what
+/// fake-pi said of its own: the lines of its report, its stderr holding none of them).
 fn corpus_run(
     sb: &World,
     cassette: &str,
@@ -753,10 +756,28 @@ fn corpus_run(
             cmd.env_remove("CODEX_HOME").env("HOME", sb.path());
         }
     }
-    let out = cmd.output().unwrap();
+    let report = sb
+        .path()
+        .join(format!("report-{}.jsonl", fastrand::u64(..)));
+    let out = cmd.env("FAKE_PI_REPORT", &report).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(0), "{err}");
-    (thread_ids(&out.stdout), err)
+    assert!(!err.contains("fake-pi:"), "{err}");
+    let said: String = std::fs::read_to_string(&report)
+        .unwrap_or_default()
+        .lines()
+        .flat_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let lines: Vec<String> = v["lines"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| format!("{}\n", s.as_str().unwrap()))
+                .collect();
+            lines
+        })
+        .collect();
+    (thread_ids(&out.stdout), said)
 }
 
 const NEW: &[&str] = &["exec", "--json", "--skip-git-repo-check", "Say hello."];

@@ -277,7 +277,10 @@ fn version_help_and_bad_command_lines_answer_as_0_61_0() {
             "Codex's (codex exec)",
         ),
     ] {
-        let out = gemini(&sb, &c, args).output().unwrap();
+        let out = gemini(&sb, &c, args)
+            .env("FAKE_PI_HINTS", "1")
+            .output()
+            .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{err}");
         assert!(err.ends_with(&format!("{help}fake-pi: hint: this command line is {agent}, and the cassette is Gemini CLI's (Gemini CLI 0.61.0, text): give it a cassette of that agent, or run the host as gemini\n")), "{err}");
