@@ -3,8 +3,9 @@
 //! layers, pi's `settings.json` and `models.json`; fake-pi's own `fake-pi.conf` and
 //! sequences), followed through a link as the CLIs follow it, but only a regular file and at
 //! most [`CONFIG_MAX_BYTES`]; a file of fake-pi's own ([`read_own`], [`replace_own`]: Codex's
-//! last thread), never through a link. A FIFO is never waited on (opened without blocking,
-//! then refused), a device such as `/dev/zero` never read.
+//! last thread), never through a link; and a file it appends to ([`open_append`]:
+//! `FAKE_PI_REPORT`), only a regular one and never through a link. A FIFO is never waited on
+//! (opened without blocking, then refused), a device such as `/dev/zero` never read.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -188,6 +189,35 @@ pub(crate) fn replace_own(path: &Path, bytes: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
+/// `path` opened to append to (created when missing), only a regular file and never
+/// through a symbolic link, without blocking (a FIFO is refused, not waited on). `Err` says
+/// what it is, or the system's error.
+pub(crate) fn open_append(path: &Path) -> Result<File, String> {
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        if !m.is_file() {
+            return Err(format!("{}, not a regular file", kind(m.file_type())));
+        }
+    }
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .mode(0o644)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                "a symbolic link, not a regular file".to_string()
+            } else {
+                e.to_string()
+            }
+        })?;
+    let t = file.metadata().map_err(|e| e.to_string())?.file_type();
+    if !t.is_file() {
+        return Err(format!("{}, not a regular file", kind(t)));
+    }
+    Ok(file)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,5 +297,30 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 3, "{names:?}");
+    }
+
+    #[test]
+    fn appends_go_to_regular_files_only_never_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n);
+        let mut f = open_append(&p("report")).unwrap();
+        f.write_all(b"one\n").unwrap();
+        assert_eq!(std::fs::read(p("report")).unwrap(), b"one\n");
+        std::os::unix::fs::symlink(p("report"), p("link")).unwrap();
+        assert_eq!(
+            open_append(&p("link")).map(|_| ()),
+            Err("a symbolic link, not a regular file".into())
+        );
+        std::os::unix::fs::symlink(p("nowhere"), p("dangling")).unwrap();
+        assert_eq!(
+            open_append(&p("dangling")).map(|_| ()),
+            Err("a symbolic link, not a regular file".into())
+        );
+        assert!(!p("nowhere").exists());
+        nix::unistd::mkfifo(&p("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert_eq!(
+            open_append(&p("fifo")).map(|_| ()),
+            Err("a FIFO, not a regular file".into())
+        );
     }
 }
