@@ -11,7 +11,7 @@
 //!
 //! The rooms: [`source`] (which cassette), [`pi`], [`claude`], [`codex`] and [`gemini`] (the
 //! command line and the call, as each CLI; [`codex_process`] and [`gemini_process`] their
-//! process shapes), [`args`] and [`session`] (pi's command line and sessions),
+//! process shapes; [`gemini_settings`] Gemini's settings), [`args`] and [`session`] (pi's command line and sessions),
 //! [`agent`] (pi's agent dir), [`client`] (a two-way replay's client), [`replay`] (the
 //! records in time), [`values`] (realistic values for placeholders), [`signals`] and
 //! [`child`] (real signals and processes), [`environ`] and [`exit`] (the environment read,
@@ -37,6 +37,7 @@ mod exit;
 mod files;
 mod gemini;
 mod gemini_process;
+mod gemini_settings;
 mod hints;
 mod pi;
 mod replay;
