@@ -506,6 +506,26 @@ fn gzipped_cassettes_replay() {
     sb.assert_none_left();
 }
 
+/// A cassette compressed by `pzstd` (its frames each after a skippable frame that holds the
+/// frame's size) was refused as "not UTF-8 at byte 8": it replays as any zstd cassette.
+#[test]
+fn a_pzstd_cassette_replays() {
+    let sb = World::new(module_path!());
+    let plain = sb
+        .cassette("pz")
+        .version("0.87.1")
+        .members("")
+        .records([r#"{"dt_ms":0,"stdout":{"a":1}}"#, r#"{"dt_ms":0,"exit":4}"#])
+        .write();
+    let frame = pi_cassette::output::zstd(&std::fs::read(&plain).unwrap()).unwrap();
+    let mut pz = vec![0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0];
+    pz.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+    pz.extend_from_slice(&frame);
+    let path = sb.write("pz.cassette.jsonl.zst", pz);
+    cmd(&sb, &path).assert().code(4).stdout("{\"a\":1}\n");
+    sb.assert_none_left();
+}
+
 /// A terminal on stdin: pi 0.73.1 is then interactive and prints `--version` on stdout,
 /// and stdin is not read (no EOF needed).
 #[test]
