@@ -10,7 +10,8 @@
 //! `process` section says. SIGKILL of the wrapper leaves the native child and its tools
 //! running, orphaned, as with the real CLI: the child carries the caller's environment (a
 //! marker-based leftover check finds it) and ends by itself [`DEFAULT_ORPHAN_MS`] after it
-//! was orphaned (`FAKE_PI_CODEX_ORPHAN_MS` milliseconds, above 0), killing its tools' groups.
+//! was orphaned (`FAKE_PI_CODEX_ORPHAN_MS` milliseconds, 1 to the 10-minute ceiling), killing
+//! its tools' groups.
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
@@ -92,11 +93,7 @@ fn ended_as(status: std::process::ExitStatus) -> i32 {
 
 /// The longest an orphaned native child lives on.
 fn orphan_bound() -> Duration {
-    let ms = environ::var(ORPHAN_ENV)
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|&ms| ms > 0)
-        .unwrap_or(DEFAULT_ORPHAN_MS);
-    Duration::from_millis(ms)
+    Duration::from_millis(environ::lifetime_or(ORPHAN_ENV, DEFAULT_ORPHAN_MS))
 }
 
 /// Watch for the wrapper's death: once orphaned, live [`orphan_bound`] more, then kill the

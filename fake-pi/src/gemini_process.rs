@@ -12,8 +12,9 @@
 //! path), which replays the records ([`child_main`]). With `GEMINI_CLI_NO_RELAUNCH` set,
 //! this process replays itself. Whatever outlives the run ends by itself: a child whose
 //! parent is gone (SIGKILL of the parent) lives [`DEFAULT_ORPHAN_MS`] more
-//! (`FAKE_PI_GEMINI_ORPHAN_MS` milliseconds, above 0), then kills its tools' groups and
-//! exits; a tool left running lives the same bound after its parent is gone.
+//! (`FAKE_PI_GEMINI_ORPHAN_MS` milliseconds, 1 to the 10-minute ceiling), then kills its
+//! tools' groups and exits; a tool left running lives the same bound after its parent is
+//! gone.
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
@@ -95,11 +96,7 @@ pub(crate) fn start(path: &Path, argv: &[String], speed: Option<&str>) -> i32 {
 
 /// The longest an orphan lives on.
 fn orphan_bound() -> Duration {
-    let ms = environ::var(ORPHAN_ENV)
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|&ms| ms > 0)
-        .unwrap_or(DEFAULT_ORPHAN_MS);
-    Duration::from_millis(ms)
+    Duration::from_millis(environ::lifetime_or(ORPHAN_ENV, DEFAULT_ORPHAN_MS))
 }
 
 /// Watch for the parent's death: once orphaned, live [`orphan_bound`] more, then kill the

@@ -85,6 +85,9 @@ fn run() -> i32 {
         Ok(s) => s,
         Err(e) => return fail(exit::NO_CASSETTE, e),
     };
+    if let Err(e) = environ::check_lifetimes() {
+        return fail(exit::MISUSE, e);
+    }
     let path = match source::choose(&settings) {
         Ok(p) => p,
         Err((code, e)) => return fail(code, e),
