@@ -3,10 +3,10 @@
 //!
 //! In Gemini's order: the command line read with the release's grammar
 //! ([`pi_grammar::gemini`]: yargs' errors and the CLI's checks, the help after each, exit 1;
-//! `--help`, `--version`), the settings read as its layers ([`crate::gemini_settings`]; a file that
-//! is not JSON: fake-pi's own refusal, exit 96; [`crate::gemini_settings`]), the prompt (`-p` or the query, with piped stdin before it as
-//! 0.61.0 joins them; stdin that gives nothing within 500 ms counts as none, as the CLI's
-//! reader gives up), then the call compared with the recording by meaning
+//! `--help`, `--version`), the settings read as its layers ([`crate::gemini_settings`]; a
+//! file that is not JSON once its comments are stripped: fake-pi's own refusal, exit 96), the
+//! prompt (`-p` or the query, with piped stdin before it as 0.61.0 joins them; stdin that
+//! gives nothing within 500 ms counts as none, as the CLI's reader gives up), then the call compared with the recording by meaning
 //! ([`pi_cassette::matching::gemini`]: exit 99, one line per difference, each naming where
 //! the call's value came from). Then the process shape of the CLI's relaunch
 //! ([`crate::gemini_process`]).

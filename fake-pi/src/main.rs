@@ -11,13 +11,14 @@
 //!
 //! The rooms: [`source`] (which cassette), [`pi`], [`claude`], [`codex`] and [`gemini`] (the
 //! command line and the call, as each CLI; [`codex_process`] and [`gemini_process`] their
-//! process shapes; [`gemini_settings`] Gemini's settings), [`args`] and [`session`] (pi's command line and sessions),
-//! [`agent`] (pi's agent dir), [`client`] (a two-way replay's client), [`replay`] (the
-//! records in time), [`values`] (realistic values for placeholders), [`signals`] and
-//! [`child`] (real signals and processes), [`environ`] and [`exit`] (the environment read,
-//! the statuses given), [`report`] (fake-pi's own lines also in `FAKE_PI_REPORT`), [`hints`] (what to do, in
-//! the report; on stderr too only with `FAKE_PI_HINTS=1`), [`files`] (the files read and written,
-//! bounded, never through a link where fake-pi writes).
+//! process shapes; [`gemini_settings`] Gemini's settings), [`args`] and [`session`] (pi's
+//! command line and sessions), [`agent`] (pi's agent dir), [`client`] (a two-way replay's
+//! client), [`replay`] (the records in time), [`values`] (realistic values for
+//! placeholders), [`signals`] and [`child`] (real signals and processes), [`environ`] and
+//! [`exit`] (the environment read, the statuses given), [`report`] (fake-pi's own lines also
+//! in `FAKE_PI_REPORT`), [`hints`] (what to do, in the report; on stderr too only with
+//! `FAKE_PI_HINTS=1`), [`files`] (the files read and written, bounded, never through a link
+//! where fake-pi writes).
 
 // A command-line program: what it has to say goes to its stdout and stderr.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
