@@ -37,7 +37,8 @@ tgz=$tmp/anthropic-ai-claude-code-linux-x64-$VERSION.tgz
 got="sha512-$(node -e 'process.stdout.write(require("crypto").createHash("sha512").update(require("fs").readFileSync(process.argv[1])).digest("base64"))' "$tgz")"
 [ "$got" = "${INTEGRITY[$VERSION]}" ] || { echo "install-claude.sh: integrity mismatch: $got" >&2; exit 1; }
 tar -xzf "$tgz" -C "$tmp" package/claude package/package.json
-rm -f "$tgz"
+# Kept where `pi-harness install claude` looks: it checks the cache against it before running anything there.
+mkdir -p "$tmp/.pinned" && mv "$tgz" "$tmp/.pinned/@anthropic-ai+claude-code-linux-x64.tgz"
 [ "$(HOME=$tmp "$tmp/package/claude" --version)" = "$VERSION (Claude Code)" ] || { echo "install-claude.sh: --version check failed" >&2; exit 1; }
 rm -rf "$tmp/.claude" "$tmp/.claude.json"
 chmod 755 "$tmp"; rm -rf "$DEST"; mv "$tmp" "$DEST"; trap - EXIT

@@ -70,7 +70,7 @@ pub fn case_name(root: &Path, path: &Path) -> String {
 }
 
 /// Every cassette under `root`, sorted; one that is not a regular file (a FIFO, a device,
-/// a link to one) is refused.
+/// a link to one), or whose file name is not UTF-8, is refused.
 pub fn cassette_files(root: &Path) -> Result<Vec<PathBuf>, String> {
     let mut found = Vec::new();
     let mut dirs = vec![root.to_path_buf()];
@@ -80,6 +80,16 @@ pub fn cassette_files(root: &Path) -> Result<Vec<PathBuf>, String> {
             let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
             if path.is_dir() {
                 dirs.push(path);
+            } else if path.file_name().is_some_and(|n| {
+                n.to_str().is_none()
+                    && pi_cassette::input::is_cassette_file_name(&n.to_string_lossy())
+            }) {
+                // A case is named by its file: a name that is not UTF-8 cannot name one
+                // (before, such a cassette was left out without a word).
+                return Err(format!(
+                    "{:?}: a cassette whose file name is not UTF-8 (a case is named by its file): rename it",
+                    path.as_os_str()
+                ));
             } else if path
                 .file_name()
                 .and_then(|n| n.to_str())

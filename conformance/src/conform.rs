@@ -36,6 +36,7 @@ pub use crate::verdict::{judge, CaseResult, Verdict, MAX_DIFFS};
 
 use crate::implementation::collect::DEFAULT_MAX_OUTPUT_BYTES;
 use crate::reference::REFERENCE_NAME;
+use crate::report::shell_quote;
 
 /// Seconds a case may take by default (`--timeout`).
 pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
@@ -94,17 +95,6 @@ pub fn bundled_dirs() -> Result<(PathBuf, PathBuf), String> {
     crate::bundle::dirs()
 }
 
-/// A word for a shell command line: as it is when it is plain, else single-quoted.
-fn quote(s: &str) -> String {
-    if s.chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-=:,".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
 /// `pi-harness conform`: returns true when nothing failed.
 pub fn conform(opts: &ConformOptions, out: Output<'_>) -> Result<bool, String> {
     let fake_pi = find_fake_pi(opts.fake_pi.as_deref())?;
@@ -113,7 +103,7 @@ pub fn conform(opts: &ConformOptions, out: Output<'_>) -> Result<bool, String> {
             .map_err(|e| format!("cannot become a child subreaper: {e}"))?;
     }
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let reference = format!("{} provider-run", quote(&exe.to_string_lossy()));
+    let reference = format!("{} provider-run", shell_quote(&exe.to_string_lossy()));
     let cmd = opts
         .implementation
         .clone()
@@ -299,7 +289,7 @@ impl CaseRunner<'_> {
 pub fn reproduce_command(opts: &ConformOptions) -> String {
     let mut s = "pi-harness conform".to_string();
     if let Some(c) = &opts.implementation {
-        s.push_str(&format!(" --impl {}", quote(c)));
+        s.push_str(&format!(" --impl {}", shell_quote(c)));
     }
     for (flag, path) in [
         ("--cassettes", &opts.cassettes),
@@ -308,7 +298,10 @@ pub fn reproduce_command(opts: &ConformOptions) -> String {
     ] {
         if let Some(p) = path {
             let shown = std::path::absolute(p).unwrap_or_else(|_| p.clone());
-            s.push_str(&format!(" {flag} {}", quote(&shown.to_string_lossy())));
+            s.push_str(&format!(
+                " {flag} {}",
+                shell_quote(&shown.to_string_lossy())
+            ));
         }
     }
     if opts.max_output != DEFAULT_MAX_OUTPUT_BYTES {

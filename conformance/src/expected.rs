@@ -49,7 +49,7 @@ pub fn load_expected(dir: &Path, case: &str) -> Result<Expected, String> {
         format!(
             "{}: {source} (export the expected streams with `pi-harness conform --export {}`)",
             path.display(),
-            dir.display()
+            crate::report::shell_quote(&dir.to_string_lossy())
         )
     };
     if let Some(kind) = pi_cassette::input::not_a_regular_file(&path) {

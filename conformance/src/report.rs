@@ -105,18 +105,31 @@ pub fn summary(name: &str, reproduce_base: &str, results: &[CaseResult]) -> Stri
         writeln!(
             s,
             "\nreproduce one failure:\n  {reproduce_base} --case {}",
-            r.case
+            shell_quote(&r.case)
         )
         .unwrap();
     } else if let Some(r) = results.first() {
         writeln!(
             s,
             "\nreproduce one case:\n  {reproduce_base} --case {}",
-            r.case
+            shell_quote(&r.case)
         )
         .unwrap();
     }
     s
+}
+
+/// A word for a shell command line, ready to paste: as it is when every character is plain
+/// (letters, digits, `/._-=:,@%+`), else single-quoted (`'` as `'\''`), so that nothing in a
+/// cassette's name or a path (`$(...)`, `;`, a space, a newline) is run or split when the
+/// line is pasted; the empty word is `''`.
+pub fn shell_quote(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-=:,@%+".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
 }
 
 /// Differences as the report shows them: the first [`SHOWN_DIFFS`], one line each

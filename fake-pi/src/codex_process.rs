@@ -195,6 +195,7 @@ fn native(path: &Path) -> i32 {
         Ok(r) => r.header().clone(),
         Err(e) => return exit::cassette_failure(e),
     };
+    exit::keep_secrets(&header);
     report::cassette(path);
     let speed = match replay::Speed::parse(environ::var("FAKE_PI_SPEED").as_deref()) {
         Ok(s) => s,

@@ -16,7 +16,9 @@
 //! or pi's own for a command line pi refuses (from `pi_grammar`). `fake-pi/README.md` shows
 //! the same table to users.
 
-use pi_cassette::CassetteError;
+use std::sync::Mutex;
+
+use pi_cassette::{CassetteError, Header};
 
 /// The replay ran to its end with no status of the cassette's.
 pub(crate) const SUCCESS: i32 = 0;
@@ -43,10 +45,31 @@ pub(crate) fn fail(code: i32, message: String) -> i32 {
 }
 
 /// A line of fake-pi's own on stderr, kept for the report too ([`crate::report`]; kept
-/// first, so that it is there whatever becomes of the write).
+/// first, so that it is there whatever becomes of the write), with every secret of the
+/// cassette masked ([`masked`]).
 pub(crate) fn say(line: &str) {
-    crate::report::note(line);
+    let line = masked(line);
+    crate::report::note(&line);
     eprintln!("{line}");
+}
+
+/// The values of the cassette's `expect.never_in_argv` as this start has them (set once the
+/// header is read: [`keep_secrets`]).
+static SECRETS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Remember the secrets `header` names, so that no line of fake-pi's own shows one: every
+/// such line goes through [`say`] (or the replay's own writer, which calls [`masked`]).
+pub(crate) fn keep_secrets(header: &Header) {
+    let values = pi_cassette::matching::secret_values(&header.expect, &crate::environ::var);
+    *SECRETS.lock().unwrap_or_else(|e| e.into_inner()) = values;
+}
+
+/// `line` with every secret [`keep_secrets`] remembered masked (`pi_cassette::redact::mask`):
+/// a mismatch, a client's line or a hint may quote what the caller gave, and the caller may
+/// have put the key there; these lines reach `FAKE_PI_REPORT` and from there CI logs.
+pub(crate) fn masked(line: &str) -> String {
+    let secrets = SECRETS.lock().unwrap_or_else(|e| e.into_inner());
+    pi_cassette::redact::mask(line, &secrets)
 }
 
 /// The status and message for a cassette that is not valid ([`INVALID_CASSETTE`]) or

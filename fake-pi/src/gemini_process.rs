@@ -151,6 +151,7 @@ fn replay_here(path: &Path, speed: Option<&str>) -> i32 {
         Ok(r) => r.header().clone(),
         Err(e) => return exit::cassette_failure(e),
     };
+    exit::keep_secrets(&header);
     report::cassette(path);
     let speed = match replay::Speed::parse(speed) {
         Ok(s) => s,

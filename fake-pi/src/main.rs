@@ -117,6 +117,7 @@ fn run() -> i32 {
         Err(e) => return exit::cassette_failure(e),
     };
     let header = first.header().clone();
+    exit::keep_secrets(&header);
     hints::unverified(&header);
     if header.agent() == pi_grammar::Agent::Codex {
         drop(first);

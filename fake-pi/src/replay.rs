@@ -318,8 +318,9 @@ impl Player<'_> {
 
     /// A line of fake-pi's own on stderr, kept for the report too ([`crate::report`]).
     fn own(&mut self, line: &str) {
+        let line = exit::masked(line);
         let _ = writeln!(self.err, "{line}");
-        crate::report::note(line);
+        crate::report::note(&line);
     }
 
     /// A record that cannot be read: what came before it has been replayed; stop here,

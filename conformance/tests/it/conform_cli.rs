@@ -341,6 +341,72 @@ fn own_cassettes_alone_and_a_reproduce_line_that_keeps_the_flags() {
     assert_eq!(err, "error: empty: no *.cassette.jsonl file below it\n");
 }
 
+/// A cassette whose file name is not UTF-8 is said, in one line naming it, not left out
+/// without a word (before: the run went on without that case, exit 0).
+#[test]
+fn a_cassette_whose_name_is_not_utf8_is_said() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let work = tempfile::tempdir().unwrap();
+    let own = work.path().join("mine");
+    std::fs::create_dir(&own).unwrap();
+    let from = root().join("cassettes/recorded/text_only.pi152.cassette.jsonl");
+    std::fs::copy(&from, own.join("text_only.pi152.cassette.jsonl")).unwrap();
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9.pi152.cassette.jsonl");
+    std::fs::copy(&from, own.join(name)).unwrap();
+    let (code, out, err) = conform_in(work.path(), &["--cassettes", "mine", "--timeout", "20"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: \"mine/caf\\xE9.pi152.cassette.jsonl\": a cassette whose file name is not UTF-8"),
+        "{err}"
+    );
+}
+
+/// The reproduce line is shell-quoted: a cassette named `$(touch PWNED);x` in a directory
+/// whose name has a space and a quote runs, pasted into `sh`, that case and nothing else.
+/// Before, the case was printed bare and the pasted line ran `touch PWNED`.
+#[test]
+fn a_reproduce_line_with_hostile_names_runs_as_pasted() {
+    let work = tempfile::tempdir().unwrap();
+    let own = work.path().join("my 'own");
+    std::fs::create_dir(&own).unwrap();
+    let from = root().join("cassettes/recorded/text_only.pi152.cassette.jsonl");
+    std::fs::copy(&from, own.join("$(touch PWNED);x.cassette.jsonl")).unwrap();
+    let (code, out, err) = conform_in(work.path(), &["--cassettes", "my 'own", "--timeout", "20"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let line = out
+        .lines()
+        .skip_while(|l| !l.starts_with("reproduce one case:"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no reproduce line in {out}"))
+        .trim()
+        .to_string();
+    assert!(line.ends_with(" --case '$(touch PWNED);x'"), "{line}");
+    let bin = work.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(pi_harness_bin(), bin.join("pi-harness")).unwrap();
+    let pasted = Command::new("sh")
+        .arg("-c")
+        .arg(&line)
+        .current_dir(work.path())
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .env("PI_HARNESS_CACHE", cache())
+        .env("PI_HARNESS_FAKE_PI", fake_pi())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&pasted.stdout);
+    assert!(
+        pasted.status.success(),
+        "{line}: {out}{}",
+        String::from_utf8_lossy(&pasted.stderr)
+    );
+    assert_eq!(all_row(&out).cases, 1, "{out}");
+    assert!(
+        !work.path().join("PWNED").exists(),
+        "the pasted line ran a command"
+    );
+}
+
 /// A shared cassette whose `session` line names a path outside the case's directory: conform
 /// refuses it naming the field, and the file it aimed at is untouched.
 #[test]

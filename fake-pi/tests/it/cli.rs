@@ -382,7 +382,7 @@ fn expectations_name_field_expected_and_actual() {
             format!("fake-pi: expectation mismatch: expect.effective.model: expected \"fake-model\", got \"gpt-4o\" (from --model; agent dir {agent}) (cassette {file})"),
             format!("fake-pi: expectation mismatch: expect.effective.tools: expected [\"read\"], got [\"bash\", \"edit\", \"read\", \"write\"] (cassette {file})"),
             format!("fake-pi: expectation mismatch: expect.never_in_argv[0]: expected the value of $PI_TEST_KEY nowhere in argv, got it in argv[5] (cassette {file})"),
-            format!("fake-pi: expectation mismatch: expect.never_in_argv[1]: expected the literal \"sk-live\" nowhere in argv, got it in argv[6] (cassette {file})"),
+            format!("fake-pi: expectation mismatch: expect.never_in_argv[1]: expected the literal secret (not shown) nowhere in argv, got it in argv[6] (cassette {file})"),
         ]
     );
     // A cassette that opts in to syntax also checks every flag literally.

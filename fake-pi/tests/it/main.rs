@@ -20,6 +20,7 @@ mod real_pi_parity;
 mod replay_corpus;
 mod report;
 mod rpc;
+mod secrets;
 mod shape;
 mod signal_masks;
 mod streaming;

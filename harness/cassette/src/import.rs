@@ -7,6 +7,7 @@
 //! output). The small option syntaxes the command line uses (`--flag NAME=VALUE`,
 //! `--on-sigterm cleanup-exit:143`, ...) are parsed in `syntax`, re-exported here.
 
+mod dialect;
 mod error;
 mod file;
 mod syntax;
@@ -154,7 +155,16 @@ pub fn import(input: &Path, raw: &[u8], opts: &ImportOptions) -> Result<Cassette
         records.push(r);
         Ok(())
     };
-    for (line, newline) in split_lines(raw) {
+    for (i, (line, newline)) in split_lines(raw).into_iter().enumerate() {
+        if i < dialect::LINES_LOOKED_AT {
+            if let Some(what) = dialect::foreign(line) {
+                return Err(ImportError::Input {
+                    file: input.to_path_buf(),
+                    line: i + 1,
+                    message: dialect::refusal(what),
+                });
+            }
+        }
         builder.line(line, newline, &mut keep)?;
     }
     builder.finish(&mut keep)?;

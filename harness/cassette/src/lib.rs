@@ -68,5 +68,6 @@ pub use model::{
     KNOWN_CLAUDE_VERSIONS, MAX_DT_MS, MODE_STREAM_JSON, SIGNAL_NAMES, TWO_WAY_MODES,
 };
 pub use parse::{is_header_line, parse_record_line};
-pub use reader::{read_lines, CassetteReader};
+pub use reader::{read_lines, CassetteReader, DEFAULT_MAX_HELD_BYTES, MAX_HELD_ENV};
 pub use redact::FIXED_UUID_PREFIX;
+pub use write::{rewrite_header, RewriteError};

@@ -28,6 +28,25 @@ pub const MAX_DELAY_MS: f64 = 600_000.0;
 /// A cassette longer than this in total is suspicious (1 hour).
 pub const MAX_TOTAL_MS: f64 = 3_600_000.0;
 
+/// The variable that sets how many bytes (after decompression) lint checks of one file.
+pub const LINT_MAX_BYTES_ENV: &str = "PI_HARNESS_LINT_MAX_BYTES";
+
+/// How many bytes of one file (after decompression) lint checks at most, unless
+/// [`LINT_MAX_BYTES_ENV`] says: its time is bounded as its memory is. Every line costs a
+/// parse and a scan, so a 458 KB zstd that inflates to gigabytes of short records took 842 s
+/// of CPU; within this budget such a bomb ends in seconds (5 s of CPU on a debug build for a
+/// 250 KB zstd of 3 GB), one problem naming it. The largest recorded cassette is 22 MB.
+pub const DEFAULT_LINT_MAX_BYTES: u64 = 64 << 20;
+
+/// [`DEFAULT_LINT_MAX_BYTES`], or what [`LINT_MAX_BYTES_ENV`] says (a positive integer).
+fn lint_budget() -> u64 {
+    std::env::var(LINT_MAX_BYTES_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(DEFAULT_LINT_MAX_BYTES)
+}
+
 /// Read and lint one file (gzip recognised by its magic bytes, `-` for stdin, within the
 /// input limits). `Err` when the file cannot be read at all: that is the caller's input
 /// error, not a problem of the cassette.
@@ -120,13 +139,29 @@ fn lint_input(
     secrets: &NamedSecrets,
 ) -> Result<Vec<Problem>, CassetteError> {
     let mut report = Report::new(path);
-    walk::walk(&mut report, input, max_line, secrets)?;
+    walk::walk(&mut report, input, (max_line, lint_budget()), secrets)?;
     Ok(report.finish())
 }
 
 #[cfg(test)]
 mod tests {
     use super::secrets::{scan_text, secret_kind};
+
+    /// Gemini CLI's real stderr names its error report by the words of the call and a stamp:
+    /// no secret (before: "a long base64-like token"). A key is still one, stamp or not.
+    #[test]
+    fn gemini_s_error_report_name_is_no_secret_but_keys_still_are() {
+        let line = "Error when talking to Gemini API Full report available at: <TMPDIR>/gemini-client-error-Turn.run-sendMessageStream-2026-11-26T05-52-28-797Z.json _ApiError";
+        assert_eq!(scan_text(line, false), Vec::<String>::new());
+        assert!(scan_text("at /tmp/report-2026-11-26T05:52:28.797Z.json", false).is_empty());
+        for key in [
+            "Xk9qZr2LmT8vWb4NcY7pHs3DjF6gKa1E",
+            "aB3dE5gH7jK9mN1pQ3sT5vW7yZ-2026-11-26T05-52-28-797Z",
+            "run-sendMessageStream9-2026-11-26T05-52-28-797Z",
+        ] {
+            assert_eq!(secret_kind(key), Some("a long base64-like token"), "{key}");
+        }
+    }
 
     #[test]
     fn camel_case_field_names_are_no_secrets_but_base64_still_is() {
@@ -410,6 +445,34 @@ mod tests {
             stderr(&format!("{b}{pad}")),
         );
         assert_eq!(lint(&text), Vec::<String>::new());
+    }
+
+    /// A key streamed a few bytes a record (as a model's deltas are), among thousands of short
+    /// records, is found once across them; the short records are scanned together, a window's
+    /// worth at a time (before, each record rescanned a 1 KiB window: 5-9 MB/s).
+    #[test]
+    fn a_key_streamed_over_many_short_records_is_found_once() {
+        let stderr =
+            |text: &str| format!("{{\"dt_ms\":5,\"stderr\":{}}}\n", serde_json::json!(text));
+        let mut body = String::new();
+        for _ in 0..3000 {
+            body.push_str(&stderr("ok "));
+        }
+        for piece in [
+            "key s", "k-pr", "oj-ab", "cdefgh", "ijklmn", "op1234", " done ",
+        ] {
+            body.push_str(&stderr(piece));
+        }
+        for _ in 0..3000 {
+            body.push_str(&stderr("ok "));
+        }
+        let p = lint(&format!(
+            "{HEADER}\n{SESSION}\n{body}{{\"dt_ms\":5,\"exit\":0}}\n"
+        ));
+        assert_eq!(
+            p,
+            ["c.jsonl:3: stderr: an API key (sk-...) sk-proj-...: secrets must be replaced by placeholders (across records from here)"]
+        );
     }
 
     /// What lint keeps is bounded: past [`MAX_PROBLEMS`], problems are counted and said in

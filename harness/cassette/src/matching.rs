@@ -323,7 +323,40 @@ pub fn check(expect: &Expect, grammar: &Grammar, call: &Call) -> Vec<Mismatch> {
         push(m.field, m.expected, m.actual);
     }
     out.sort_by(|a, b| a.field.cmp(&b.field));
-    out
+    masked(expect, call.env, out)
+}
+
+/// The values `expect.never_in_argv` names, as this call has them: each variable's value in
+/// `env` (when set and non-empty), each literal. No message may show one ([`masked`]).
+pub fn secret_values(expect: &Expect, env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    expect
+        .never_in_argv
+        .iter()
+        .filter_map(|secret| match secret {
+            Secret::Env(var) => env(var),
+            Secret::Literal(s) => Some(s.clone()),
+        })
+        .filter(|v| !v.is_empty())
+        .collect()
+}
+
+/// `mismatches` with every value of [`secret_values`] masked in what they show
+/// ([`crate::redact::mask`]): a prompt, a model or a flag's value may carry the key a
+/// caller put in the wrong place, and these lines reach terminals, reports and CI logs.
+pub fn masked(
+    expect: &Expect,
+    env: &dyn Fn(&str) -> Option<String>,
+    mut mismatches: Vec<Mismatch>,
+) -> Vec<Mismatch> {
+    let secrets = secret_values(expect, env);
+    if secrets.is_empty() {
+        return mismatches;
+    }
+    for m in &mut mismatches {
+        m.expected = crate::redact::mask(&m.expected, &secrets);
+        m.actual = crate::redact::mask(&m.actual, &secrets);
+    }
+    mismatches
 }
 
 /// What the environment and the command line owe the recording whatever the CLI: every
@@ -362,7 +395,8 @@ pub fn environment(
     for (i, secret) in expect.never_in_argv.iter().enumerate() {
         let (value, what) = match secret {
             Secret::Env(var) => (env(var).unwrap_or_default(), format!("the value of ${var}")),
-            Secret::Literal(s) => (s.clone(), format!("the literal {}", quote(s))),
+            // The literal itself is a secret too: named by its place, never shown.
+            Secret::Literal(s) => (s.clone(), "the literal secret (not shown)".to_string()),
         };
         if value.is_empty() {
             continue; // nothing that could leak
@@ -376,7 +410,7 @@ pub fn environment(
             );
         }
     }
-    out
+    masked(expect, env, out)
 }
 
 /// Shorter than this, a secret's value is looked for only as a whole argument or after `=`:

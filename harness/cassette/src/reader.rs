@@ -27,6 +27,8 @@ pub struct CassetteReader<R> {
     /// Bytes of the input's buffer holding the last line read in place (given back to the
     /// input before the next line is read).
     in_place: usize,
+    /// The length of the last record's line.
+    line_bytes: usize,
 }
 
 impl CassetteReader<Box<dyn BufRead + Send>> {
@@ -72,6 +74,7 @@ impl<R: BufRead> CassetteReader<R> {
             done: false,
             max_line,
             in_place: 0,
+            line_bytes: 0,
         })
     }
 
@@ -153,6 +156,7 @@ impl<R: BufRead> CassetteReader<R> {
             }
         };
         self.lineno += 1;
+        self.line_bytes = line.len();
         let record = parse_record_ref(
             &self.path,
             self.lineno,
@@ -239,7 +243,55 @@ pub(crate) fn read_line(
     }
 }
 
+/// The variable that sets how much a command that holds a whole cassette may hold
+/// ([`Cassette::load_held`]).
+pub const MAX_HELD_ENV: &str = "PI_HARNESS_MAX_HELD_BYTES";
+
+/// How much of a cassette's records a command that holds a whole cassette holds at most
+/// (32 MiB of lines, each counted with [`HELD_PER_RECORD`]), unless [`MAX_HELD_ENV`] says:
+/// the largest recorded cassette is 22 MB (pi 0.73.1's long answer, snapshots and deltas);
+/// a bomb of short records took 700 MB whole.
+pub const DEFAULT_MAX_HELD_BYTES: u64 = 32 << 20;
+
+/// What a record costs in memory beside its line: its slot in the vector three times (the
+/// vector doubles, and holds the old and the new while it moves) and its payload's
+/// allocation, so that a bomb of short lines is counted at what it takes.
+const HELD_PER_RECORD: u64 = 3 * std::mem::size_of::<Record>() as u64 + 64;
+
 impl Cassette {
+    /// [`Cassette::load`] for a command that must hold a whole cassette (a normalized diff:
+    /// `cassette review`, `record --record-mode all`, `drift`): past [`DEFAULT_MAX_HELD_BYTES`]
+    /// (or [`MAX_HELD_ENV`]) of records, an error naming the line and the limit, before
+    /// memory grows with the input.
+    pub fn load_held(path: &Path) -> Result<Cassette, CassetteError> {
+        let budget = std::env::var(MAX_HELD_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(DEFAULT_MAX_HELD_BYTES);
+        let mut reader = CassetteReader::open(path)?;
+        let mut records = Vec::new();
+        let mut held = 0u64;
+        while let Some(r) = reader.next_ref() {
+            let record = r?.into_owned();
+            held += reader.line_bytes as u64 + HELD_PER_RECORD;
+            if held > budget {
+                return Err(CassetteError::invalid(
+                    path,
+                    reader.lineno,
+                    format!(
+                        "more than {budget} bytes of records to hold (the limit of a command that holds a whole cassette; raise it with {MAX_HELD_ENV}=BYTES)"
+                    ),
+                ));
+            }
+            records.push(record);
+        }
+        Ok(Cassette {
+            header: reader.header,
+            records,
+        })
+    }
+
     /// Read a cassette from a file (gzip is recognised by its magic bytes, whatever the
     /// name), through the one reader every tool uses ([`CassetteReader`]).
     pub fn load(path: &Path) -> Result<Cassette, CassetteError> {

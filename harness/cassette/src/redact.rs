@@ -270,6 +270,54 @@ pub fn secrets_in_line<'s>(
         .collect()
 }
 
+/// What a message shows where a secret was ([`mask`]).
+pub const MASK: &str = "[REDACTED]";
+
+/// Shorter than this, a secret is masked only where it stands as a whole word (between
+/// characters that are not letters, digits, `_` or `-`): a dummy key such as `x` is inside
+/// `exec` and most prompts. Longer ones are masked wherever they are.
+pub const MASK_ANYWHERE_BYTES: usize = 8;
+
+/// `text` with every one of `secrets` (raw, and as it appears inside a JSON string) replaced
+/// by [`MASK`]: for a message that may quote what a caller gave (a prompt, a flag's value,
+/// a client's line), so that a value a cassette marks secret (`expect.never_in_argv`) never
+/// reaches a terminal, a report or a CI log. Empty secrets mask nothing; see
+/// [`MASK_ANYWHERE_BYTES`] for short ones.
+pub fn mask(text: &str, secrets: &[String]) -> String {
+    let mut out = text.to_string();
+    for secret in secrets.iter().filter(|s| !s.is_empty()) {
+        let escaped = json_escaped(secret);
+        for form in [secret.as_str(), escaped.as_str()] {
+            if out.contains(form) {
+                out = mask_one(&out, form, secret.len() >= MASK_ANYWHERE_BYTES);
+            }
+        }
+    }
+    out
+}
+
+/// `text` with `form` replaced by [`MASK`]: everywhere, or only as a whole word.
+fn mask_one(text: &str, form: &str, anywhere: bool) -> String {
+    if anywhere {
+        return text.replace(form, MASK);
+    }
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-');
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (at, _) in text.match_indices(form) {
+        let before = text[..at].chars().next_back();
+        let after = text[at + form.len()..].chars().next();
+        if at < last || word(before) || word(after) {
+            continue;
+        }
+        out.push_str(&text[last..at]);
+        out.push_str(MASK);
+        last = at + form.len();
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,5 +379,25 @@ mod tests {
         assert!(contains_secret(br#"{"k":"a\"b"}"#, "a\"b"));
         assert!(!contains_secret(b"sk-2", "sk-1"));
         assert!(!contains_secret(b"anything", ""));
+    }
+
+    #[test]
+    fn mask_hides_long_secrets_anywhere_and_short_ones_as_words() {
+        let secrets = vec!["sk-live-0123456789".to_string(), "x".to_string()];
+        assert_eq!(
+            mask("prompt \"say sk-live-0123456789!\" in exec x", &secrets),
+            "prompt \"say [REDACTED]!\" in exec [REDACTED]"
+        );
+        // Inside a JSON string, escaped.
+        let quoted = vec!["a\"b-0123456789".to_string()];
+        assert_eq!(
+            mask(r#"got "a\"b-0123456789""#, &quoted),
+            r#"got "[REDACTED]""#
+        );
+        assert_eq!(
+            mask("--api-key=x, -x, xx", &secrets),
+            "--api-key=[REDACTED], -x, xx"
+        );
+        assert_eq!(mask("nothing here", &[String::new()]), "nothing here");
     }
 }

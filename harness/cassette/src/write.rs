@@ -47,6 +47,98 @@ impl Cassette {
     }
 }
 
+/// Why [`rewrite_header`] could not rewrite a cassette.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RewriteError {
+    /// The cassette could not be read, or is not valid (the message names file and line).
+    #[error("{0}")]
+    Cassette(#[from] crate::CassetteError),
+    /// The output could not be written (the message names it).
+    #[error("{0}")]
+    Output(#[from] crate::output::OutputError),
+}
+
+/// Copy the cassette `from` to `to` with its header changed by `edit`, compressed as `kind`,
+/// a record at a time: every record is checked by the one reader as it passes, and nothing
+/// but one record is held, whatever the cassette's size (`cassette relax`). `to` may be
+/// `from` itself: it is replaced once the copy is whole ([`crate::output::create`]). The
+/// header written is returned.
+pub fn rewrite_header(
+    from: &Path,
+    to: &Path,
+    kind: crate::input::Compression,
+    edit: impl FnOnce(&mut crate::Header),
+) -> Result<crate::Header, RewriteError> {
+    let mut reader = crate::CassetteReader::open(from)?;
+    let mut header = reader.header().clone();
+    edit(&mut header);
+    let mut pending = crate::output::create(to, &[])?;
+    let io = |e: std::io::Error| pending_error(to, e);
+    let file = pending.file().try_clone().map_err(io)?;
+    let buffered = std::io::BufWriter::with_capacity(64 << 10, file);
+    let mut out = match kind {
+        crate::input::Compression::Zstd => {
+            Encoder::Zstd(crate::output::zstd_encoder(buffered, None).map_err(io)?)
+        }
+        crate::input::Compression::Gzip => Encoder::Gzip(crate::output::gzip_encoder(buffered)),
+        crate::input::Compression::None => Encoder::Plain(buffered),
+    };
+    out.write_all(header.to_json().as_bytes()).map_err(io)?;
+    out.write_all(b"\n").map_err(io)?;
+    while let Some(record) = reader.next_ref() {
+        record?.into_owned().write_to(&mut out).map_err(io)?;
+        out.write_all(b"\n").map_err(io)?;
+    }
+    out.finish().map_err(io)?;
+    pending.commit()?;
+    Ok(header)
+}
+
+/// The stream [`rewrite_header`] writes through, by compression.
+enum Encoder<W: Write> {
+    Zstd(zstd::stream::write::Encoder<'static, W>),
+    Gzip(flate2::write::GzEncoder<W>),
+    Plain(W),
+}
+
+impl<W: Write> Encoder<W> {
+    /// Write the stream's end (zstd's epilogue, gzip's trailer) and flush.
+    fn finish(self) -> std::io::Result<()> {
+        let mut w = match self {
+            Encoder::Zstd(e) => e.finish()?,
+            Encoder::Gzip(e) => e.finish()?,
+            Encoder::Plain(w) => w,
+        };
+        w.flush()
+    }
+}
+
+impl<W: Write> Write for Encoder<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Encoder::Zstd(e) => e.write(buf),
+            Encoder::Gzip(e) => e.write(buf),
+            Encoder::Plain(w) => w.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Encoder::Zstd(e) => e.flush(),
+            Encoder::Gzip(e) => e.flush(),
+            Encoder::Plain(w) => w.flush(),
+        }
+    }
+}
+
+fn pending_error(to: &Path, e: std::io::Error) -> RewriteError {
+    RewriteError::Output(crate::output::OutputError(format!(
+        "{}: cannot write: {e}",
+        to.display()
+    )))
+}
+
 impl Record {
     /// Write the record as one JSON line (without its `\n`), its payload in its stored form.
     pub(crate) fn write_to(&self, out: &mut impl Write) -> std::io::Result<()> {

@@ -111,6 +111,10 @@ enum Command {
         /// Only these scenarios (repeatable).
         #[arg(long)]
         only: Vec<String>,
+        /// A variable whose value is a secret (repeatable): given to pi, written nowhere
+        /// (`<NAME>` in the cassettes), marked never_in_argv.
+        #[arg(long = "secret-env", value_name = "NAME", value_parser = crate::values::parse_secret_env)]
+        secret_env: Vec<(String, String)>,
     },
     /// Run the conformance suite against an implementation (default: the bundled reference provider).
     #[command(
@@ -226,6 +230,12 @@ struct RecordArgs {
     /// and expected of a replay (expect.env: GEMINI_CLI_NO_RELAUNCH=1; several --env).
     #[arg(long, value_name = "KEY=VALUE", value_parser = crate::values::parse_env_pair)]
     env: Vec<(String, String)>,
+    /// A variable whose value is a secret (repeatable; any agent): its value here is given to
+    /// the CLI, written nowhere (`<NAME>` in the cassette, `--secret-env NAME` in its
+    /// origin), and the header marks it never_in_argv. An --env value whose name is a
+    /// secret (this, or the CLI's key: GEMINI_API_KEY) is written masked too.
+    #[arg(long = "secret-env", value_name = "NAME", value_parser = crate::values::parse_secret_env)]
+    secret_env: Vec<(String, String)>,
     /// An unrecorded run of the CLI first, in the same sandbox (one argument per --before;
     /// `{TMP}`/`{CWD}` as for the recorded run): the session an `exec resume --last` or a
     /// `--continue` then continues.
@@ -356,7 +366,8 @@ struct ConformArgs {
 
 #[derive(Subcommand)]
 enum CassetteCommand {
-    /// Turn a captured `pi --mode json` stdout into a cassette.
+    /// Turn a captured `pi --mode json` stdout (or a pi RPC or Claude Code stream-json
+    /// transcript) into a cassette; Codex CLI and Gemini CLI captures are refused.
     Import(Box<crate::cassette_cmd::ImportArgs>),
     /// Check cassettes: format, schema points, timing, secrets left in. Exit 1 on any problem.
     #[command(
@@ -404,7 +415,7 @@ pub fn main() -> ExitCode {
     let status = match run(cli) {
         Ok(status) => status,
         Err(e) => {
-            eprintln!("error: {}", crate::one_line(&format!("{e:#}")));
+            eprintln!("error: {}", crate::one_line(&crate::error::with_causes(&e)));
             EXIT_USAGE
         }
     };
@@ -458,6 +469,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             pis,
             out,
             only,
+            secret_env,
         } => {
             let ok = runtime()?.block_on(corpus::record_corpus(
                 &corpus::CorpusOptions {
@@ -465,6 +477,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     pis,
                     out,
                     only,
+                    secret_env,
                 },
                 &stderr_notices(),
             ))?;
@@ -538,6 +551,7 @@ fn record(args: RecordArgs) -> anyhow::Result<(PathBuf, String)> {
         retries,
         setting,
         env,
+        secret_env,
         before,
         retry_delay_ms,
         scenario,
@@ -612,6 +626,7 @@ fn record(args: RecordArgs) -> anyhow::Result<(PathBuf, String)> {
         opts.agent_settings = setting;
         opts.agent_env = env;
     }
+    opts.secret_env = secret_env;
     if !before.is_empty() {
         opts.prelude = Some(recorder::Prelude {
             args: before,

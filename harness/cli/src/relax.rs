@@ -7,7 +7,6 @@ use std::path::PathBuf;
 
 use pi_cassette::input::Compression;
 use pi_cassette::matching::IGNORABLE;
-use pi_cassette::Cassette;
 
 use crate::error::CliError;
 use crate::exit::EXIT_OK;
@@ -47,25 +46,22 @@ pub fn ignorable(name: &str) -> Result<String, String> {
 
 /// `pi-harness cassette relax`: its exit status.
 pub fn run_relax(args: &RelaxArgs) -> i32 {
-    let mut cassette = match Cassette::load(&args.file) {
-        Ok(c) => c,
-        Err(e) => return CliError::usage(e.to_string()).report(),
-    };
-    let added = cassette.header.expect.ignore(&args.ignore);
     let out = args.out.as_ref().unwrap_or(&args.file);
     // Written as it was read: compressed as it was (by its magic), or as --out's name says.
     let kind = match &args.out {
         Some(o) => Compression::for_name(o),
         None => Compression::of_file(&args.file),
     };
-    // The cassette is in memory: replacing FILE itself is safe (atomic, by rename).
-    let written = pi_cassette::output::compress(kind, cassette.to_jsonl().into_bytes())
-        .map_err(|e| format!("{}: {e}", out.display()))
-        .and_then(|bytes| pi_cassette::output::write(out, &bytes, &[]).map_err(|e| e.to_string()));
-    if let Err(e) = written {
-        return CliError::usage(e).report();
-    }
-    let now = cassette.header.expect.irrelevant.join(", ");
+    // A record at a time, never the whole cassette; replacing FILE itself is safe (the copy
+    // is put in place by rename once whole).
+    let mut added = Vec::new();
+    let header = match pi_cassette::rewrite_header(&args.file, out, kind, |h| {
+        added = h.expect.ignore(&args.ignore);
+    }) {
+        Ok(h) => h,
+        Err(e) => return CliError::usage(e.to_string()).report(),
+    };
+    let now = header.expect.irrelevant.join(", ");
     if added.is_empty() {
         eprintln!("{}: already ignores {now}; unchanged", out.display());
     } else {
@@ -78,7 +74,6 @@ pub fn run_relax(args: &RelaxArgs) -> i32 {
     EXIT_OK
 }
 
-/// Whether the file starts with gzip's magic bytes.
 #[cfg(test)]
 mod tests {
     use super::*;

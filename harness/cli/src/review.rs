@@ -7,7 +7,7 @@
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use crate::exit::EXIT_OK;
+use crate::exit::{EXIT_OK, EXIT_USAGE};
 use crate::record_mode::{existing, normalized_diff, pending_path, target_of_pending, variants};
 
 /// `pi-harness cassette review`'s options.
@@ -42,11 +42,12 @@ fn pending_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     for p in paths {
         if p.is_dir() {
             walk(p, &mut out)?;
-        } else if target_of_pending(p).is_some() && p.is_file() {
+        } else if target_of_pending(p).is_some() && std::fs::symlink_metadata(p).is_ok() {
+            // Whatever it is: what is not a pending file is said when it is reached.
             out.push(p.clone());
         } else if p.is_file() {
             for cand in variants(p).iter().map(|c| pending_path(c)) {
-                if cand.is_file() {
+                if std::fs::symlink_metadata(&cand).is_ok() {
                     out.push(cand);
                 }
             }
@@ -78,11 +79,38 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Why `p` cannot be reviewed as a pending file, if it cannot: a symbolic link (accepted, it
+/// would put a link where the cassette is, and a later write to the cassette would go
+/// through it), or not a regular file (a FIFO blocked the review, a device never ends).
+/// `record --record-mode all` writes a regular file.
+fn not_pending(p: &Path) -> Option<String> {
+    match std::fs::symlink_metadata(p) {
+        Err(e) => Some(format!("{}: cannot read it: {e}", p.display())),
+        Ok(m) if m.file_type().is_symlink() => Some(format!(
+            "{}: a symbolic link, not a pending file (record --record-mode all writes a regular file); left alone",
+            p.display()
+        )),
+        Ok(m) if !m.is_file() => Some(format!(
+            "{}: not a regular file (a FIFO, a device or a socket), not a pending file; left alone",
+            p.display()
+        )),
+        Ok(_) => None,
+    }
+}
+
 /// Show one pending file: what it replaces and the normalized diff.
 fn show(pending: &Path, old: Option<&Path>) -> anyhow::Result<()> {
     println!("pending  {}", pending.display());
     match old {
-        None => println!("  a new cassette (nothing to replace)"),
+        None => {
+            // Nothing to diff with: it is read through once, so that what is accepted is a
+            // cassette (a record at a time, whatever its size).
+            let mut reader = pi_cassette::CassetteReader::open(pending)?;
+            while let Some(r) = reader.next_ref() {
+                r?;
+            }
+            println!("  a new cassette (nothing to replace)");
+        }
         Some(old) => {
             println!("  replaces {}", old.display());
             let diff = normalized_diff(old, pending)?;
@@ -155,31 +183,56 @@ pub fn review_command(args: &ReviewArgs) -> anyhow::Result<i32> {
     }
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
-    let (mut accepted, mut rejected, mut skipped) = (0, 0, 0);
+    let (mut accepted, mut rejected, mut skipped, mut failed) = (0, 0, 0, 0);
     let mut answers_left = true;
     for p in &pending {
-        let target = target_of_pending(p).expect("a pending file's name");
-        let old = existing(&target);
-        show(p, old.as_deref())?;
-        let decision = if args.accept_all {
-            Decision::Accept
-        } else if args.reject_all {
-            Decision::Reject
-        } else if answers_left {
-            ask(&mut input)?.unwrap_or_else(|| {
-                answers_left = false;
-                Decision::Skip
-            })
-        } else {
-            Decision::Skip
+        // One file that cannot be reviewed is said, in one line, and the review goes on.
+        let reviewed = match not_pending(p) {
+            Some(why) => Err(anyhow::anyhow!(why)),
+            None => review_one(args, p, &mut input, &mut answers_left),
         };
-        apply(decision, p, &target)?;
-        match decision {
-            Decision::Accept => accepted += 1,
-            Decision::Reject => rejected += 1,
-            Decision::Skip => skipped += 1,
+        match reviewed {
+            Ok(Decision::Accept) => accepted += 1,
+            Ok(Decision::Reject) => rejected += 1,
+            Ok(Decision::Skip) => skipped += 1,
+            Err(e) => {
+                eprintln!("error: {}", crate::one_line(&crate::error::with_causes(&e)));
+                failed += 1;
+            }
         }
     }
-    println!("review: {accepted} accepted, {rejected} rejected, {skipped} left pending");
-    Ok(EXIT_OK)
+    if failed == 0 {
+        println!("review: {accepted} accepted, {rejected} rejected, {skipped} left pending");
+        return Ok(EXIT_OK);
+    }
+    println!(
+        "review: {accepted} accepted, {rejected} rejected, {skipped} left pending, {failed} could not be reviewed (left alone)"
+    );
+    Ok(EXIT_USAGE)
+}
+
+/// Show one pending file, decide (by the options or an answer on `input`) and carry it out.
+fn review_one(
+    args: &ReviewArgs,
+    p: &Path,
+    input: &mut dyn BufRead,
+    answers_left: &mut bool,
+) -> anyhow::Result<Decision> {
+    let target = target_of_pending(p).expect("a pending file's name");
+    let old = existing(&target);
+    show(p, old.as_deref())?;
+    let decision = if args.accept_all {
+        Decision::Accept
+    } else if args.reject_all {
+        Decision::Reject
+    } else if *answers_left {
+        ask(input)?.unwrap_or_else(|| {
+            *answers_left = false;
+            Decision::Skip
+        })
+    } else {
+        Decision::Skip
+    };
+    apply(decision, p, &target)?;
+    Ok(decision)
 }

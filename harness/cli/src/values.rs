@@ -38,7 +38,34 @@ pub fn parse_env_pair(text: &str) -> Result<(String, String), String> {
         Some((k, v)) if !k.is_empty() && !k.contains('\0') && !v.contains('\0') => {
             Ok((k.to_string(), v.to_string()))
         }
-        _ => Err(format!("expected NAME=VALUE, found {text:?}")),
+        // The value may be a secret: only the name is shown.
+        Some((k, _)) if !k.is_empty() && !k.contains('\0') => {
+            Err(format!("{k}: the value holds a NUL byte"))
+        }
+        Some(_) => Err("expected NAME=VALUE, found an empty NAME".into()),
+        None => Err(format!("expected NAME=VALUE, found {text:?}")),
+    }
+}
+
+/// `--secret-env NAME`: the name (letters, digits and `_`, not starting with a digit) and its
+/// value in this process's environment, which must be set and non-empty. No message shows
+/// the value.
+pub fn parse_secret_env(name: &str) -> Result<(String, String), String> {
+    let ok = name
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if !ok {
+        return Err(format!(
+            "{name:?} is not a variable name (letters, digits and _, not starting with a digit)"
+        ));
+    }
+    match std::env::var(name) {
+        Ok(v) if !v.is_empty() => Ok((name.to_string(), v)),
+        Ok(_) => Err(format!("${name} is empty here: nothing to keep secret")),
+        Err(std::env::VarError::NotPresent) => Err(format!("${name} is not set here")),
+        Err(std::env::VarError::NotUnicode(_)) => Err(format!("${name} is not UTF-8")),
     }
 }
 

@@ -122,7 +122,10 @@ impl RpcSession {
                 let status = spawned.child.wait().await;
                 return Err(fail(
                     FailureReason::SpawnFailed,
-                    format!("the supervisor ended ({status:?}) before starting pi"),
+                    format!(
+                        "the supervisor ended ({}) before starting pi",
+                        crate::wait::ended(&status)
+                    ),
                 ));
             }
         };
@@ -583,7 +586,7 @@ impl Actor {
         }
         for p in self.pending {
             let _ = p.reply.send(Err(RpcError::Closed(match &self.exited {
-                Some(e) => format!("pi exited ({e:?}) before answering"),
+                Some(e) => format!("pi ended ({}) before answering", crate::wait::ended_info(e)),
                 None => "pi ended before answering".into(),
             })));
         }

@@ -504,7 +504,8 @@ impl RunState {
             EndCause::Failed {
                 reason: FailureReason::ProcessSignal,
                 message: format!(
-                    "the supervisor died ({status:?}) before {pi} ended; {pi}'s process group was stopped (SIGTERM, then SIGKILL)"
+                    "the supervisor died ({}) before {pi} ended; {pi}'s process group was stopped (SIGTERM, then SIGKILL)",
+                    crate::wait::ended(status)
                 ),
             }
         } else if let Some(e) = self.spawn_failed {

@@ -127,3 +127,49 @@ mod tests {
         let _ = child.wait();
     }
 }
+
+/// How a process ended, in words for a message (`exited with status 3`, `killed by
+/// SIGKILL`), never the debug form of its status (`Ok(ExitStatus(unix_wait_status(9)))`).
+pub(crate) fn ended(status: &std::io::Result<std::process::ExitStatus>) -> String {
+    use std::os::unix::process::ExitStatusExt as _;
+    match status {
+        Ok(s) => match (s.code(), s.signal()) {
+            (Some(code), _) => format!("exited with status {code}"),
+            (None, Some(n)) => match nix::sys::signal::Signal::try_from(n) {
+                Ok(sig) => format!("killed by {}", sig.as_str()),
+                Err(_) => format!("killed by signal {n}"),
+            },
+            (None, None) => "ended, how unknown".into(),
+        },
+        Err(e) => format!("its end unknown: {e}"),
+    }
+}
+
+/// [`ended`] for what a stream reports of pi's end.
+pub(crate) fn ended_info(e: &pi_wire::message::ExitInfo) -> String {
+    match (&e.code, &e.signal) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(sig)) => format!("killed by {sig}"),
+        (None, None) => "ended, how unknown".into(),
+    }
+}
+
+#[cfg(test)]
+mod ended_tests {
+    use std::os::unix::process::ExitStatusExt as _;
+    use std::process::ExitStatus;
+
+    #[test]
+    fn an_end_is_said_in_words() {
+        assert_eq!(
+            super::ended(&Ok(ExitStatus::from_raw(9))),
+            "killed by SIGKILL"
+        );
+        assert_eq!(
+            super::ended(&Ok(ExitStatus::from_raw(3 << 8))),
+            "exited with status 3"
+        );
+        let e = std::io::Error::other("gone");
+        assert_eq!(super::ended(&Err(e)), "its end unknown: gone");
+    }
+}

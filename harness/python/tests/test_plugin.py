@@ -89,6 +89,47 @@ def test_other_model(pi_world):
     )
 
 
+SECRET_CASSETTE = (
+    '{"format":"pi-cassette","version":1,"pi":{"version":"0.87.1","dialect":"delta-only"},'
+    '"scenario":{"name":"secret","description":"a key marked secret"},'
+    '"expect":{"prompt":"Say hello.","env":["PIH_TEST_KEY"],"never_in_argv":[{"env":"PIH_TEST_KEY"}]},'
+    '"origin":{"kind":"hand-made","timing":"synthetic"}}\n'
+    '{"dt_ms":0,"exit":0}\n'
+)
+
+
+def test_a_failing_tests_report_shows_no_secret(pytester, wrapper_source, monkeypatch):
+    """The caller put the key (a value the cassette marks never_in_argv) in the prompt and
+    the model: fake-pi's lines, copied into the failing test's output, mask it."""
+    key = "sk-live-pytest-0123456789abcdef"
+    monkeypatch.setenv("PIH_TEST_KEY", key)
+    pytester.makepyfile(wrapper=wrapper_source)
+    pytester.path.joinpath("secret.cassette.jsonl").write_text(SECRET_CASSETTE)
+    pytester.makepyfile(
+        test_secret="""
+import os
+import pytest
+from wrapper import ask
+
+@pytest.mark.pi_cassette("secret.cassette.jsonl")
+def test_leaky_prompt(pi_world):
+    key = os.environ["PIH_TEST_KEY"]
+    code, text = ask("my key is " + key, model=key)
+    assert code == 0
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- fake-pi report -*",
+            'fake-pi: expectation mismatch: expect.prompt: expected "Say hello.", got "my key is [[]REDACTED]"*',
+        ]
+    )
+    output = "\n".join(result.outlines + result.errlines)
+    assert key not in output and key[:16] not in output
+
+
 @pytest.mark.pi_cassette("claude/claude_bridge_default.cc21332")
 def test_a_claude_cassette_is_replayed_as_claude(pi_world):
     assert pi_world.agent == "claude"

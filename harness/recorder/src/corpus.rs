@@ -336,6 +336,9 @@ pub struct CorpusOptions {
     pub out: PathBuf,
     /// Record only these scenarios (all when empty).
     pub only: Vec<String>,
+    /// Secrets by name and value (`--secret-env NAME`), for every recording
+    /// ([`RecordOptions::secret_env`]).
+    pub secret_env: Vec<(String, String)>,
 }
 
 /// Record every scenario on every version given. Returns false when any failed (each
@@ -383,6 +386,7 @@ pub async fn record_corpus(opts: &CorpusOptions, notices: &Notices) -> Result<bo
                 tag,
                 pi,
                 out: &opts.out,
+                secret_env: &opts.secret_env,
             };
             match run.record(notices).await {
                 Ok(o) => notices.line(&format!(
@@ -442,13 +446,21 @@ struct Recording<'a> {
     tag: &'a str,
     pi: &'a Path,
     out: &'a Path,
+    secret_env: &'a [(String, String)],
 }
 
 impl Recording<'_> {
     /// Record it and check that the texts the manifest names reached the model.
     async fn record(&self, notices: &Notices) -> Result<RecordOutcome, CorpusError> {
         let s = self.scenario;
-        let o = options_for(self.manifest, self.dir, s, self.tag, self.pi, self.out)?;
+        let mut o = options_for(self.manifest, self.dir, s, self.tag, self.pi, self.out)?;
+        if !self.secret_env.is_empty() {
+            o.secret_env = self.secret_env.to_vec();
+            let names: Vec<&str> = self.secret_env.iter().map(|(n, _)| n.as_str()).collect();
+            if let Some(source) = o.source.as_mut() {
+                source.push_str(&format!(" --secret-env {}", names.join(" --secret-env ")));
+            }
+        }
         let outcome = recorder::record(&o, notices).await?;
         for d in &s.delivered {
             let req = outcome

@@ -106,7 +106,9 @@ pub fn compare_dirs(committed: &Path, fresh: &Path) -> Result<Report, DriftError
     // Committed name -> (fresh name, what the fresh release is, the borrowed grammar).
     let mut twins: BTreeMap<String, (String, Option<String>)> = BTreeMap::new();
     for (name, path) in &new {
-        let c = Cassette::load(path)?;
+        // Only the header now: each cassette is read whole once, when it is compared
+        // (within the held budget), and let go before the next.
+        let c = pi_cassette::CassetteReader::open(path)?.header().clone();
         let pair = if old.contains_key(name) {
             Some((name.clone(), None))
         } else {
@@ -117,9 +119,7 @@ pub fn compare_dirs(committed: &Path, fresh: &Path) -> Result<Report, DriftError
         }
         fresh_loaded.insert(name.clone(), c);
     }
-    let unverified = fresh_loaded
-        .values()
-        .any(|c| c.header.pi.borrowed().is_some());
+    let unverified = fresh_loaded.values().any(|c| c.pi.borrowed().is_some());
     let fresh_tags: std::collections::BTreeSet<&str> = twins
         .keys()
         .chain(new.keys())
@@ -142,8 +142,8 @@ pub fn compare_dirs(committed: &Path, fresh: &Path) -> Result<Report, DriftError
             continue;
         };
         compared += 1;
-        let a = normalize(&Cassette::load(old_path)?);
-        let b = normalize(&fresh_loaded[fresh_name]);
+        let a = normalize(&Cassette::load_held(old_path)?);
+        let b = normalize(&Cassette::load_held(&new[fresh_name])?);
         let label = match what {
             Some(what) => format!("{fresh_name} ({what}) vs {name}"),
             None => name.clone(),
@@ -191,16 +191,16 @@ fn version_tag(name: &str) -> Option<&str> {
 /// For a fresh cassette of an unverified release: the committed name it is compared with
 /// (its tag swapped for the borrowed release's) and what it is (`pi 1.6.0, unverified,
 /// grammar of 1.5.2`).
-fn borrowed_twin(name: &str, c: &Cassette) -> Option<(String, String)> {
-    let borrowed = c.header.pi.borrowed()?;
+fn borrowed_twin(name: &str, header: &pi_cassette::Header) -> Option<(String, String)> {
+    let borrowed = header.pi.borrowed()?;
     let tag = version_tag(name)?;
     let stem = name.strip_suffix(&format!(".{tag}.cassette.jsonl"))?;
-    let twin_tag = if c.header.is_claude() {
+    let twin_tag = if header.is_claude() {
         format!("cc{}", borrowed.replace('.', ""))
     } else {
         pi_grammar::Version::parse(borrowed)?.tag()
     };
-    let cli = if c.header.is_claude() {
+    let cli = if header.is_claude() {
         "Claude Code"
     } else {
         "pi"
@@ -209,7 +209,7 @@ fn borrowed_twin(name: &str, c: &Cassette) -> Option<(String, String)> {
         format!("{stem}.{twin_tag}.cassette.jsonl"),
         format!(
             "{cli} {}, unverified, grammar of {borrowed}",
-            c.header.pi.version
+            header.pi.version
         ),
     ))
 }

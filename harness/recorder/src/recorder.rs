@@ -67,6 +67,7 @@ pub use gemini::{
     GeminiCall,
 };
 pub use gemini_run::gemini_version_of;
+use header::mark_secrets;
 pub use header::{expect_from_args, session_use};
 pub use install::{claude_version_of, pi_package_root, pi_version_of};
 pub use json_cassette::{behaviour_seen, build_records, event_type, spawns_for, ChildFate};
@@ -107,6 +108,7 @@ pub struct RecordOutcome {
 /// the LLM server's warnings go to `notices`. Becomes a child subreaper for the rest of
 /// the process's life.
 pub async fn record(opts: &RecordOptions, notices: &Notices) -> Result<RecordOutcome, RecordError> {
+    opts.check_secrets().map_err(RecordError::Options)?;
     let script = Script::load(&opts.script_path)?;
     let capacity = script.capacity();
     let expects_no_request = script.expects_no_request();
@@ -181,7 +183,7 @@ pub async fn record(opts: &RecordOptions, notices: &Notices) -> Result<RecordOut
     }
 
     let args = sandbox.substitute(&opts.pi_args);
-    let redactor = sandbox.redactor(&key, pi_root.as_deref(), port);
+    let redactor = sandbox.redactor(&key, pi_root.as_deref(), port, &opts.secrets());
     let settings = recording_settings(&stand_in);
     let (cassette, requests, children, leftovers) = match &client {
         Some(client) => {
@@ -219,7 +221,9 @@ pub async fn record(opts: &RecordOptions, notices: &Notices) -> Result<RecordOut
     }
     let mut cassette = cassette;
     cassette.header.expect.ignore(&opts.ignore);
-    let path = write::write_checked(&cassette, &opts.out, &key, &sandbox.tmp)?;
+    let secrets = opts.secrets();
+    mark_secrets(&mut cassette.header.expect, &secrets);
+    let path = write::write_checked(&cassette, &opts.out, &key, &secrets, &sandbox.tmp)?;
     let bytes = std::fs::metadata(&path)
         .map_err(RecordError::CassetteIo)?
         .len();

@@ -152,7 +152,7 @@ fn recordings(dir: &Path) -> Result<BTreeMap<String, BTreeMap<Version, Seen>>, V
         .collect();
     files.sort();
     for path in files {
-        let c = Cassette::load(&path).map_err(VersionsError::Cassette)?;
+        let c = Cassette::load_held(&path).map_err(VersionsError::Cassette)?;
         let Some(v) = Version::parse(&c.header.pi.version) else {
             continue;
         };

@@ -84,6 +84,16 @@ pub fn import_file(
         stdout.add(&lines.buf);
         lines.buf.truncate(lines.buf.len() - usize::from(newline));
         let at = lines.number;
+        if at <= super::dialect::LINES_LOOKED_AT {
+            if let Some(what) = super::dialect::foreign(&lines.buf) {
+                // Nothing is written: the output is dropped uncommitted.
+                return Err(ImportError::Input {
+                    file: name.clone(),
+                    line: at,
+                    message: super::dialect::refusal(what),
+                });
+            }
+        }
         // The line goes into its record (and then to the file), not copied.
         let line = std::mem::take(&mut lines.buf);
         builder.line_owned(line, newline, &mut |r| w.record(&r, &name, at))?;

@@ -46,10 +46,72 @@ pub(super) fn secret_kind(token: &str) -> Option<&'static str> {
         && has(|c| c.is_ascii_lowercase())
         && has(|c| c.is_ascii_digit())
         && !is_camel_case_name(token)
+        && !is_stamped_name(token)
     {
         return Some("a long base64-like token");
     }
     None
+}
+
+/// A name made of words and a date-time stamp, as in the error report Gemini CLI names on
+/// stderr (`gemini-client-error-Turn.run-sendMessageStream-2026-11-26T05-52-28-797Z.json`):
+/// once its stamps (`YYYY-MM-DDTHH-MM-SS[-mmm]Z`, `-` or `:` between the time's parts) are
+/// taken out, no digit is left, only letters and `-`/`_` (words). A key holds digits outside
+/// any stamp.
+fn is_stamped_name(token: &str) -> bool {
+    let b = token.as_bytes();
+    let mut rest = Vec::with_capacity(b.len());
+    let mut i = 0;
+    let mut stamps = 0;
+    while i < b.len() {
+        match stamp_len(&b[i..]) {
+            Some(n) => {
+                stamps += 1;
+                i += n;
+            }
+            None => {
+                rest.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    stamps > 0
+        && rest
+            .iter()
+            .all(|c| c.is_ascii_alphabetic() || matches!(c, b'-' | b'_'))
+}
+
+/// The length of a date-time stamp at the start of `b`: `YYYY-MM-DDTHH?MM?SS`, then
+/// optionally `?mmm` (any digits) and a `Z`, where `?` is `-` or `:`.
+fn stamp_len(b: &[u8]) -> Option<usize> {
+    let digits =
+        |at: usize, n: usize| b.len() >= at + n && b[at..at + n].iter().all(u8::is_ascii_digit);
+    let sep = |at: usize| matches!(b.get(at), Some(b'-' | b':'));
+    let fixed = digits(0, 4)
+        && b.get(4) == Some(&b'-')
+        && digits(5, 2)
+        && b.get(7) == Some(&b'-')
+        && digits(8, 2)
+        && b.get(10) == Some(&b'T')
+        && digits(11, 2)
+        && sep(13)
+        && digits(14, 2)
+        && sep(16)
+        && digits(17, 2);
+    if !fixed {
+        return None;
+    }
+    let mut n = 19;
+    if matches!(b.get(n), Some(b'-' | b'.')) && b.get(n + 1).is_some_and(u8::is_ascii_digit) {
+        n += 1;
+        while b.get(n).is_some_and(u8::is_ascii_digit) {
+            n += 1;
+        }
+    }
+    if b.get(n) == Some(&b'Z') {
+        n += 1;
+    }
+    Some(n)
 }
 
 /// A camelCase identifier (`cacheCreationEphemeral1hInputTokens`, a field name Claude Code
@@ -204,8 +266,12 @@ struct Run {
     what: &'static str,
     /// Where the run started: a secret found across records is reported there.
     line: usize,
-    /// The end of the text so far, from a token boundary.
+    /// The end of the text scanned across boundaries so far, from a token boundary.
     tail: String,
+    /// Short records' text after `tail`, not scanned across its boundaries yet: they are
+    /// scanned together once there is a window's worth (or the run ends), so that a run of
+    /// many short records costs about its bytes, not a window per record.
+    pending: String,
     /// Messages already reported for this run's records and boundaries.
     said: std::collections::HashSet<String>,
 }
@@ -286,51 +352,91 @@ impl Scan {
         }
         self.seen(&text);
         let continues = streamed && self.run.as_ref().is_some_and(|run| run.what == what);
-        if continues {
-            let run = self.run.as_mut().expect("a run goes on");
-            // The boundary: the end of the run so far and the start of this record, as one text.
-            let window = format!("{}{}", run.tail, head(&text));
-            for m in scan_text(&window, claims) {
-                let message = format!("{what}: {m}");
-                if !said.contains(&message) && !run.said.contains(&message) {
-                    report.add(run.line, format!("{message} (across records from here)"));
-                    said.push(message);
-                }
-            }
-            let used: Vec<usize> = (0..self.unseen.len())
-                .filter(|&i| window.contains(self.unseen[i].1.as_str()))
-                .collect();
-            for i in used.into_iter().rev() {
-                self.unseen.remove(i);
-            }
-            let run = self.run.as_mut().expect("a run goes on");
-            run.tail = if text.len() >= WINDOW {
-                tail(&text).to_string()
-            } else {
-                tail(&format!("{}{text}", run.tail)).to_string()
-            };
-            for m in said {
-                if run.said.len() < RUN_MEMORY {
-                    run.said.insert(m);
-                }
-            }
-        } else {
+        if !continues {
+            self.end_run(report);
             self.run = streamed.then(|| Run {
                 what,
                 line: r.line,
                 tail: tail(&text).to_string(),
+                pending: String::new(),
                 said: said.into_iter().take(RUN_MEMORY).collect(),
             });
+            return;
         }
+        let run = self.run.as_mut().expect("a run goes on");
+        if run.pending.len() + text.len() < WINDOW {
+            run.pending.push_str(&text);
+            remember(run, said);
+            return;
+        }
+        // The boundaries so far, and this record's start, as one text.
+        let window = format!("{}{}{}", run.tail, run.pending, head(&text));
+        self.boundaries(report, what, &window, &mut said);
+        let run = self.run.as_mut().expect("a run goes on");
+        run.tail = if text.len() >= WINDOW {
+            tail(&text).to_string()
+        } else {
+            tail(&format!("{}{}{text}", run.tail, run.pending)).to_string()
+        };
+        run.pending.clear();
+        remember(run, said);
+    }
+
+    /// The run of streamed text ends: what it holds unscanned across boundaries is scanned.
+    fn end_run(&mut self, report: &mut Report) {
+        let Some(run) = self.run.as_mut() else {
+            return;
+        };
+        if run.pending.is_empty() {
+            return;
+        }
+        let window = format!("{}{}", run.tail, std::mem::take(&mut run.pending));
+        let what = run.what;
+        self.boundaries(report, what, &window, &mut Vec::new());
+    }
+
+    /// Scan `window`, text across record boundaries of the run going on: a problem not said
+    /// for one record is reported at the run's start; the placeholders it uses are seen.
+    fn boundaries(
+        &mut self,
+        report: &mut Report,
+        what: &str,
+        window: &str,
+        said: &mut Vec<String>,
+    ) {
+        let claims = self.claims;
+        let run = self.run.as_mut().expect("a run goes on");
+        for m in scan_text(window, claims) {
+            let message = format!("{what}: {m}");
+            if !said.contains(&message) && !run.said.contains(&message) {
+                report.add(run.line, format!("{message} (across records from here)"));
+                said.push(message.clone());
+                if run.said.len() < RUN_MEMORY {
+                    run.said.insert(message);
+                }
+            }
+        }
+        self.unseen
+            .retain(|(_, probe)| !window.contains(probe.as_str()));
     }
 
     /// The placeholders the header lists that nothing used.
-    pub(super) fn finish(self, report: &mut Report) {
+    pub(super) fn finish(mut self, report: &mut Report) {
+        self.end_run(report);
         for (placeholder, _) in self.unseen {
             report.add(
                 1,
                 format!("header: redaction placeholder {placeholder:?} is listed but used nowhere"),
             );
+        }
+    }
+}
+
+/// Remember what was said for a run's records (at most [`RUN_MEMORY`] messages).
+fn remember(run: &mut Run, said: Vec<String>) {
+    for m in said {
+        if run.said.len() < RUN_MEMORY {
+            run.said.insert(m);
         }
     }
 }

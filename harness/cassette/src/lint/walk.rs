@@ -39,7 +39,13 @@ fn next_line(
         Err(CassetteError::Io { source, .. })
             if matches!(
                 source.kind(),
-                ErrorKind::Other | ErrorKind::InvalidInput | ErrorKind::InvalidData
+                ErrorKind::Other
+                    | ErrorKind::InvalidInput
+                    | ErrorKind::InvalidData
+                    // A cut stream (`incomplete frame`, `incomplete deflate stream`) is the
+                    // file's content too, as a bad checksum is: a problem (exit 1), not an
+                    // input error (it was exit 2).
+                    | ErrorKind::UnexpectedEof
             ) =>
         {
             report.add(
@@ -56,14 +62,16 @@ fn next_line(
     }
 }
 
-/// Lint every line of `input` into `report`.
+/// Lint every line of `input` into `report`: lines of at most `max_line` bytes, and at most
+/// `budget` bytes in all (past it, one problem names the budget and the rest is not read).
 pub(super) fn walk(
     report: &mut Report,
     input: &mut dyn BufRead,
-    max_line: usize,
+    (max_line, budget): (usize, u64),
     secrets: &NamedSecrets,
 ) -> Result<(), CassetteError> {
     let mut buf = Vec::new();
+    let mut read = 0u64;
     // The header's line first: without it the rest cannot be read as records.
     let newline = match next_line(report, input, &mut buf, 1, max_line)? {
         Read::Line(newline) => newline,
@@ -98,6 +106,17 @@ pub(super) fn walk(
         match next_line(report, input, &mut buf, lines.lineno + 1, max_line)? {
             Read::Line(newline) => {
                 lines.lineno += 1;
+                read += buf.len() as u64 + 1;
+                if read > budget {
+                    report.add(
+                        lines.lineno,
+                        format!(
+                            "more than {budget} bytes to check (lint's budget; raise it with {}=BYTES): the rest is not checked",
+                            super::LINT_MAX_BYTES_ENV
+                        ),
+                    );
+                    return Ok(());
+                }
                 lines.newline = newline;
                 lines.record(report, &mut content, &buf, header.version);
             }

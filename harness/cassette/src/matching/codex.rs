@@ -90,7 +90,7 @@ pub fn check(expect: &Expect, call: &CodexCall) -> Vec<Mismatch> {
     }
     out.extend(environment(expect, call.env, call.argv));
     out.sort_by(|a, b| a.field.cmp(&b.field));
-    out
+    super::masked(expect, call.env, out)
 }
 
 /// `expect.syntax: true`: the options given and the PROMPT argument, literally.

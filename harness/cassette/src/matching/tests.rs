@@ -244,7 +244,7 @@ fn env_and_secrets() {
             "expect.env.EMPTY: expected set and non-empty, got empty",
             "expect.env.MISSING: expected set and non-empty, got unset",
             "expect.never_in_argv[0]: expected the value of $KEY nowhere in argv, got it in argv[2]",
-            "expect.never_in_argv[1]: expected the literal \"sk-lit\" nowhere in argv, got it in argv[4]",
+            "expect.never_in_argv[1]: expected the literal secret (not shown) nowhere in argv, got it in argv[4]",
         ]
     );
 }
@@ -268,7 +268,7 @@ fn env_ignored_leaves_the_secrets_checked() {
     );
     assert_eq!(
         got,
-        vec!["expect.never_in_argv[0]: expected the literal \"sk-lit\" nowhere in argv, got it in argv[2]"]
+        vec!["expect.never_in_argv[0]: expected the literal secret (not shown) nowhere in argv, got it in argv[2]"]
     );
 }
 
@@ -348,4 +348,54 @@ fn a_short_secret_is_found_only_as_a_whole_argument() {
         "sk-12345678"
     ));
     assert!(!super::secret_in_arg("--mode", ""));
+}
+
+/// A key a caller put in the wrong place (as the prompt, the model, a flag's value, a
+/// follow-up) is shown by no mismatch line, whichever field it lands in.
+#[test]
+fn a_secret_is_masked_in_every_mismatch() {
+    let key = "sk-live-5ecret-0123456789";
+    let mut flags = BTreeMap::new();
+    flags.insert("thinking".to_string(), FlagRule::Value("low".into()));
+    let e = Expect {
+        prompt: Some("hello".into()),
+        follow_ups: Some(vec![]),
+        flags,
+        syntax: true,
+        effective: Some(EffectiveExpect {
+            model: Some("fake-model".into()),
+            ..EffectiveExpect::default()
+        }),
+        never_in_argv: vec![Secret::Env("KEY".into())],
+        ..Expect::default()
+    };
+    let got = run(
+        "0.87.1",
+        &e,
+        &[
+            "--model",
+            &format!("fake/{key}"),
+            "--thinking",
+            &format!("{key}x"),
+            &format!("say {key}"),
+            key,
+        ],
+        None,
+        &AgentSettings::default(),
+        &[("KEY", key)],
+    );
+    let fields: Vec<&str> = got.iter().map(|l| l.split(':').next().unwrap()).collect();
+    for field in [
+        "expect.effective.model",
+        "expect.prompt",
+        "expect.follow_ups",
+        "expect.flags.thinking",
+        "expect.never_in_argv[0]",
+    ] {
+        assert!(fields.contains(&field), "{field} not in {got:#?}");
+    }
+    for line in &got {
+        assert!(!line.contains(key), "{line}");
+    }
+    assert!(got.iter().any(|l| l.contains("[REDACTED]")), "{got:#?}");
 }

@@ -464,6 +464,14 @@ pub(super) fn recorded_words(e: &Expect, grammar: &Grammar) -> Vec<super::Word> 
     words
 }
 
+/// A shell variable's name: letters, digits and `_`, not starting with a digit.
+fn is_var_name(k: &str) -> bool {
+    k.bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
 /// A word for `sh`: as it is when it is safe, else in single quotes.
 ///
 /// ```
@@ -536,8 +544,18 @@ impl Replay {
             }
             out.push_str(" | ");
         }
+        // A name that is not a shell variable's (a hostile header's `$(...)`) cannot be an
+        // assignment: then `env` takes them all, each quoted whole.
+        let names_ok = self.env.iter().all(|(k, _)| is_var_name(k));
+        if !names_ok {
+            out.push_str("env ");
+        }
         for (k, v) in &self.env {
-            let _ = write!(out, "{k}={} ", sh_quote(v));
+            if names_ok {
+                let _ = write!(out, "{k}={} ", sh_quote(v));
+            } else {
+                let _ = write!(out, "{} ", sh_quote(&format!("{k}={v}")));
+            }
         }
         let home = if self.codex_config.is_some() {
             "CODEX_HOME"

@@ -128,120 +128,104 @@ fn an_installed_pi_is_found_without_npm() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("npm not found"));
 }
 
+/// A forged install in the cache (a binary that says the pinned version, npm's lockfile
+/// with the pinned integrity values, a kept "tarball" that is not the pinned one) is not
+/// trusted, and nothing in it is run: the cache is checked against the pinned tarballs first
+/// (with no npm on PATH, the reinstall it needs is refused in one line). Before, the cached
+/// binary was run to ask its version and the lockfile's word was taken as the check.
 #[test]
-fn an_installed_claude_is_found_without_npm() {
-    let w = World::new("install-cached-claude");
+fn a_forged_cached_install_is_neither_trusted_nor_run() {
+    let w = World::new("install-forged-cache");
     let cache = w.path().join("cache");
-    let bin = cache.join("claude-2.1.332/package/claude");
-    write_exec(&bin, "#!/bin/sh\necho '2.1.332 (Claude Code)'\n");
-    let o = pih()
-        .env("PATH", bare_path(&w))
-        .env("PI_HARNESS_CACHE", &cache)
-        .args(["install", "claude", "2.1.332"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&o.stdout),
-        format!("claude 2.1.332: {}\n", bin.display())
-    );
+    let ran = w.path().join("RAN");
+    let forged = |bin: &Path, says: &str| {
+        write_exec(
+            bin,
+            &format!(
+                "#!/bin/sh
+echo ran >> '{}'
+echo '{says}'
+",
+                ran.display()
+            ),
+        );
+    };
+    // Claude Code: the binary, and a kept tarball that is not the pinned one.
+    let claude = cache.join("claude-2.1.332");
+    forged(&claude.join("package/claude"), "2.1.332 (Claude Code)");
+    std::fs::create_dir_all(claude.join(".pinned")).unwrap();
+    std::fs::write(
+        claude.join(".pinned/@anthropic-ai+claude-code-linux-x64.tgz"),
+        "not the pinned tarball",
+    )
+    .unwrap();
+    // Codex: its binary and a lockfile claiming both pinned integrity values.
+    let codex = cache.join("codex-0.169.0");
+    forged(&codex.join("node_modules/.bin/codex"), "codex-cli 0.169.0");
+    let lock = serde_json::json!({"packages": {
+        "node_modules/@openai/codex": {"version": "0.169.0", "integrity": "sha512-KhzYlkKPxoNssR8CEm45IjqnFWn7UtlF4CiD3tOJPea51xBs7MaHy0UQG9GSbCqk6Lrjn5QdJDV0QD1/FgWlGw=="},
+        "node_modules/@openai/codex-linux-x64": {"version": "0.169.0-linux-x64",
+            "integrity": "sha512-o05NyAOCDygSPRo1yinzxvkRSdmsZyBD9E7mbpmjRanSfM8lypqWtQgEo4XfNkwhuCR2aFu8mlGOsQGFXVbVww=="}
+    }});
+    std::fs::write(codex.join("package-lock.json"), lock.to_string()).unwrap();
+    // Gemini CLI: the same.
+    let gemini = cache.join("gemini-0.61.0");
+    forged(&gemini.join("node_modules/.bin/gemini"), "0.61.0");
+    let lock = serde_json::json!({"packages": {
+        "node_modules/@google/gemini-cli": {"version": "0.61.0", "integrity": "sha512-dbQ9A0qBtFJNi6XBkHvfZ6Azpn6PNgH/P8h2MZ67RLlX8hSAVjup39CRWqdRxZv7YXIuhrFaytr8y0jKnkoxnQ=="}
+    }});
+    std::fs::write(gemini.join("package-lock.json"), lock.to_string()).unwrap();
+    // node on PATH (the hashing needs it), npm not.
+    let bin = bare_path(&w);
+    if let Some(node) = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join("node"))
+        .find(|p| p.is_file())
+    {
+        std::os::unix::fs::symlink(node, bin.join("node")).unwrap();
+    }
+    for (tool, version) in [
+        ("claude", "2.1.332"),
+        ("codex", "0.169.0"),
+        ("gemini", "0.61.0"),
+    ] {
+        let o = pih()
+            .env("PATH", &bin)
+            .env("PI_HARNESS_CACHE", &cache)
+            .args(["install", tool, version, "--print-path"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{tool}: {err}");
+        assert!(err.contains("npm not found"), "{tool}: {err}");
+        assert!(o.stdout.is_empty(), "{tool}");
+        assert!(!ran.exists(), "{tool}: the cached binary was run");
+    }
 }
 
-/// A Codex in the cache (its `.bin/codex` says `codex-cli 0.169.0`, npm's lockfile has the
-/// pinned integrity of both packages) is found without npm; one whose lockfile names
-/// another tarball is not, and needs npm.
+/// VERSION is MAJOR.MINOR.PATCH in digits: `+1.5.2` (which a number parser takes) is refused,
+/// and a VERSION holding a newline or a terminal's escape is shown escaped, never echoed.
 #[test]
-fn an_installed_codex_is_found_without_npm_when_its_integrity_is_the_pinned_one() {
-    let w = World::new("install-cached-codex");
-    let cache = w.path().join("cache");
-    let dir = cache.join("codex-0.169.0");
-    let bin = dir.join("node_modules/.bin/codex");
-    write_exec(&bin, "#!/bin/sh\necho 'codex-cli 0.169.0'\n");
-    let lock = |wrapper: &str| {
-        let v = serde_json::json!({"packages": {
-            "node_modules/@openai/codex": {"version": "0.169.0", "integrity": wrapper},
-            "node_modules/@openai/codex-linux-x64": {"version": "0.169.0-linux-x64",
-                "integrity": "sha512-o05NyAOCDygSPRo1yinzxvkRSdmsZyBD9E7mbpmjRanSfM8lypqWtQgEo4XfNkwhuCR2aFu8mlGOsQGFXVbVww=="}
-        }});
-        std::fs::write(dir.join("package-lock.json"), v.to_string()).unwrap();
-    };
-    lock("sha512-KhzYlkKPxoNssR8CEm45IjqnFWn7UtlF4CiD3tOJPea51xBs7MaHy0UQG9GSbCqk6Lrjn5QdJDV0QD1/FgWlGw==");
-    let install = || {
-        pih()
+fn a_version_that_is_not_digits_is_refused_and_never_echoed_raw() {
+    let w = World::new("install-bad-version");
+    for (version, shown) in [
+        ("+1.5.2", "\"+1.5.2\""),
+        ("1.5.2\nerror: forged", "\"1.5.2\\nerror: forged\""),
+        ("1.5.2\u{1b}[2J", "\"1.5.2\\u{1b}[2J\""),
+    ] {
+        let o = pih()
             .env("PATH", bare_path(&w))
-            .env("PI_HARNESS_CACHE", &cache)
-            .args(["install", "codex", "0.169.0", "--print-path"])
+            .env("PI_HARNESS_CACHE", w.path().join("cache"))
+            .args(["install", "pi", version])
             .output()
-            .unwrap()
-    };
-    let o = install();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&o.stdout),
-        format!("{}\n", bin.display())
-    );
-    lock("sha512-another");
-    let o = install();
-    assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("npm not found"));
-}
-
-/// A Gemini CLI in the cache (its `.bin/gemini` says `0.61.0`, npm's lockfile has the pinned
-/// integrity) is found without npm; one whose lockfile names another tarball, or that says
-/// another version, is not, and needs npm.
-#[test]
-fn an_installed_gemini_is_found_without_npm_when_its_integrity_is_the_pinned_one() {
-    let w = World::new("install-cached-gemini");
-    let cache = w.path().join("cache");
-    let dir = cache.join("gemini-0.61.0");
-    let bin = dir.join("node_modules/.bin/gemini");
-    let lock = |integrity: &str| {
-        let v = serde_json::json!({"packages": {
-            "node_modules/@google/gemini-cli": {"version": "0.61.0", "integrity": integrity}
-        }});
-        std::fs::write(dir.join("package-lock.json"), v.to_string()).unwrap();
-    };
-    let install = || {
-        pih()
-            .env("PATH", bare_path(&w))
-            .env("PI_HARNESS_CACHE", &cache)
-            .args(["install", "gemini", "0.61.0", "--print-path"])
-            .output()
-            .unwrap()
-    };
-    write_exec(&bin, "#!/bin/sh\necho 0.61.0\n");
-    lock("sha512-dbQ9A0qBtFJNi6XBkHvfZ6Azpn6PNgH/P8h2MZ67RLlX8hSAVjup39CRWqdRxZv7YXIuhrFaytr8y0jKnkoxnQ==");
-    let o = install();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&o.stdout),
-        format!("{}\n", bin.display())
-    );
-    assert!(String::from_utf8_lossy(&o.stderr).contains("gemini 0.61.0 already in"));
-    write_exec(&bin, "#!/bin/sh\necho 0.62.0\n");
-    let o = install();
-    assert_eq!(o.status.code(), Some(1), "another version is not this one");
-    assert!(String::from_utf8_lossy(&o.stderr).contains("npm not found"));
-    write_exec(&bin, "#!/bin/sh\necho 0.61.0\n");
-    lock("sha512-another");
-    let o = install();
-    assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("npm not found"));
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert_eq!(
+            err,
+            format!("error: install pi {shown}: not a version: VERSION is MAJOR.MINOR.PATCH, digits only\n")
+        );
+        assert!(!w.path().join("cache").exists());
+    }
 }
 
 /// The cache `scripts/install-pi.sh` filled (where `PI_HARNESS_REAL_PI152` points) is the

@@ -462,3 +462,111 @@ fn accepting_a_gzip_re_recording_replaces_the_plain_cassette() {
     assert_eq!(names(dir), ["a.cassette.jsonl.gz"]);
     assert_eq!(std::fs::read(dir.join("a.cassette.jsonl.gz")).unwrap(), gz);
 }
+
+/// What is named like a pending file but is not one is said, one line each, and left alone;
+/// the review goes on to the next file and ends with status 2 counting them: a FIFO (the
+/// review hung on it), a symbolic link (accepted, it became the cassette, and a later
+/// `relax` rewrote the file outside the directory it pointed at), and a file that is not a
+/// cassette (the review stopped there, leaving the rest unreviewed).
+#[test]
+fn review_says_what_it_cannot_review_leaves_it_alone_and_goes_on() {
+    let w = World::new("review-hostile");
+    let (old, new, old_bytes) = pending_pair(&w);
+    let dir = old.parent().unwrap().to_path_buf();
+    let outside = w.write("outside/victim.cassette.jsonl", "not to be touched\n");
+    std::os::unix::fs::symlink(&outside, dir.join("a-link.cassette.jsonl.new")).unwrap();
+    nix::unistd::mkfifo(
+        &dir.join("b-fifo.cassette.jsonl.new"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    std::fs::write(dir.join("c-bad.cassette.jsonl.new"), "not json\n").unwrap();
+    let o = pih()
+        .current_dir(w.path())
+        .args(["cassette", "review", "--accept-all", "t"])
+        .timeout(std::time::Duration::from_secs(30))
+        .output()
+        .unwrap();
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(2), "{out}{err}");
+    let errors: Vec<&str> = err.lines().collect();
+    assert_eq!(errors.len(), 3, "{err}");
+    assert!(
+        errors[0].starts_with("error: t/a-link.cassette.jsonl.new: a symbolic link"),
+        "{err}"
+    );
+    assert!(
+        errors[1].starts_with("error: t/b-fifo.cassette.jsonl.new: not a regular file"),
+        "{err}"
+    );
+    assert!(
+        errors[2].starts_with("error: t/c-bad.cassette.jsonl.new:1: "),
+        "{err}"
+    );
+    // The good one after them was reviewed (accepted).
+    assert!(
+        out.contains(
+            "review: 1 accepted, 0 rejected, 0 left pending, 3 could not be reviewed (left alone)"
+        ),
+        "{out}"
+    );
+    assert_ne!(std::fs::read(&old).unwrap(), old_bytes);
+    assert!(!new.exists());
+    // Left alone: the link is still a link (not a cassette), its target untouched.
+    assert!(
+        std::fs::symlink_metadata(dir.join("a-link.cassette.jsonl.new"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(!dir.join("a-link.cassette.jsonl").exists());
+    assert_eq!(
+        std::fs::read_to_string(&outside).unwrap(),
+        "not to be touched\n"
+    );
+    assert!(dir.join("b-fifo.cassette.jsonl.new").exists());
+    assert!(dir.join("c-bad.cassette.jsonl.new").exists());
+}
+
+/// An error is said once: a corrupt zstd given to review and to drift is one line naming the
+/// file, the decoder's words once (before: `cannot read cassette: Data corruption detected:
+/// Data corruption detected`, the library's message and then its source again).
+#[test]
+fn review_and_drift_say_an_error_once() {
+    let w = World::new("errors-once");
+    let (old, _, _) = pending_pair(&w);
+    let dir = old.parent().unwrap().to_path_buf();
+    let corrupt = b"\x28\xb5\x2f\xfd\x00\x00garbage";
+    std::fs::write(dir.join("hello.cassette.jsonl.new"), corrupt).unwrap();
+    let committed = w.path().join("committed");
+    let fresh = w.path().join("fresh");
+    std::fs::create_dir_all(&committed).unwrap();
+    std::fs::create_dir_all(&fresh).unwrap();
+    std::fs::copy(&old, committed.join("hello.pi152.cassette.jsonl")).unwrap();
+    std::fs::write(fresh.join("hello.pi152.cassette.jsonl"), corrupt).unwrap();
+    let review = pih()
+        .current_dir(w.path())
+        .args(["cassette", "review", "--reject-all", "t"])
+        .output()
+        .unwrap();
+    let drift = pih()
+        .args(["drift", "--committed"])
+        .arg(&committed)
+        .arg("--fresh")
+        .arg(&fresh)
+        .output()
+        .unwrap();
+    for (what, o) in [("review", review), ("drift", drift)] {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{what}: {err}");
+        assert_eq!(err.lines().count(), 1, "{what}: {err}");
+        assert!(
+            err.starts_with("error: ") && err.contains("hello."),
+            "{what}: {err}"
+        );
+        assert_eq!(err.matches("corruption").count(), 1, "{what}: {err}");
+    }
+}

@@ -874,3 +874,26 @@ fn every_gemini_cassette_s_command_line_replays() {
     }
     w.assert_none_left();
 }
+
+/// The printed command line is quoted word by word: a cassette in a path with `$(...)` and a
+/// space, whose header wants a variable named `$(touch PWNED)`, replays as pasted into `sh`
+/// and runs nothing else (before, the variable's name was printed bare as an assignment, and
+/// the pasted line ran `touch PWNED`).
+#[test]
+fn a_hostile_cassette_s_command_line_runs_nothing_when_pasted() {
+    let w = World::new("show-hostile-names");
+    let file = w.write(
+        "a b$(touch PWNED2).cassette.jsonl",
+        r#"{"format":"pi-cassette","version":1,"pi":{"version":"0.87.1","dialect":"delta-only"},"scenario":{"name":"x","description":"d"},"expect":{"env":["$(touch PWNED)","OK_VAR"],"prompt":"hi"},"origin":{"kind":"hand-made","timing":"synthetic"}}
+{"dt_ms":0,"exit":0}
+"#,
+    );
+    let line = replay_line(&show_text(&w, &file));
+    assert!(line.starts_with("env "), "{line}");
+    // `env` gives fake-pi even a variable no shell could assign: the replay matches.
+    replays(&w, &line);
+    for f in ["PWNED", "PWNED2"] {
+        assert!(!w.path().join(f).exists(), "{line} ran `touch {f}`");
+    }
+    w.assert_none_left();
+}

@@ -122,3 +122,48 @@ fn many_records_are_linted_in_bounded_memory() {
     }
     assert!(processes_with_marker(test).is_empty());
 }
+
+/// A damaged compressed cassette is a problem of the file, whatever the damage: a zstd frame
+/// or a gzip stream cut short and a bad zstd checksum each give one problem naming the line
+/// where reading stopped, and exit 1 (a finding). Before, a cut frame was an input error
+/// (exit 2, `error: ...`) while a bad checksum was a problem (exit 1).
+#[test]
+fn a_cut_stream_and_a_bad_checksum_are_both_problems() {
+    let test = "a_cut_stream_and_a_bad_checksum_are_both_problems";
+    let dir = tempfile::tempdir().unwrap();
+    let text =
+        std::fs::read(crate::util::cassettes().join("recorded/text_only.pi152.cassette.jsonl"))
+            .unwrap();
+    let zst = pi_cassette::output::zstd(&text).unwrap();
+    let gz = member(&text);
+    let mut bad = zst.clone();
+    let last = bad.len() - 1;
+    bad[last] ^= 0xff;
+    let cases = [
+        (
+            "cut.cassette.jsonl.zst",
+            zst[..zst.len() / 2].to_vec(),
+            "incomplete frame",
+        ),
+        (
+            "cut.cassette.jsonl.gz",
+            gz[..gz.len() / 2].to_vec(),
+            "incomplete deflate stream",
+        ),
+        ("bad.cassette.jsonl.zst", bad, "checksum"),
+    ];
+    for (name, bytes, says) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let (code, out, _) = lint(test, &path, Stdio::null());
+        assert_eq!(code, Some(1), "{name}: {out}");
+        assert_eq!(out.lines().count(), 1, "{name}: {out}");
+        assert!(
+            out.starts_with(&format!("{}:", path.display()))
+                && out.contains(": cannot be read as a cassette from here: ")
+                && out.contains(says),
+            "{name}: {out}"
+        );
+    }
+    assert!(processes_with_marker(test).is_empty());
+}

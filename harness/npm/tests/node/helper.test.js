@@ -179,6 +179,14 @@ test("node --test: a failing test shows fake-pi's own lines", () => {
   assert.match(r.output, /[#ℹ] fake-pi: expectation mismatch: expect\.effective\.model: expected "fake-model", got "other-model"/);
 });
 
+test("node --test: a failing test's report shows no secret", () => {
+  const key = 'sk-live-node-0123456789abcdef';
+  const r = nodeTest('secret.js', { PIH_TEST_KEY: key });
+  assert.equal(r.status, 1, r.output);
+  assert.match(r.output, /fake-pi: expectation mismatch: expect\.prompt: expected "Say hello\.", got "my key is \[REDACTED\]"/);
+  assert.ok(!r.output.includes(key) && !r.output.includes(key.slice(0, 16)), r.output);
+});
+
 test('no binary for the platform: one line, no stack trace', () => {
   assert.throws(() => binaries({ platform: 'darwin', arch: 'arm64' }), {
     name: 'UnsupportedPlatformError',

@@ -870,7 +870,13 @@ async fn a_killed_supervisor_ends_the_run_and_leaves_nothing() {
     );
     match terminal(&msgs) {
         Message::TerminalFailed(f) => {
-            assert!(f.message.contains("the supervisor died"), "{f:?}")
+            // In words: before, `the supervisor died (Ok(ExitStatus(unix_wait_status(9))))`.
+            assert!(
+                f.message
+                    .contains("the supervisor died (killed by SIGKILL)")
+                    && !f.message.contains("ExitStatus"),
+                "{f:?}"
+            )
         }
         other => panic!("expected terminal.failed, got {other:?}"),
     }

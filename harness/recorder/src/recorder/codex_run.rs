@@ -17,7 +17,7 @@ use pi_cassette::{
 };
 
 use super::codex::{self, CodexStandIn};
-use super::header::{description, json_source, scenario_name};
+use super::header::{description, json_source, mark_secrets, scenario_name};
 use super::json_cassette::{build_records_after, ending_shape_of, spawns_for, JsonRun};
 use super::process::{self, CodexEnv, PiEnv};
 use super::{json_run, sandbox, write, RecordError, RecordOptions, RecordOutcome};
@@ -133,6 +133,7 @@ pub(crate) async fn record(
     let redactor = sandbox.redactor_named(
         "Codex",
         &key,
+        &opts.secrets(),
         port,
         ("<CODEX_HOME>", "CODEX_HOME given to Codex"),
         root.as_deref()
@@ -160,7 +161,9 @@ pub(crate) async fn record(
         });
     }
     cassette.header.expect.ignore(&opts.ignore);
-    let path = write::write_checked(&cassette, &opts.out, &key, &sandbox.tmp)?;
+    let secrets = opts.secrets();
+    mark_secrets(&mut cassette.header.expect, &secrets);
+    let path = write::write_checked(&cassette, &opts.out, &key, &secrets, &sandbox.tmp)?;
     let bytes = std::fs::metadata(&path)
         .map_err(RecordError::CassetteIo)?
         .len();

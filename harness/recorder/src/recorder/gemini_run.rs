@@ -18,7 +18,7 @@ use pi_cassette::{
 };
 
 use super::gemini;
-use super::header::{description, json_source, scenario_name};
+use super::header::{description, json_source, mark_secrets, scenario_name};
 use super::json_cassette::{build_records_after, ending_shape_of, spawns_for, JsonRun};
 use super::process::{self, Captured, Ending, GeminiEnv};
 use super::{json_run, sandbox, write, RecordError, RecordOptions, RecordOutcome};
@@ -140,6 +140,7 @@ pub(crate) async fn record(
     let redactor = sandbox.redactor_named(
         "Gemini CLI",
         &key,
+        &opts.secrets(),
         port,
         ("<AGENT_DIR>", "the recording's unused agent dir"),
         root.as_deref()
@@ -160,11 +161,13 @@ pub(crate) async fn record(
         return Err(RecordError::NoModelRequest {
             script: opts.script_path.clone(),
             cli: "Gemini CLI (the server stood in for Google's Gemini API)".into(),
-            said: last_words(&run),
+            said: masked(&last_words(&run), &key, opts),
         });
     }
     cassette.header.expect.ignore(&opts.ignore);
-    let path = write::write_checked(&cassette, &opts.out, &key, &sandbox.tmp)?;
+    let secrets = opts.secrets();
+    mark_secrets(&mut cassette.header.expect, &secrets);
+    let path = write::write_checked(&cassette, &opts.out, &key, &secrets, &sandbox.tmp)?;
     let bytes = std::fs::metadata(&path)
         .map_err(RecordError::CassetteIo)?
         .len();
@@ -182,6 +185,13 @@ pub(crate) async fn record(
 /// What a Gemini run said about why it stopped: its `result` or `error` message, else the
 /// first line of its stderr (Gemini prints "Invalid auth method selected." and the trust
 /// refusal there), else its exit status.
+/// `text` with the run's key and every secret of the options masked (for a message).
+fn masked(text: &str, key: &str, opts: &RecordOptions) -> String {
+    let mut values: Vec<String> = opts.secrets().into_iter().map(|(_, v)| v).collect();
+    values.push(key.to_string());
+    pi_cassette::redact::mask(text, &values)
+}
+
 fn last_words(run: &JsonRun) -> String {
     let mut said = None;
     let mut stderr = String::new();

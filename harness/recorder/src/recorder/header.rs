@@ -152,9 +152,18 @@ pub(crate) fn json_source(opts: &RecordOptions, redacted_args: &[String]) -> Str
             for (k, v) in &opts.agent_settings {
                 s.push_str(&format!(" --setting {k}={v}"));
             }
+            let secrets = opts.secrets();
             for (k, v) in &opts.agent_env {
-                s.push_str(&format!(" --env {k}={v}"));
+                // A secret's value is written nowhere: its placeholder stands for it.
+                if secrets.iter().any(|(n, _)| n == k) {
+                    s.push_str(&format!(" --env {k}=<{k}>"));
+                } else {
+                    s.push_str(&format!(" --env {k}={v}"));
+                }
             }
+        }
+        for (name, _) in &opts.secret_env {
+            s.push_str(&format!(" --secret-env {name}"));
         }
         if let Some(p) = &opts.signal {
             s.push_str(&format!(
@@ -192,8 +201,22 @@ pub(crate) fn two_way_source(opts: &RecordOptions, redacted_args: &[String]) -> 
         if opts.stdin_terminal {
             s.push_str(" --stdin-terminal");
         }
+        for (name, _) in &opts.secret_env {
+            s.push_str(&format!(" --secret-env {name}"));
+        }
         format!("{s} -- {}", redacted_args.join(" "))
     })
+}
+
+/// Mark each of `secrets` (a name, and its value) `never_in_argv` in `expect`, unless it is
+/// already: a replay then checks the caller keeps it out of argv, and masks it in every line.
+pub(crate) fn mark_secrets(expect: &mut pi_cassette::Expect, secrets: &[(String, String)]) {
+    for (name, _) in secrets {
+        let secret = pi_cassette::Secret::Env(name.clone());
+        if !expect.never_in_argv.contains(&secret) {
+            expect.never_in_argv.push(secret);
+        }
+    }
 }
 
 #[cfg(test)]

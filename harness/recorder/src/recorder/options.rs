@@ -154,6 +154,42 @@ pub struct RecordOptions {
     /// Gemini CLI: the scenario's own environment variables (`GEMINI_CLI_NO_RELAUNCH=1`),
     /// given to the CLI and expected of a replay (`expect.env`).
     pub agent_env: Vec<(String, String)>,
+    /// Variables whose values are secrets (`--secret-env NAME`, with the value the recorder
+    /// has): given to the CLI, replaced by `<NAME>` in everything recorded, marked
+    /// `never_in_argv` in the header, and a file that would still hold one is refused.
+    pub secret_env: Vec<(String, String)>,
+}
+
+impl RecordOptions {
+    /// Every secret of this recording, by name and value: [`RecordOptions::secret_env`], and
+    /// each `agent_env` variable that one names or that the CLI's header marks secret (Gemini
+    /// CLI's key): written nowhere, `origin.source` included.
+    pub fn secrets(&self) -> Vec<(String, String)> {
+        let mut out = self.secret_env.clone();
+        for (k, v) in &self.agent_env {
+            let marked =
+                k == super::gemini::GEMINI_KEY_VAR || self.secret_env.iter().any(|(n, _)| n == k);
+            if marked && !out.contains(&(k.clone(), v.clone())) {
+                out.push((k.clone(), v.clone()));
+            }
+        }
+        out
+    }
+
+    /// A secret too short to be told from other text is refused (it could not be kept out of
+    /// the cassette reliably); so is an empty one.
+    pub fn check_secrets(&self) -> Result<(), String> {
+        for (name, value) in self.secrets() {
+            if value.len() < pi_cassette::redact::MIN_SECRET_BYTES {
+                return Err(format!(
+                    "${name} is a secret of {} bytes: a secret shorter than {} bytes cannot be told from other text, so it cannot be kept out of the cassette",
+                    value.len(),
+                    pi_cassette::redact::MIN_SECRET_BYTES
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl RecordOptions {
@@ -190,6 +226,7 @@ impl RecordOptions {
             retries: None,
             agent_settings: Vec::new(),
             agent_env: Vec::new(),
+            secret_env: Vec::new(),
         }
     }
 }

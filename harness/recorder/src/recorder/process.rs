@@ -54,6 +54,8 @@ pub(crate) struct PiEnv {
     pub(crate) claude: Option<ClaudeEnv>,
     pub(crate) codex: Option<CodexEnv>,
     pub(crate) gemini: Option<GeminiEnv>,
+    /// The `--secret-env` variables, given to the CLI whatever else it is given.
+    pub(crate) secrets: Vec<(String, String)>,
 }
 
 /// What Gemini CLI is given: `HOME` (holding the run's `.gemini/settings.json`), `TMPDIR`,
@@ -109,6 +111,7 @@ pub(crate) fn command(pi: &Path, args: &[String], env: &PiEnv) -> tokio::process
             .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
             .envs(g.extra.iter().map(|(k, v)| (k, v)))
             .env(MARKER_VAR, &env.marker)
+            .envs(env.secrets.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
@@ -132,6 +135,7 @@ pub(crate) fn command(pi: &Path, args: &[String], env: &PiEnv) -> tokio::process
             .env("TMPDIR", &c.tmpdir)
             .env(&c.key_var, &c.key)
             .env(MARKER_VAR, &env.marker)
+            .envs(env.secrets.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
@@ -159,6 +163,7 @@ pub(crate) fn command(pi: &Path, args: &[String], env: &PiEnv) -> tokio::process
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
             .env("CLAUDE_CODE_MAX_RETRIES", "1")
             .env(MARKER_VAR, &env.marker)
+            .envs(env.secrets.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
@@ -172,6 +177,7 @@ pub(crate) fn command(pi: &Path, args: &[String], env: &PiEnv) -> tokio::process
         .env("PATH", &env.path)
         .env(MARKER_VAR, &env.marker)
         .env_remove("OPENAI_API_KEY")
+        .envs(env.secrets.iter().map(|(k, v)| (k, v)))
         .env_remove("ANTHROPIC_API_KEY")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

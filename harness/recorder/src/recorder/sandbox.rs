@@ -127,6 +127,7 @@ impl Sandbox {
             }),
             codex: None,
             gemini: None,
+            secrets: opts.secret_env.clone(),
         })
     }
 
@@ -142,10 +143,17 @@ impl Sandbox {
 
     /// The redactions every recording applies: the key, the run's directories, pi's install
     /// directory and the server's port.
-    pub(crate) fn redactor(&self, key: &str, pi_root: Option<&Path>, port: u16) -> Redactor {
+    pub(crate) fn redactor(
+        &self,
+        key: &str,
+        pi_root: Option<&Path>,
+        port: u16,
+        secrets: &[(String, String)],
+    ) -> Redactor {
         self.redactor_named(
             "pi",
             key,
+            secrets,
             port,
             ("<AGENT_DIR>", "PI_CODING_AGENT_DIR"),
             pi_root.map(|r| (r, "<PI_ROOT>", "pi's install directory")),
@@ -159,12 +167,20 @@ impl Sandbox {
         &self,
         cli: &str,
         key: &str,
+        secrets: &[(String, String)],
         port: u16,
         agent: (&str, &str),
         root: Option<(&Path, &str, &str)>,
     ) -> Redactor {
         let mut redactor = Redactor::new();
         redactor.literal(key, "<API_KEY>", &format!("the API key given to {cli}"));
+        for (name, value) in secrets {
+            redactor.literal(
+                value,
+                &format!("<{name}>"),
+                &format!("the value of ${name} (a secret)"),
+            );
+        }
         redactor.literal(
             &self.work.display().to_string(),
             "<CWD>",

@@ -16,6 +16,7 @@ pub(crate) fn write_checked(
     c: &Cassette,
     out: &Path,
     key: &str,
+    secrets: &[(String, String)],
     tmp: &Path,
 ) -> Result<PathBuf, RecordError> {
     let text = c.to_jsonl();
@@ -26,6 +27,11 @@ pub(crate) fn write_checked(
     };
     if redact::contains_secret(text.as_bytes(), key) {
         return Err(refuse("the API key is still inside after redaction".into()));
+    }
+    if let Some((line, name)) = redact::lines_holding(c, secrets).into_iter().next() {
+        return Err(refuse(format!(
+            "the value of ${name} (a secret) is still inside after redaction, at line {line}"
+        )));
     }
     let tmp_text = tmp.display().to_string();
     if text.contains(&tmp_text) {
@@ -128,7 +134,7 @@ mod tests {
             std::fs::write(dir.path().join(stale), "old").unwrap();
         }
         let big = cassette(2000);
-        let written = write_checked(&big, &out, "sk-test-key", Path::new("/nowhere")).unwrap();
+        let written = write_checked(&big, &out, "sk-test-key", &[], Path::new("/nowhere")).unwrap();
         assert_eq!(written, dir.path().join("x.cassette.jsonl.zst"));
         let bytes = std::fs::read(&written).unwrap();
         assert!(bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]), "zstd magic");
@@ -146,11 +152,13 @@ mod tests {
 
         // A small one is plain, and removes the large one's file; `.gz` asked by name is gzip.
         let small = cassette(3);
-        let written = write_checked(&small, &out, "sk-test-key", Path::new("/nowhere")).unwrap();
+        let written =
+            write_checked(&small, &out, "sk-test-key", &[], Path::new("/nowhere")).unwrap();
         assert_eq!(written, out);
         assert!(!dir.path().join("x.cassette.jsonl.zst").exists());
         let gz = dir.path().join("y.cassette.jsonl.gz");
-        let written = write_checked(&small, &gz, "sk-test-key", Path::new("/nowhere")).unwrap();
+        let written =
+            write_checked(&small, &gz, "sk-test-key", &[], Path::new("/nowhere")).unwrap();
         assert_eq!(written, gz);
         assert!(std::fs::read(&gz).unwrap().starts_with(&[0x1f, 0x8b]));
     }
