@@ -143,9 +143,15 @@ def become_subreaper() -> None:
         raise OSError(e, f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(e)}")
 
 
-def descendants(root: int) -> List[Proc]:
-    """Every process below ``root``, from one pass over /proc (command lines not read)."""
-    procs = [p for p in (read_proc(pid, cmdline=False) for pid in all_pids()) if p is not None]
+def all_procs() -> List[Proc]:
+    """Every process, newest first (command lines not read)."""
+    return [p for p in (read_proc(pid, cmdline=False) for pid in all_pids()) if p is not None]
+
+
+def descendants(root: int, procs: Optional[List[Proc]] = None) -> List[Proc]:
+    """Every process below ``root``, from one pass over /proc (or ``procs``; command lines not
+    read)."""
+    procs = all_procs() if procs is None else procs
     children: Dict[int, List[Proc]] = {}
     for p in procs:
         children.setdefault(p.ppid, []).append(p)
@@ -206,15 +212,6 @@ def _value(env: List[bytes], var: str) -> Optional[str]:
         if kv.startswith(prefix):
             return kv[len(prefix) :].decode("utf-8", "replace")
     return None
-
-
-def _now_ticks() -> int:
-    """Now, in the clock ticks after boot that /proc gives start times in (0 when unknown)."""
-    try:
-        with open("/proc/uptime") as f:
-            return int(float(f.read().split()[0]) * os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError):
-        return 0
 
 
 def _stop(pid: int) -> None:
@@ -313,9 +310,11 @@ class Watch:
         if subreaper:
             become_subreaper()
         self.quiet_looks = QUIET_LOOKS - 1 if subreaper else QUIET_LOOKS
-        # A process carrying this marker started after this (minus a tick for rounding).
-        self.since = max(0, _now_ticks() - 2)
-        self.before = {p.key for p in descendants(os.getpid())}
+        procs = all_procs()
+        # A process carrying this marker started no sooner than the newest process now (start
+        # times only grow): only those have their environment read.
+        self.since = max((p.start for p in procs), default=0)
+        self.before = {p.key for p in descendants(os.getpid(), procs)}
         open_world(marker)
 
     def close(self) -> None:
