@@ -4,7 +4,7 @@
 #
 #   scripts/test-packages.sh [DIST_DIR]      (default: dist)
 #
-#   1. Python: a fresh virtualenv, `pip install DIST/pi_harness-*.whl pytest`, then the
+#   1. Python: a fresh virtualenv, `pip install DIST/pi_harness-*.whl pytest pytest-xdist`, then the
 #      package's own tests (harness/python/tests) and examples/python (unittest and pytest),
 #      each under `pi-harness leftovers --`; the same on one older Python the wheel's tag
 #      allows (python3.8 .. 3.10, from PATH or pyenv), when this machine has one
@@ -54,7 +54,7 @@ run() { # name dir cmd...: under `pi-harness leftovers --` (found on PATH, from 
 python_lane() { # label python
   local label="$1" py="$2" venv="$work/venv-$1"
   "$py" -m venv "$venv"
-  "$venv/bin/pip" install -q "$wheel" pytest
+  "$venv/bin/pip" install -q "$wheel" pytest pytest-xdist
   (
     failed=()
     export PATH="$venv/bin:$PATH"

@@ -234,3 +234,40 @@ fn a_sigterm_the_replay_is_not_waiting_for_is_answered_as_pi_answers_it() {
     assert_eq!(status.code(), Some(143), "pi's SIGTERM answer");
     world.assert_none_left();
 }
+
+/// Each `reap` of a child whose grandchild is in a session of its own leaves the grandchild
+/// running, as recorded; 1,024 such spawn/reap pairs left 729 processes after fake-pi's exit
+/// 0 (until the children's ten-minute limit). Such a grandchild keeps its child's place among
+/// the 32 alive, so the replay stops at the 33rd pair, naming the line, with at most 32 left.
+#[test]
+fn reaped_children_whose_grandchildren_live_on_are_bounded() {
+    let world = World::new("rpc_reap_bound");
+    let header = r#"{"format":"pi-cassette","version":2,"mode":"rpc","pi":{"version":"1.5.2","dialect":"delta-only"},"scenario":{"name":"t","description":"d"},"expect":{"flags":{"mode":"rpc","no-session":true}},"origin":{"kind":"hand-made","timing":"synthetic"}}"#;
+    let mut text = format!("{header}\n");
+    for i in 0..40 {
+        text.push_str(&format!(
+            "{{\"dt_ms\":0,\"spawn\":{{\"id\":\"c{i}\",\"grandchild\":{{\"own_session\":true}}}}}}\n{{\"dt_ms\":30,\"reap\":\"c{i}\"}}\n"
+        ));
+    }
+    text.push_str("{\"dt_ms\":0,\"exit\":0}\n");
+    let cassette = world.write("reaps.cassette.jsonl", text);
+    let out = world
+        .fake_pi(&cassette)
+        .args(["--mode", "rpc", "--no-session"])
+        .env("FAKE_PI_SPEED", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(98), "{err}");
+    assert!(
+        err.contains(
+            "reaps.cassette.jsonl:66: record field `spawn`: more than 32 children alive at once"
+        ),
+        "{err}"
+    );
+    let left = world.alive();
+    assert!(left.len() <= 32, "{} left: {left:?}", left.len());
+    world.kill_all();
+    world.assert_none_left();
+}

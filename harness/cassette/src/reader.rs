@@ -164,7 +164,7 @@ impl<R: BufRead> CassetteReader<R> {
             self.header.version,
         )?;
         let (spawn, reap) = match &record.action {
-            ActionRef::Spawn(s) => (Some(s.id.as_str()), None),
+            ActionRef::Spawn(s) => (Some(s), None),
             ActionRef::Reap(id) => (None, Some(id.as_str())),
             _ => (None, None),
         };

@@ -61,13 +61,15 @@ one still alive is reported on stderr, one line each:
 
   leftover: PID COMMAND LINE (session S, parent P)
 
-then SIGKILLed (process groups too, when a group holds nothing else) and reaped, unless
---keep. SIGINT, SIGTERM and SIGHUP sent to pi-harness are forwarded to CMD (CMD stays in
+then stopped and SIGKILLed (process groups too, when a group holds nothing else) and
+reaped, unless --keep; in rounds until pi-harness has no child left, so that one that forks
+while it is killed is caught too (the last line then says they were evasive). SIGINT, SIGTERM and SIGHUP sent to pi-harness are forwarded to CMD (CMD stays in
 pi-harness's process group, so Ctrl-C at a terminal reaches it directly), and the check still
 runs when CMD has exited. pi-harness itself and its ancestors are never reported or killed.
 
 Marker mode (`--marker VALUE [--var NAME]`), for a check inside a test: scans
-/proc/*/environ for NAME=VALUE and reports every live process carrying it, the same way.
+/proc/*/environ for NAME=VALUE and reports every live process carrying it, the same way
+(nothing is left once three looks in a row find none).
 pi-harness itself and its ancestors never count, even when the marker is in their own
 environment (the test runner's, typically). With --kill they are also SIGKILLed.
 
@@ -118,20 +120,22 @@ fn command_mode(command: &[String], grace: Duration, keep: bool) -> i32 {
     for p in &outcome.leftovers {
         eprintln!("leftover: {}", p.describe());
     }
-    if outcome.leftovers.is_empty() {
+    if outcome.leftovers.is_empty() && !outcome.evasive {
         return outcome.ending.status();
     }
-    let what = if outcome.leftovers.len() == 1 {
-        "1 process".to_string()
-    } else {
-        format!("{} processes", outcome.leftovers.len())
+    let what = match outcome.leftovers.len() {
+        0 => "processes that no look caught alive".to_string(),
+        1 => "1 process".to_string(),
+        n => format!("{n} processes"),
     };
     let fate = if outcome.killed && outcome.unkillable.is_empty() {
         "killed".to_string()
     } else if outcome.killed {
         format!("killed, but still alive: {:?}", outcome.unkillable)
-    } else {
+    } else if opts.keep {
         "left running (--keep)".to_string()
+    } else {
+        "still there".to_string()
     };
     let when = if outcome.interrupted {
         format!(
@@ -145,8 +149,20 @@ fn command_mode(command: &[String], grace: Duration, keep: bool) -> i32 {
             outcome.ending
         )
     };
-    eprintln!("pi-harness leftovers: {what} still running {when}; {fate}");
+    eprintln!(
+        "pi-harness leftovers: {what} still running {when}; {fate}{}",
+        evasive_text(outcome.evasive)
+    );
     EXIT_FAILED
+}
+
+/// What a report adds when the leftovers were evasive.
+fn evasive_text(evasive: bool) -> &'static str {
+    if evasive {
+        " (evasive: new ones kept starting while they were being killed or looked for)"
+    } else {
+        ""
+    }
 }
 
 fn marker_mode(var: &str, value: &str, grace: Duration, kill: bool) -> i32 {
@@ -162,15 +178,9 @@ fn marker_mode(var: &str, value: &str, grace: Duration, kill: bool) -> i32 {
         ))
         .report();
     }
-    let end = std::time::Instant::now() + grace;
-    let mut found = pi_procs::marked(var, value);
-    while !found.is_empty() && std::time::Instant::now() < end {
-        std::thread::sleep(Duration::from_millis(10));
-        found = pi_procs::marked(var, value);
-    }
-    if found.is_empty() {
+    let Some(found) = marked_after(var, value, grace) else {
         return EXIT_OK;
-    }
+    };
     for p in &found {
         eprintln!("leftover: {}", p.describe());
     }
@@ -180,19 +190,49 @@ fn marker_mode(var: &str, value: &str, grace: Duration, kill: bool) -> i32 {
         format!("{} processes", found.len())
     };
     if kill {
-        let killed = pi_procs::kill_marked(var, value);
-        // kill_marked polls: it also catches processes forked meanwhile.
-        for p in killed
+        let swept = pi_procs::sweep_marked(var, value);
+        // The sweep looks again: it also catches processes forked meanwhile.
+        for p in swept
+            .found
             .iter()
             .filter(|k| !found.iter().any(|f| f.pid == k.pid))
         {
             eprintln!("leftover: {}", p.describe());
         }
-        eprintln!("pi-harness leftovers: {what} with {var}={value} alive; killed");
+        eprintln!(
+            "pi-harness leftovers: {what} with {var}={value} alive; killed{}",
+            evasive_text(swept.evasive)
+        );
     } else {
         eprintln!("pi-harness leftovers: {what} with {var}={value} alive");
     }
     EXIT_FAILED
+}
+
+/// The marked processes still alive after at most `grace`, looked for until
+/// [`QUIET_LOOKS`](pi_procs::sweep::QUIET_LOOKS) looks in a row find none (one look can
+/// miss a process that forks and exits at once): `None` when they did, else the last ones
+/// seen.
+fn marked_after(var: &str, value: &str, grace: Duration) -> Option<Vec<pi_procs::ProcInfo>> {
+    let end = std::time::Instant::now() + grace;
+    let mut quiet = 0;
+    let mut seen = Vec::new();
+    loop {
+        let found = pi_procs::marked(var, value);
+        if found.is_empty() {
+            quiet += 1;
+            if quiet >= pi_procs::sweep::QUIET_LOOKS {
+                return None;
+            }
+        } else {
+            quiet = 0;
+            seen = found;
+        }
+        if std::time::Instant::now() >= end && !seen.is_empty() {
+            return Some(seen);
+        }
+        std::thread::sleep(Duration::from_millis(if quiet > 0 { 2 } else { 10 }));
+    }
 }
 
 /// `500ms`, `2s`, `1.5s`: a duration as `--grace` takes it.

@@ -39,7 +39,8 @@ export interface Proc {
   ppid: number;
   sid: number;
   state: string;
-  start: string;
+  /** Start time, in clock ticks after boot (with the pid, tells a reused pid apart). */
+  start: number;
   cmdline: string;
 }
 
@@ -50,6 +51,12 @@ export interface ReportEntry {
   exit: number;
   cassette: string | null;
   lines: string[];
+}
+
+/** A report line that is not an entry: its one line names it (`FILE:N`) and what is wrong. */
+export interface BadReportLine {
+  bad_line: number;
+  lines: [string];
 }
 
 export class PiWorld {
@@ -82,13 +89,13 @@ export class PiWorld {
   readonly variables: Record<string, string>;
   /** process.env with the world's variables: hand it to the wrapper under test. */
   readonly env: Record<string, string | undefined>;
-  /** fake-pi's report so far. */
-  report(): ReportEntry[];
+  /** fake-pi's report so far (a malformed line is named, never thrown). */
+  report(): Array<ReportEntry | BadReportLine>;
   /** Every line fake-pi said of its own, in order. */
   mismatches(): string[];
   /** The live processes the test started. */
   alive(): Proc[];
-  /** Rejects with LeftoverError naming what is alive `grace` ms from now, killed first. */
+  /** Rejects with LeftoverError naming what is alive `grace` ms from now, stopped and killed first (one that forks and exits at once too). */
   checkNoneLeft(grace?: number): Promise<void>;
   /** The leftover check, then the temp dir removed; a second call does nothing. */
   close(): Promise<void>;
@@ -122,6 +129,8 @@ export function describe(p: Proc): string;
 
 export class LeftoverError extends Error {
   readonly leftovers: Proc[];
+  /** New ones kept starting while they were being killed (a process that forks and exits at once). */
+  readonly evasive: boolean;
 }
 export class CassetteNotFoundError extends Error {}
 export class UnsupportedPlatformError extends Error {}

@@ -34,7 +34,9 @@ class CassetteNotFoundError extends Error {
   constructor(message) { super(message); this.name = 'CassetteNotFoundError'; }
 }
 class LeftoverError extends Error {
-  constructor(message, leftovers) { super(message); this.name = 'LeftoverError'; this.leftovers = leftovers; }
+  constructor(message, leftovers, evasive = false) {
+    super(message); this.name = 'LeftoverError'; this.leftovers = leftovers; this.evasive = evasive;
+  }
 }
 
 let glibc = null;
@@ -210,23 +212,39 @@ function recordingPlan(target, opts) {
 }
 
 // ---- processes, as /proc shows them (the rules of `pi-harness leftovers --marker`) ----
+//
+// A process that forks a copy of itself and exits every millisecond is gone before one look
+// at /proc is over: /proc is read newest process first, a world is clean only after
+// QUIET_LOOKS looks in a row find nothing, and the kill freezes first (SIGSTOP as each process
+// is found: a stopped process cannot fork), then kills, in rounds until such a quiet round; a
+// process found after the first round was started while the others were being killed (evasive).
 
-function readProc(pid) {
+/** Looks in a row that find nothing before a world is clean. */
+const QUIET_LOOKS = 3;
+/** What a world's marker may be made of (others are never looked up as a file name). */
+const MARKER_NAME = /^[A-Za-z0-9_.-]{1,200}$/;
+/** The most of fake-pi's report read (a report is a few lines; the rest is left out, said so). */
+const REPORT_LIMIT = 16 << 20;
+
+function readProc(pid, withCmdline = true) {
   let stat;
   try { stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8'); } catch { return null; }
   const close = stat.lastIndexOf(')');
   const comm = stat.slice(stat.indexOf('(') + 1, close);
   const f = stat.slice(close + 2).split(' ');
   let argv = [];
-  try { argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean); } catch { /* gone */ }
+  if (withCmdline) {
+    try { argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean); } catch { /* gone */ }
+  }
   return {
-    pid, ppid: Number(f[1]), sid: Number(f[3]), state: f[0], start: f[19],
-    cmdline: argv.length ? argv.join(' ') : `[${comm}]`,
+    pid, ppid: Number(f[1]), sid: Number(f[3]), state: f[0], start: Number(f[19]),
+    cmdline: withCmdline ? (argv.length ? argv.join(' ') : `[${comm}]`) : '',
   };
 }
 
+/** Every pid in /proc, highest first: the processes started last are read a moment after the listing. */
 function allPids() {
-  return fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number);
+  return fs.readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number).sort((a, b) => b - a);
 }
 
 function gone(p) {
@@ -245,15 +263,27 @@ function selfAndAncestors() {
   let pid = process.pid;
   while (pid > 1 && !out.has(pid)) {
     out.add(pid);
-    const p = readProc(pid);
+    const p = readProc(pid, false);
     if (!p) break;
     pid = p.ppid;
   }
   return out;
 }
 
-function descendants(root) {
-  const procs = allPids().map(readProc).filter(Boolean);
+/** The `NAME=value` entries `pid` started with (null: gone or unreadable). */
+function environ(pid) {
+  try { return fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0'); } catch { return null; }
+}
+
+function valueIn(env, variable) {
+  const kv = env.find((e) => e.startsWith(`${variable}=`));
+  return kv === undefined ? null : kv.slice(variable.length + 1);
+}
+
+const key = (p) => `${p.pid}:${p.start}`;
+
+/** The processes of `procs` below `root`, parents first. */
+function below(procs, root) {
   const children = new Map();
   for (const p of procs) {
     if (!children.has(p.ppid)) children.set(p.ppid, []);
@@ -266,26 +296,94 @@ function descendants(root) {
   }
   return out;
 }
+const signal = (pid, sig) => { try { process.kill(pid, sig); } catch { /* gone */ } };
 
-/** The value of `variable` in the environment `pid` started with (null: unset or unreadable). */
-function envValue(pid, variable) {
-  let env;
-  try { env = fs.readFileSync(`/proc/${pid}/environ`, 'utf8'); } catch { return null; }
-  const kv = env.split('\0').find((e) => e.startsWith(`${variable}=`));
-  return kv === undefined ? null : kv.slice(variable.length + 1);
+// ---- the worlds open now: a descendant carrying one of their markers is theirs ----
+
+const openMarkers = new Set();
+let registryDir;
+
+/**
+ * The directory where open worlds are listed for this user on this machine (one file per marker
+ * holding its owner's `PID START`, so that worlds in other threads and processes, vitest's
+ * workers and Python's among them, count too); null when it cannot be had safely.
+ */
+function registry() {
+  if (registryDir === undefined) {
+    registryDir = null;
+    const d = path.join(os.tmpdir(), `pi-harness-worlds-${process.getuid()}`);
+    try { fs.mkdirSync(d, { mode: 0o700 }); } catch (e) { if (e.code !== 'EEXIST') return null; }
+    let st;
+    try { st = fs.lstatSync(d); } catch { return null; }
+    if (st.isDirectory() && st.uid === process.getuid() && (st.mode & 0o077) === 0) registryDir = d;
+  }
+  return registryDir;
 }
 
-function marked(variable, value) {
-  const needle = `${variable}=${value}`;
-  const mine = selfAndAncestors();
+function openWorld(marker) {
+  openMarkers.add(marker);
+  const d = registry();
+  const me = readProc(process.pid, false);
+  if (!d || !me || !MARKER_NAME.test(marker)) return;
+  const { O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW } = fs.constants;
+  try {
+    const fd = fs.openSync(path.join(d, marker), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600);
+    try { fs.writeSync(fd, `${me.pid} ${me.start}\n`); } finally { fs.closeSync(fd); }
+  } catch { /* unlisted: other threads and processes take its processes for leftovers */ }
+}
+
+function closeWorld(marker) {
+  openMarkers.delete(marker);
+  const d = registry();
+  if (d && MARKER_NAME.test(marker)) { try { fs.unlinkSync(path.join(d, marker)); } catch { /* gone */ } }
+}
+
+/** Whether `marker` is a world's open now: here, or listed by a process still the one that listed it. */
+function worldOpen(marker) {
+  if (openMarkers.has(marker)) return true;
+  const d = registry();
+  if (!d || !MARKER_NAME.test(marker)) return false;
+  let text;
+  try {
+    const fd = fs.openSync(path.join(d, marker), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+    try { const buf = Buffer.alloc(64); text = buf.subarray(0, fs.readSync(fd, buf, 0, 64, 0)).toString(); } finally { fs.closeSync(fd); }
+  } catch { return false; }
+  const [pid, start] = text.trim().split(' ').map(Number);
+  const owner = Number.isInteger(pid) && pid > 0 ? readProc(pid, false) : null;
+  return Boolean(owner) && owner.start === start && owner.state !== 'Z' && owner.state !== 'X';
+}
+
+/**
+ * fake-pi's report (`FAKE_PI_REPORT`: one JSON object a line), entry by entry. A line that is not
+ * an entry (cut short, written by something else) becomes an entry of its own whose one line
+ * names it (`name:N`) and what is wrong, never its content; the rest is still read.
+ */
+function parseReport(data, name) {
   const out = [];
-  for (const pid of allPids()) {
-    if (mine.has(pid)) continue;
-    let env;
-    try { env = fs.readFileSync(`/proc/${pid}/environ`, 'utf8'); } catch { continue; }
-    if (!env.split('\0').includes(needle)) continue;
-    const p = readProc(pid);
-    if (p && !gone(p)) out.push(p);
+  if (data.length > REPORT_LIMIT) {
+    data = data.subarray(0, REPORT_LIMIT);
+    out.push({ lines: [`pi-harness: ${name}: longer than ${REPORT_LIMIT >> 20} MiB; the rest is left out`] });
+  }
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  let at = 0;
+  for (let n = 1; at < data.length; n += 1) {
+    let end = data.indexOf(0x0a, at);
+    if (end < 0) end = data.length;
+    const raw = data.subarray(at, end);
+    at = end + 1;
+    if (raw.toString('latin1').trim() === '') continue;
+    let text = null;
+    let entry;
+    let why = null;
+    try { text = utf8.decode(raw); } catch { why = 'not UTF-8'; }
+    // (V8's own message is not repeated: it quotes the line)
+    if (why === null) { try { entry = JSON.parse(text); } catch { why = 'not JSON'; } }
+    if (why === null && (entry === null || typeof entry !== 'object' || Array.isArray(entry))) why = 'not a JSON object';
+    if (why === null && entry.lines !== undefined
+      && !(Array.isArray(entry.lines) && entry.lines.every((l) => typeof l === 'string'))) {
+      why = 'an entry whose `lines` is not a list of strings';
+    }
+    out.push(why === null ? entry : { bad_line: n, lines: [`pi-harness: ${name}:${n}: ${why}; the line is left out`] });
   }
   return out;
 }
@@ -363,17 +461,35 @@ class PiWorld {
       [REPORT_VAR]: this.reportFile,
     };
     this.env = { ...process.env, ...this.variables };
-    this.before = new Set(descendants(process.pid).map((p) => `${p.pid}:${p.start}`));
+    this.needle = `${MARKER_VAR}=${this.marker}`;
+    const procs = allPids().map((pid) => readProc(pid, false)).filter(Boolean);
+    // A process carrying the marker started no sooner than the newest process now (start times
+    // only grow): only those have their environment read.
+    this.since = procs.reduce((max, p) => Math.max(max, p.start), 0);
+    this.before = new Set(below(procs, process.pid).map(key));
     this.closed = false;
     this.lastReport = [];
+    openWorld(this.marker);
   }
 
-  /** fake-pi's report: one entry per start that said something of its own (`{pid, exit, cassette, lines}`). */
+  /**
+   * fake-pi's report: one entry per start that said something of its own (`{pid, exit, cassette,
+   * lines}`). A line that is not such an entry is one whose `lines` name it (`FILE:N`) and say
+   * what is wrong: a bad report never stops the test's end.
+   */
   report() {
     if (this.closed) return this.lastReport;
-    let text;
-    try { text = fs.readFileSync(this.reportFile, 'utf8'); } catch { return []; }
-    return text.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
+    let data;
+    try {
+      const fd = fs.openSync(this.reportFile, 'r');
+      try {
+        const buf = Buffer.alloc(Math.min(REPORT_LIMIT + 1, Math.max(0, fs.fstatSync(fd).size) + 1));
+        data = buf.subarray(0, fs.readSync(fd, buf, 0, buf.length, 0));
+      } finally { fs.closeSync(fd); }
+    } catch (e) {
+      return e.code === 'ENOENT' ? [] : [{ lines: [`pi-harness: ${this.reportFile}: cannot read it: ${e.code || e.message}`] }];
+    }
+    return parseReport(data, this.reportFile);
   }
 
   /** Re-recordings of this world's cassette waiting for `pi-harness cassette review`. */
@@ -388,37 +504,118 @@ class PiWorld {
   }
 
   /**
-   * The live processes the test started: new descendants of this process (but those carrying
-   * another world's marker: a test running beside this one started them), and marked ones.
+   * Whether the new descendant `p` is this world's: it carries this world's marker, none, or one
+   * of no world open now (a stale or made-up one). `env`: its environment, when already read.
    */
-  alive() {
+  claims(p, env = environ(p.pid)) {
+    const m = env === null ? null : valueIn(env, MARKER_VAR);
+    return m === null || m === this.marker || !worldOpen(m);
+  }
+
+  /**
+   * One look at /proc, newest process first: the live processes this world started (new
+   * descendants it claims, and processes carrying its marker), each SIGSTOPped as soon as it is
+   * found when `freeze`.
+   */
+  look(freeze = false) {
+    const me = process.pid;
+    const mine = selfAndAncestors();
+    const seen = new Map();
+    const envs = new Map();
     const found = new Map();
-    for (const p of descendants(process.pid)) {
-      if (this.before.has(`${p.pid}:${p.start}`) || gone(p)) continue;
-      const m = envValue(p.pid, MARKER_VAR);
-      if (m === null || m === this.marker) found.set(p.pid, p);
+    const take = (p) => {
+      if (freeze) signal(p.pid, 'SIGSTOP');
+      found.set(p.pid, readProc(p.pid) || p);
+    };
+    for (const pid of allPids()) {
+      if (mine.has(pid)) continue;
+      const p = readProc(pid, false);
+      if (!p) continue;
+      seen.set(pid, p);
+      if (this.before.has(key(p))) continue;
+      const env = p.start >= this.since ? environ(pid) : null;
+      envs.set(pid, env);
+      if (env && (env.includes(this.needle) || (p.ppid === me && this.claims(p, env))) && !gone(p)) take(p);
     }
-    for (const p of marked(MARKER_VAR, this.marker)) if (!found.has(p.pid)) found.set(p.pid, p);
+    // Deeper descendants (a parent is read after its children), and those whose parent went
+    // while this look ran (reparented by now).
+    for (const p of [...seen.values()]) {
+      if (!seen.has(p.ppid) && !mine.has(p.ppid) && p.ppid > 1) {
+        const q = readProc(p.pid, false);
+        if (q) seen.set(p.pid, q);
+      }
+    }
+    for (const c of below([...seen.values()], me)) {
+      if (found.has(c.pid) || this.before.has(key(c)) || gone(c)) continue;
+      if (this.claims(c, envs.has(c.pid) ? envs.get(c.pid) : environ(c.pid))) take(c);
+    }
     return [...found.values()].sort((a, b) => a.pid - b.pid);
   }
 
-  /** Rejects with LeftoverError naming what is alive `grace` ms from now (polled), killed first. */
+  /**
+   * The live processes the test started: new descendants of this process (but those carrying the
+   * marker of another world still open: a test running beside this one started them), and marked ones.
+   */
+  alive() {
+    return this.look();
+  }
+
+  /**
+   * Freeze, then kill: SIGSTOP and SIGKILL `first`, then look again (each process found stopped at
+   * once, so that it cannot fork) and kill what was found, in rounds until QUIET_LOOKS looks in a
+   * row find nothing (at most two seconds). `{ killed, evasive }`: every process killed, and whether
+   * new ones appeared after the first round (started while the others were being killed) or the
+   * quiet never came.
+   */
+  async killAll(first) {
+    const killed = new Map();
+    let todo = first;
+    for (const p of todo) signal(p.pid, 'SIGSTOP');
+    let evasive = false;
+    let rounds = 0;
+    let quiet = 0;
+    const stop = Date.now() + 2000;
+    for (;;) {
+      for (const p of todo) {
+        signal(p.pid, 'SIGKILL');
+        if (!killed.has(key(p))) { evasive = evasive || rounds > 0; killed.set(key(p), p); }
+      }
+      if (todo.length) rounds += 1;
+      if (Date.now() > stop) { evasive = true; break; }
+      await sleep(2);
+      todo = this.look(true);
+      quiet = todo.length ? 0 : quiet + 1;
+      if (quiet >= QUIET_LOOKS) break;
+    }
+    return { killed: [...killed.values()].sort((a, b) => a.pid - b.pid), evasive };
+  }
+
+  /**
+   * Rejects with LeftoverError naming what is alive `grace` ms from now (polled until QUIET_LOOKS
+   * looks in a row find nothing), stopped and killed first; `evasive` when new ones kept starting.
+   */
   async checkNoneLeft(grace = this.grace) {
     const end = Date.now() + grace;
-    let left = this.alive();
-    while (left.length && Date.now() < end) { await sleep(10); left = this.alive(); }
-    if (!left.length) return;
-    const killed = new Map();
-    const stop = Date.now() + 2000;
-    while (left.length) {
-      for (const p of left) { try { process.kill(p.pid, 'SIGKILL'); } catch { /* gone */ } killed.set(p.pid, p); }
-      if (Date.now() > stop) break;
-      left = this.alive().filter((p) => !killed.has(p.pid));
+    let quiet = 0;
+    let left;
+    for (;;) {
+      left = this.look();
+      quiet = left.length ? 0 : quiet + 1;
+      if (quiet >= QUIET_LOOKS) return;
+      if (Date.now() >= end) break;
+      await sleep(left.length ? 10 : 2);
     }
-    const all = [...killed.values()].sort((a, b) => a.pid - b.pid);
-    const what = all.length === 1 ? '1 process' : `${all.length} processes`;
-    const lines = all.map((p) => `  leftover: ${describe(p)}`).join('\n');
-    const e = new LeftoverError(`${what} the test started still running at its end (killed now):\n${lines}`, all);
+    const { killed, evasive } = await this.killAll(left);
+    if (!killed.length && !evasive) return;
+    let message;
+    if (!killed.length) {
+      message = 'processes the test started kept starting and ending at its end, and none was caught alive (evasive: something forks and exits at once)';
+    } else {
+      const what = killed.length === 1 ? '1 process' : `${killed.length} processes`;
+      const how = evasive ? '; evasive: new ones kept starting while they were being killed' : '';
+      message = `${what} the test started still running at its end (killed now${how}):\n${killed.map((p) => `  leftover: ${describe(p)}`).join('\n')}`;
+    }
+    const e = new LeftoverError(message, killed, evasive);
     e.stack = `${e.name}: ${e.message}`;
     throw e;
   }
@@ -431,6 +628,7 @@ class PiWorld {
     try {
       await this.checkNoneLeft();
     } finally {
+      closeWorld(this.marker);
       fs.rmSync(this.path, { recursive: true, force: true });
     }
   }

@@ -3,12 +3,14 @@
 //! children.
 
 use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag};
 use nix::unistd::Pid;
 
-use crate::{all_procs, pids_with_env, read_proc, ProcInfo};
+use crate::sweep::Swept;
+use crate::{all_procs, read_proc, ProcInfo};
 
 /// Make this process a child subreaper: orphans of our descendants reparent to us
 /// instead of init, so they can be found and reaped.
@@ -41,30 +43,29 @@ pub fn kill_and_reap(pids: &[i32]) -> Vec<i32> {
     killed
 }
 
-/// SIGKILL every live descendant of `root` (with the process group each leads) and reap the
-/// ones that are our children, in waves until none is left: a killed process's children
-/// reparent (to `root`, when it is a subreaper) and the next wave finds them. Returns the
-/// processes found alive, in the order found.
+/// SIGKILL every live descendant of `root` (with the process groups that hold nothing else)
+/// and reap the ones that are our children, freezing each first, in rounds until
+/// [`QUIET_LOOKS`](crate::sweep::QUIET_LOOKS) looks in a row find none (at most five
+/// seconds): a killed process's children reparent (to `root`, when it is a subreaper) and
+/// the next round finds them. Returns the processes found alive, in the order found.
 pub fn kill_descendants(root: i32) -> Vec<ProcInfo> {
-    let mut found = Vec::new();
-    for _ in 0..50 {
-        let below = crate::descendants(&all_procs(), root);
-        let zombies: Vec<i32> = below
+    let protected = crate::self_and_ancestors();
+    let swept = crate::sweep::sweep(
+        &mut || crate::sweep::freeze_below(root, &protected),
+        None,
+        std::time::Duration::from_secs(5),
+        &mut |d| std::thread::sleep(d),
+    );
+    let mut pids: Vec<i32> = swept.found.iter().map(|p| p.pid).collect();
+    // And the zombies below `root` that are ours (dead by themselves meanwhile).
+    pids.extend(
+        crate::descendants(&all_procs(), root)
             .iter()
             .filter(|p| p.is_zombie())
-            .map(|p| p.pid)
-            .collect();
-        reap_children_of_self(&zombies);
-        let live: Vec<ProcInfo> = below.into_iter().filter(|p| !p.is_zombie()).collect();
-        if live.is_empty() {
-            break;
-        }
-        let pids: Vec<i32> = live.iter().map(|p| p.pid).collect();
-        kill_and_reap(&pids);
-        found.extend(live);
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    found
+            .map(|p| p.pid),
+    );
+    reap_children_of_self(&pids);
+    swept.found
 }
 
 /// Wait for each listed pid that is our child (a zombie is collected; a live one is
@@ -79,41 +80,37 @@ fn reap_children_of_self(pids: &[i32]) {
     }
 }
 
-/// SIGKILL every live process whose environment holds `NAME=value`, and reap those that
-/// end up as our children (orphans reparent to us when we are a subreaper). Polls for up
-/// to two seconds, since killed processes' own children reparent in waves. Returns the
-/// processes found alive (and killed), in the order found.
+/// SIGKILL every live process whose environment holds `NAME=value` ([`sweep_marked`]) and
+/// return those found alive, in the order found.
 pub fn kill_marked(name: &str, value: &str) -> Vec<ProcInfo> {
+    sweep_marked(name, value).found
+}
+
+/// Freeze and kill every live process whose environment holds `NAME=value`, in rounds until
+/// [`QUIET_LOOKS`](crate::sweep::QUIET_LOOKS) looks in a row find none (at most two
+/// seconds), then reap those that are our children (orphans reparent to us when we are a
+/// subreaper). Says whether the marked processes were evasive (see [`crate::sweep`]).
+pub fn sweep_marked(name: &str, value: &str) -> Swept {
+    let swept = crate::sweep::sweep(
+        &mut || crate::sweep::freeze_marked(name, value),
+        None,
+        Duration::from_secs(2),
+        &mut |d| std::thread::sleep(d),
+    );
+    // Reap the killed ones that are (now) ours, once each is dead (SIGKILLed: shortly).
     let me = std::process::id() as i32;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-    let mut found: Vec<ProcInfo> = Vec::new();
-    let mut killed: BTreeSet<i32> = BTreeSet::new();
-    loop {
-        for pid in pids_with_env(name, value) {
-            if pid == me || !killed.insert(pid) {
-                continue;
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let mut pending: BTreeSet<i32> = swept.found.iter().map(|p| p.pid).collect();
+    while !pending.is_empty() && Instant::now() < deadline {
+        pending.retain(|&pid| match read_proc(pid) {
+            Some(p) if p.ppid == me && p.is_zombie() => {
+                let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+                false
             }
-            if let Some(p) = read_proc(pid) {
-                found.push(p);
-            }
-            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
-        }
-        // Reap the killed ones that are (now) ours; the rest are still reparenting.
-        let mut pending = false;
-        for &pid in &killed {
-            match read_proc(pid) {
-                Some(p) if p.ppid == me && p.is_zombie() => {
-                    let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
-                }
-                Some(_) => pending = true,
-                None => {}
-            }
-        }
-        if (!pending && pids_with_env(name, value).is_empty())
-            || std::time::Instant::now() > deadline
-        {
-            return found;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
+            Some(p) => p.ppid == me,
+            None => false,
+        });
+        std::thread::sleep(Duration::from_millis(5));
     }
+    swept
 }

@@ -4,7 +4,9 @@
 //!
 //! Pure helpers (descendant walks, which process groups are safe to kill: `tree`) are
 //! separate from the functions that read `/proc` (`snapshot`, stat parsing included) and
-//! those that send signals and reap (`kill`); every item is re-exported here. Used by the provider's
+//! those that send signals and reap (`kill`, over [`sweep`]: freeze, then kill, in rounds
+//! until a quiet one, so that a process forking while it is killed is caught too); every
+//! item of the first three is re-exported here. Used by the provider's
 //! supervisor (its subreaper and tree walk), the recorder (who survived a recorded signal),
 //! the conformance runner, the test kit (a unique `NAME=value` in every started process's
 //! environment, scanned for at the end) and `pi-harness leftovers` ([`watch`]: run a
@@ -35,10 +37,13 @@
 
 mod kill;
 mod snapshot;
+pub mod sweep;
 mod tree;
 pub mod watch;
 
-pub use kill::{become_subreaper, kill_and_reap, kill_descendants, kill_marked, own_children};
+pub use kill::{
+    become_subreaper, kill_and_reap, kill_descendants, kill_marked, own_children, sweep_marked,
+};
 pub use snapshot::{
     all_procs, fd_target, marked, parse_stat, pids_with_env, read_proc, self_and_ancestors,
     sigkill_pending, ProcInfo,

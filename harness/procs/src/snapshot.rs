@@ -103,14 +103,33 @@ pub fn fd_target(pid: i32, fd: i32) -> Option<String> {
         .map(|p| p.display().to_string())
 }
 
-/// Every process visible in `/proc`.
+/// Every process visible in `/proc`, newest first (see [`newest_first`]).
 pub fn all_procs() -> Vec<ProcInfo> {
+    newest_first().into_iter().filter_map(read_proc).collect()
+}
+
+/// The pids in `/proc`, highest first: the processes started last are read a moment after
+/// the listing, before a process that forks and exits at once has gone.
+pub(crate) fn newest_first() -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(read_proc)
-        .collect()
+    let mut pids: Vec<i32> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .collect();
+    pids.sort_unstable_by(|a, b| b.cmp(a));
+    pids
+}
+
+/// The environment `pid` started with (`NAME=value` entries, NUL-separated), if readable.
+pub(crate) fn read_env(pid: i32) -> Option<Vec<u8>> {
+    std::fs::read(format!("/proc/{pid}/environ")).ok()
+}
+
+/// Whether an environment as `/proc/PID/environ` holds it has the entry `needle`
+/// (`NAME=value`) exactly.
+pub(crate) fn has_entry(env: &[u8], needle: &str) -> bool {
+    env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes())
 }
 
 /// The live processes whose environment holds `NAME=value` ([`pids_with_env`]: never this
@@ -152,15 +171,12 @@ fn sigkill_in_status(status: &str) -> bool {
 /// runner a "survivor", let alone a process to kill.
 pub fn pids_with_env(name: &str, value: &str) -> Vec<i32> {
     let needle = format!("{name}={value}");
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
     let mine = self_and_ancestors();
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+    newest_first()
+        .into_iter()
         .filter(|pid| {
             !mine.contains(pid)
-                && std::fs::read(format!("/proc/{pid}/environ"))
-                    .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
+                && read_env(*pid).is_some_and(|env| has_entry(&env, &needle))
                 && read_proc(*pid).is_some_and(|p| !p.is_zombie())
                 // SIGKILL pending: gone for every purpose but the kernel's bookkeeping.
                 && !sigkill_pending(*pid)
@@ -221,6 +237,14 @@ mod tests {
         assert!(state_becomes(false));
         let _ = child.kill();
         let _ = child.wait();
+    }
+
+    #[test]
+    fn an_environment_entry_matches_whole() {
+        assert!(has_entry(b"A=1\0M=run-1\0", "M=run-1"));
+        assert!(!has_entry(b"A=1\0M=run-12\0", "M=run-1"));
+        assert!(!has_entry(b"XM=run-1\0", "M=run-1"));
+        assert!(!has_entry(b"", "M=run-1"));
     }
 
     #[test]

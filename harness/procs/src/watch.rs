@@ -20,7 +20,6 @@
 //! (a command-line program, not a test binary with other tests' children about). It blocks
 //! those signals in the calling thread, so call it before starting other threads.
 
-use std::collections::BTreeSet;
 use std::os::fd::AsFd;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
@@ -33,7 +32,8 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
-use crate::{all_procs, descendants, groups_only_of, live_descendants, ProcInfo};
+use crate::sweep::{freeze_below, has_children, sweep, QUIET_LOOKS};
+use crate::{all_procs, descendants, live_descendants, ProcInfo};
 
 /// What [`run`] does once the command has exited.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,10 +99,13 @@ pub struct Outcome {
     /// How the command ended.
     pub ending: Ending,
     /// The command's descendants still alive after the grace period, and any they started
-    /// while they were being killed, in the order found (parents before children).
+    /// while they were being killed, in the order found.
     pub leftovers: Vec<ProcInfo>,
     /// The leftovers were SIGKILLed and reaped (false with [`Options::keep`] or none left).
     pub killed: bool,
+    /// New leftovers kept appearing while the others were being killed (a process that
+    /// forks and exits), or something was left below that no look caught alive.
+    pub evasive: bool,
     /// Pids still alive after [`Options::kill_wait`] (a process stuck in the kernel).
     pub unkillable: Vec<i32>,
     /// Signals forwarded to the command, in order.
@@ -168,29 +171,57 @@ pub fn run(cmd: &mut Command, opts: &Options) -> std::io::Result<Outcome> {
     let pid = start(cmd, old)?;
     let (ending, forwarded) = wait_forwarding(&sfd, pid)?;
 
-    let me = std::process::id() as i32;
-    let protected = crate::self_and_ancestors();
-    let live = || live_descendants(&all_procs(), me, &protected);
-    let interrupted = grace_period(&sfd, opts.grace, &live);
-    let mut leftovers = live();
+    // Every process the command started is below us (their subreaper), and every child we
+    // have is the command's: no child left means nothing left, however fast one forks.
+    let interrupted = grace_period(&sfd, opts.grace);
     let mut outcome = Outcome {
         ending,
         leftovers: Vec::new(),
         killed: false,
+        evasive: false,
         unkillable: Vec::new(),
         forwarded,
         interrupted,
     };
-    if leftovers.is_empty() || opts.keep {
-        reap_all();
-        outcome.leftovers = leftovers;
+    if nothing_below() {
         return Ok(outcome);
     }
-    outcome.unkillable = kill_leftovers(&sfd, &protected, &mut leftovers, opts.kill_wait);
+    let me = std::process::id() as i32;
+    let protected = crate::self_and_ancestors();
+    if opts.keep {
+        // Left running: only looked at (a few looks, for one that comes and goes).
+        for _ in 0..QUIET_LOOKS {
+            outcome.leftovers = live_descendants(&all_procs(), me, &protected);
+            if !outcome.leftovers.is_empty() || nothing_below() {
+                break;
+            }
+        }
+        outcome.evasive = outcome.leftovers.is_empty() && !nothing_below();
+        return Ok(outcome);
+    }
+    let swept = sweep(
+        &mut || freeze_below(me, &protected),
+        Some(&mut nothing_below),
+        opts.kill_wait,
+        &mut |d| {
+            if readable(&sfd, d) {
+                while let Ok(Some(_)) = sfd.read_signal() {}
+            }
+        },
+    );
     settle(&sfd);
-    outcome.leftovers = leftovers;
-    outcome.killed = true;
+    outcome.killed = !swept.found.is_empty();
+    outcome.leftovers = swept.found;
+    outcome.evasive = swept.evasive;
+    outcome.unkillable = swept.unkillable;
     Ok(outcome)
+}
+
+/// Reap every exited child; true when no child is left (so, as a subreaper whose children
+/// are all the command's, nothing the command started is alive).
+fn nothing_below() -> bool {
+    reap_all();
+    !has_children()
 }
 
 /// Spawn the command with the signal mask this process had before `run` (`mask`); its pid.
@@ -246,13 +277,12 @@ fn wait_forwarding(sfd: &SignalFd, pid: Pid) -> std::io::Result<(Ending, Vec<Sig
 }
 
 /// The grace period: descendants may still be finishing (a `sleep 0.1 &`). Returns early
-/// when `live` finds none; true when a signal other than SIGCHLD cut it short.
-fn grace_period(sfd: &SignalFd, grace: Duration, live: &dyn Fn() -> Vec<ProcInfo>) -> bool {
+/// when nothing is left below us; true when a signal other than SIGCHLD cut it short.
+fn grace_period(sfd: &SignalFd, grace: Duration) -> bool {
     let grace_end = deadline(grace);
     let mut interrupted = false;
     loop {
-        reap_all();
-        if live().is_empty() || Instant::now() >= grace_end {
+        if nothing_below() || Instant::now() >= grace_end {
             break;
         }
         let step = grace_end
@@ -270,49 +300,6 @@ fn grace_period(sfd: &SignalFd, grace: Duration, live: &dyn Fn() -> Vec<ProcInfo
         }
     }
     interrupted
-}
-
-/// SIGKILL the live descendants, whole process groups where a group holds nothing else,
-/// and keep going until nothing is left: a leftover may fork while it is being killed (each
-/// one found is added to `leftovers`). The pids still alive after `kill_wait`.
-fn kill_leftovers(
-    sfd: &SignalFd,
-    protected: &BTreeSet<i32>,
-    leftovers: &mut Vec<ProcInfo>,
-    kill_wait: Duration,
-) -> Vec<i32> {
-    let me = std::process::id() as i32;
-    let own_group = nix::unistd::getpgrp().as_raw();
-    let mut seen: BTreeSet<i32> = leftovers.iter().map(|p| p.pid).collect();
-    let kill_end = deadline(kill_wait);
-    loop {
-        reap_all();
-        let procs = all_procs();
-        let now_live = live_descendants(&procs, me, protected);
-        if now_live.is_empty() {
-            break Vec::new();
-        }
-        for p in &now_live {
-            if seen.insert(p.pid) {
-                leftovers.push(p.clone());
-            }
-        }
-        let targets: BTreeSet<i32> = now_live.iter().map(|p| p.pid).collect();
-        for group in groups_only_of(&procs, &targets) {
-            if group != own_group && !protected.contains(&group) {
-                let _ = kill(Pid::from_raw(-group), Signal::SIGKILL);
-            }
-        }
-        for p in &now_live {
-            let _ = kill(Pid::from_raw(p.pid), Signal::SIGKILL);
-        }
-        if Instant::now() >= kill_end {
-            break targets.into_iter().collect();
-        }
-        if readable(sfd, Duration::from_millis(10)) {
-            while let Ok(Some(_)) = sfd.read_signal() {}
-        }
-    }
 }
 
 /// Dead descendants whose parent died too come back to us as zombies: reap them, for up

@@ -417,30 +417,29 @@ fn sweep(me: i32, sfd: &SignalFd, cfg: &Config, cancelled: bool) -> (Vec<Survivo
             live_descendants(me).is_empty()
         });
     }
-    let kill_end = Instant::now() + cfg.kill_wait;
-    let leftover = loop {
-        reap_all();
-        let live = live_descendants(me);
-        if live.is_empty() {
-            break Vec::new();
+    // Freeze, then kill, in rounds until no child is left: one that forks while it is
+    // killed is caught too (we own every child we have: none left means nothing below).
+    let swept = procs::sweep::sweep(
+        &mut || procs::sweep::freeze_below(me, &Default::default()),
+        Some(&mut || {
+            reap_all();
+            !procs::sweep::has_children()
+        }),
+        cfg.kill_wait,
+        &mut |d| {
+            let _ = wait_until(sfd, Instant::now() + d, || false);
+        },
+    );
+    for p in swept.found {
+        if !survivors.iter().any(|s| s.pid == p.pid) {
+            survivors.push(Survivor {
+                pid: p.pid,
+                command: p.command(),
+            });
         }
-        for p in &live {
-            let _ = kill(Pid::from_raw(p.pid), Signal::SIGKILL);
-        }
-        if Instant::now() >= kill_end {
-            break live.iter().map(|p| p.pid).collect();
-        }
-        let _ = wait_until(
-            sfd,
-            (Instant::now() + Duration::from_millis(20)).min(kill_end),
-            || {
-                reap_all();
-                live_descendants(me).is_empty()
-            },
-        );
-    };
+    }
     reap_all();
-    (survivors, leftover)
+    (survivors, swept.unkillable)
 }
 
 /// Point stdin, stdout and stderr at `/dev/null`.
@@ -460,29 +459,13 @@ fn live_descendants(me: i32) -> Vec<procs::ProcInfo> {
     // As a subreaper, every process below us has a child of ours among its ancestors: with
     // no child at all there is nothing below us, and no /proc scan is needed (the common
     // end of a run: pi exited, reaped, nothing left).
-    if !has_children() {
+    if !procs::sweep::has_children() {
         return Vec::new();
     }
     procs::descendants(&procs::all_procs(), me)
         .into_iter()
         .filter(|p| !p.is_zombie())
         .collect()
-}
-
-/// Whether this process has any child, live or exited but not yet reaped (nothing is
-/// reaped here: `WNOWAIT`).
-fn has_children() -> bool {
-    // SAFETY: waitid writes only into `info`, which lives for the call.
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    let r = unsafe {
-        libc::waitid(
-            libc::P_ALL,
-            0,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        )
-    };
-    !(r == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD))
 }
 
 /// Reap every exited child; remember pi's status.
@@ -556,7 +539,7 @@ mod tests {
             .unwrap();
         std::thread::sleep(std::time::Duration::from_millis(100));
         // An exited, unreaped child counts, and looking does not reap it.
-        assert!(super::has_children());
+        assert!(pi_procs::sweep::has_children());
         assert_eq!(child.wait().unwrap().code(), Some(7));
     }
 

@@ -4,7 +4,9 @@ their own) of small test files that use the pi_world fixture."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import time
 import uuid
 
 import pytest
@@ -64,6 +66,171 @@ def test_leaky(pi_world):
         ]
     )
     assert processes_with_arg(secs) == []
+
+
+def unique_secs() -> str:
+    """A sleep length no other process on the machine uses: its command line names it."""
+    return f"{300 + uuid.uuid4().int % 1000}.{os.getpid()}{uuid.uuid4().int % 1000}"
+
+
+def none_alive_with(arg: str, over: float = 0.3) -> list:
+    """Processes whose command line holds ``arg``, in any of the looks taken over ``over``
+    seconds (one look can miss a process that forks and exits at once; many cannot)."""
+    end = time.monotonic() + over
+    while time.monotonic() < end:
+        found = processes_with_arg(arg)
+        if found:
+            return found
+    return []
+
+
+def kill_all_with(arg: str) -> None:
+    """Stop, then kill, every process whose command line holds ``arg``, until many looks in a
+    row find none (what a failed test leaves is not left running)."""
+    quiet = 0
+    while quiet < 50:
+        found = processes_with_arg(arg)
+        for p in found:
+            for sig in (signal.SIGSTOP, signal.SIGKILL):
+                try:
+                    os.kill(p.pid, sig)
+                except OSError:
+                    pass
+        quiet = 0 if found else quiet + 1
+
+
+def test_a_child_with_a_made_up_or_stale_marker_is_a_leftover(pytester):
+    # It passed before: any marker but the test's own was taken for a test running beside it.
+    secs = unique_secs()
+    pytester.makepyfile(
+        test_foreign=f"""
+import os, subprocess
+import pytest
+import pi_harness
+
+@pytest.mark.pi_cassette("recorded/text_only.pi87")
+def test_foreign(pi_world):
+    with pi_harness.World("recorded/text_only.pi87", name="closed") as closed:
+        stale = closed.marker
+    for marker in ("x", stale):
+        subprocess.Popen(["sleep", "{secs}"], env={{**os.environ, "PI_HARNESS_TEST_MARKER": marker}})
+"""
+    )
+    try:
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+        result.assert_outcomes(passed=1, errors=1)
+        result.stdout.fnmatch_lines(
+            [
+                "*ERROR at teardown of test_foreign*",
+                "2 processes the test started still running at its end (killed now):",
+                f"  leftover: * sleep {secs} (session *, parent *)",
+                f"  leftover: * sleep {secs} (session *, parent *)",
+            ]
+        )
+        assert none_alive_with(secs) == []
+    finally:
+        kill_all_with(secs)
+
+
+def test_a_malformed_report_line_is_named_and_the_leftover_check_still_runs(pytester):
+    # Before: INTERNALERROR (json.loads in the report hook), and the leftover check never ran.
+    secs = unique_secs()
+    pytester.makepyfile(
+        test_report=f"""
+import os, subprocess
+import pytest
+
+@pytest.mark.pi_cassette("recorded/text_only.pi87")
+def test_bad_report(pi_world):
+    with open(os.environ["FAKE_PI_REPORT"], "w") as f:
+        f.write('{{"pid": 1, "exit": 99, "lines": ["fake-pi: a line of its own"]}}\\n')
+        f.write('{{"pid": 2, "exit\\n[1]\\n{{"lines": "x"}}\\n' + "[" * 100000 + "\\n")
+    subprocess.Popen(["sleep", "{secs}"])
+    assert False, "the test fails"
+"""
+    )
+    try:
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+        result.stdout.no_fnmatch_line("*INTERNALERROR*")
+        result.assert_outcomes(failed=1, errors=1)
+        result.stdout.fnmatch_lines(
+            [
+                "*ERROR at teardown of test_bad_report*",
+                "1 process the test started still running at its end (killed now):",
+                f"  leftover: * sleep {secs} (session *, parent *)",
+            ]
+        )
+        result.stdout.fnmatch_lines(
+            [
+                "*- fake-pi report -*",
+                "fake-pi: a line of its own",
+                "pi-harness: */fake-pi-report.jsonl:2: not JSON (*); the line is left out",
+                "pi-harness: */fake-pi-report.jsonl:3: not a JSON object; the line is left out",
+                "pi-harness: */fake-pi-report.jsonl:4: an entry whose `lines` is not a list of strings; the line is left out",
+                "pi-harness: */fake-pi-report.jsonl:5: *; the line is left out",
+            ]
+        )
+        assert none_alive_with(secs) == []
+    finally:
+        kill_all_with(secs)
+
+
+# Forks a copy of itself and exits, every millisecond, for ever.
+FORKER = "import os, time\nwhile True:\n    time.sleep(0.001)\n    if os.fork():\n        os._exit(0)\n"
+
+
+def test_a_process_that_forks_and_exits_at_once_is_caught_or_named_evasive(pytester):
+    # It passed the check 3 times in 3 before: each look at /proc missed the copy of the moment.
+    tag = f"forker-{uuid.uuid4().hex}"
+    pytester.makepyfile(
+        test_forker=f"""
+import subprocess, sys
+import pytest
+
+@pytest.mark.parametrize("env", ["marked", "no marker", "marked", "no marker"])
+@pytest.mark.pi_cassette("recorded/text_only.pi87")
+def test_forker(pi_world, env):
+    argv = [sys.executable, "-c", {FORKER!r}, "{tag}"]
+    subprocess.Popen(argv if env == "marked" else ["env", "-i"] + argv)
+"""
+    )
+    try:
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rE")
+        result.assert_outcomes(passed=4, errors=4)
+        out = result.stdout.str()
+        caught = out.count("the test started still running at its end (killed now")
+        evasive = out.count("(evasive: something below this process forks and exits at once)")
+        assert caught + evasive == 4, out
+        assert none_alive_with(tag, 0.5) == []
+    finally:
+        kill_all_with(tag)
+
+
+def test_xdist_charges_each_test_its_own_leftover(pytester):
+    pytest.importorskip("xdist")
+    secs = [unique_secs() for _ in range(4)]
+    tests = "".join(
+        f"""
+@pytest.mark.pi_cassette("recorded/text_only.pi87")
+def test_{i}(pi_world):
+    subprocess.Popen(["sleep", "{s}"])
+    time.sleep(0.3)
+"""
+        for i, s in enumerate(secs)
+    )
+    pytester.makepyfile(test_par="import subprocess, time\nimport pytest\n" + tests)
+    try:
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2")
+        result.assert_outcomes(passed=4, errors=4)
+        out = result.stdout.str()
+        for i, s in enumerate(secs):
+            # Each test's teardown names its own sleep, and only it.
+            section = out.split(f"ERROR at teardown of test_{i}")[1].split("ERROR at teardown of")[0]
+            assert f"sleep {s} " in section and all(f"sleep {o} " not in section for o in secs if o != s), section
+        assert all(none_alive_with(s) == [] for s in secs)
+    finally:
+        for s in secs:
+            kill_all_with(s)
 
 
 def test_a_failing_test_shows_fake_pis_mismatch_lines(pytester, wrapper_source):

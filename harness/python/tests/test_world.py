@@ -124,7 +124,8 @@ class WorldTest(unittest.TestCase):
         # Orphaned into its own session with an empty environment: the subreaper finds it.
         subprocess.run(["sh", "-c", f"(setsid env -i sleep {secs} </dev/null >/dev/null 2>&1 &)"], check=True)
         deadline = time.monotonic() + 5
-        while not any(f"sleep {secs}" in p.cmdline for p in w.alive()) and time.monotonic() < deadline:
+        # (The sleep itself: the subshell's command line holds its words too, until it execs.)
+        while not any(p.cmdline == f"sleep {secs}" for p in w.alive()) and time.monotonic() < deadline:
             time.sleep(0.01)
         with self.assertRaises(pi_harness.LeftoverError) as caught:
             w.close()

@@ -159,7 +159,7 @@ impl Lines {
         };
         self.unreadable_last = false;
         let (spawn, reap) = match &r.action {
-            ActionRef::Spawn(s) => (Some(s.id.as_str()), None),
+            ActionRef::Spawn(s) => (Some(s), None),
             ActionRef::Reap(id) => (None, Some(id.as_str())),
             _ => (None, None),
         };

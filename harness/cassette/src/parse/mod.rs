@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::{CassetteError, Record, FORMAT_NAME};
+use crate::{CassetteError, Record, Spawn, FORMAT_NAME};
 
 pub(crate) use header::parse_header;
 pub(crate) use record::{parse_record, parse_record_ref};
@@ -68,39 +68,61 @@ pub fn parse_record_line(
     parse_record(path, lineno, text, version)
 }
 
-/// The rules across lines of a two-way cassette: a `reply` names a client line that came
-/// before it, a `reap` a `spawn` that came before it. Every reader applies them (the
-/// streaming reader, lint).
+/// The rules across lines of a cassette: a `reply` names a client line that came before it,
+/// a `reap` a `spawn` that came before it, and what a replay keeps alive is bounded. Every
+/// reader applies them (the streaming reader, lint).
 #[derive(Debug, Default)]
 pub(crate) struct Replies {
     client_lines: u32,
-    spawned: std::collections::HashSet<String>,
-    /// Spawned and not reaped yet.
-    alive: std::collections::HashSet<String>,
+    /// Per spawn id, its spawns in order: `true` while fake-pi has not reaped it (a `reap`
+    /// reaps the latest spawn with its id, as fake-pi does).
+    spawned: std::collections::HashMap<String, Vec<Spawned>>,
+    /// Children spawned and not reaped, plus grandchildren that outlived their child's reap:
+    /// what the replay keeps alive now.
+    alive: usize,
     /// `spawn` records so far.
     spawns: usize,
 }
 
+/// One spawn, as the rules count it.
+#[derive(Debug, Clone, Copy)]
+struct Spawned {
+    reaped: bool,
+    /// Its grandchild lives on after a `reap` (see [`outlives_reap`]).
+    leaves_grandchild: bool,
+}
+
+/// Whether a spawn's grandchild outlives the child's `reap`: fake-pi's reap kills the
+/// child's process group (its own session), or the child alone (no session of its own), and
+/// nothing when the child has ended by itself (`lifetime_ms`); a grandchild in a session of
+/// its own, or one the kill does not reach, lives on, orphaned, as the recording says.
+fn outlives_reap(spawn: &Spawn) -> bool {
+    spawn
+        .grandchild
+        .as_ref()
+        .is_some_and(|g| g.own_session || !spawn.own_session || spawn.lifetime_ms.is_some())
+}
+
 /// The most `spawn` records one cassette may hold: what a replay starts is bounded.
 pub const MAX_SPAWNS: usize = 1024;
-/// The most children alive at once (spawned, not yet reaped) in one replay; each may have a
-/// grandchild.
+/// The most children alive at once in one replay: spawned and not yet reaped, and those
+/// reaped whose grandchild lives on (it keeps the child's place); each may have a grandchild.
 pub const MAX_LIVE_SPAWNS: usize = 32;
 
 impl Replies {
-    /// Check one record: `client_line` (a `stdin` or `stdin_text`), the id it spawns or
-    /// reaps, and its `reply`.
+    /// Check one record: `client_line` (a `stdin` or `stdin_text`), what it spawns or the id
+    /// it reaps, and its `reply`.
     pub(crate) fn check(
         &mut self,
         client_line: bool,
-        spawn: Option<&str>,
+        spawn: Option<&Spawn>,
         reap: Option<&str>,
         reply: Option<u32>,
     ) -> Result<(), String> {
         if client_line {
             self.client_lines += 1;
         }
-        if let Some(id) = spawn {
+        if let Some(spawn) = spawn {
             // Past the cap nothing more is kept: lint reads on, and its memory stays bounded.
             self.spawns += 1;
             if self.spawns > MAX_SPAWNS {
@@ -108,21 +130,32 @@ impl Replies {
                     "record field `spawn`: more than {MAX_SPAWNS} spawn records; a replay starts at most that many processes"
                 ));
             }
-            self.spawned.insert(id.to_string());
-            self.alive.insert(id.to_string());
-            if self.alive.len() > MAX_LIVE_SPAWNS {
+            self.spawned
+                .entry(spawn.id.clone())
+                .or_default()
+                .push(Spawned {
+                    reaped: false,
+                    leaves_grandchild: outlives_reap(spawn),
+                });
+            self.alive += 1;
+            if self.alive > MAX_LIVE_SPAWNS {
                 return Err(format!(
-                    "record field `spawn`: more than {MAX_LIVE_SPAWNS} children alive at once (spawned and not reaped); a replay keeps at most that many"
+                    "record field `spawn`: more than {MAX_LIVE_SPAWNS} children alive at once (spawned and not reaped, or reaped with a grandchild that lives on); a replay keeps at most that many"
                 ));
             }
         }
         if let Some(id) = reap {
-            self.alive.remove(id);
-        }
-        if let Some(id) = reap.filter(|id| !self.spawned.contains(*id)) {
-            return Err(format!(
-                "record field `reap`: no `spawn` with the id {id:?} before it"
-            ));
+            let Some(latest) = self.spawned.get_mut(id).and_then(|s| s.last_mut()) else {
+                return Err(format!(
+                    "record field `reap`: no `spawn` with the id {id:?} before it"
+                ));
+            };
+            if !latest.reaped {
+                latest.reaped = true;
+                if !latest.leaves_grandchild {
+                    self.alive -= 1;
+                }
+            }
         }
         match reply {
             Some(k) if k >= self.client_lines => Err(format!(

@@ -646,7 +646,7 @@ fn spawns_past_the_caps_are_refused_at_their_line() {
     let e = Cassette::parse(Path::new("c"), text.as_bytes())
         .unwrap_err()
         .to_string();
-    assert_eq!(e, "c:34: record field `spawn`: more than 32 children alive at once (spawned and not reaped); a replay keeps at most that many");
+    assert_eq!(e, "c:34: record field `spawn`: more than 32 children alive at once (spawned and not reaped, or reaped with a grandchild that lives on); a replay keeps at most that many");
     // 32 alive is fine; reaped ones make room (`reap` is a version 2 record).
     let header = r#"{"format":"pi-cassette","version":2,"mode":"rpc","pi":{"version":"1.5.2","dialect":"delta-only"},"scenario":{"name":"t","description":"d"},"expect":{"flags":{"mode":"rpc","no-session":true}},"origin":{"kind":"hand-made","timing":"synthetic"}}"#;
     let ok: Vec<String> = (0..32)
@@ -849,4 +849,69 @@ fn a_gemini_cassette_names_gemini_under_its_own_key_and_only_there() {
         zero.contains("c:1: header field `expect.effective.max_attempts`: a model call is tried at least once, found 0"),
         "{zero}"
     );
+}
+
+/// A two-way cassette is bounded as a one-way one: a grandchild that outlives its child's
+/// `reap` (its own session, a child without one, or a child that ended by itself) keeps the
+/// child's place among the 32 alive. Before, 1,024 such spawn/reap pairs linted clean and a
+/// replay left 729 processes after fake-pi's exit 0. A grandchild the reap's kill reaches
+/// (the child's own group) does not; a spawn id used again is counted again (a `reap` reaps
+/// the latest spawn with its id, as fake-pi does).
+#[test]
+fn a_reap_that_leaves_a_grandchild_alive_keeps_its_place() {
+    let header = r#"{"format":"pi-cassette","version":2,"mode":"rpc","pi":{"version":"1.5.2","dialect":"delta-only"},"scenario":{"name":"t","description":"d"},"expect":{"flags":{"mode":"rpc","no-session":true}},"origin":{"kind":"hand-made","timing":"synthetic"}}"#;
+    let exit = r#"{"dt_ms":0,"exit":0}"#;
+    let parse = |records: Vec<String>| {
+        let text = format!("{header}\n{}\n{exit}\n", records.join("\n"));
+        let parsed = Cassette::parse(Path::new("c"), text.as_bytes()).map(|_| ());
+        let linted = pi_cassette::lint::lint_bytes(Path::new("c"), text.as_bytes());
+        (parsed.map_err(|e| e.to_string()), linted.is_empty())
+    };
+    let pairs = |n: usize, spawn: &str| -> Vec<String> {
+        (0..n)
+            .flat_map(|i| {
+                [
+                    format!(r#"{{"dt_ms":0,"spawn":{{"id":"c{i}",{spawn}}}}}"#),
+                    format!(r#"{{"dt_ms":0,"reap":"c{i}"}}"#),
+                ]
+            })
+            .collect()
+    };
+    let refused = "c:66: record field `spawn`: more than 32 children alive at once (spawned and not reaped, or reaped with a grandchild that lives on); a replay keeps at most that many";
+    for spawn in [
+        r#""grandchild":{"own_session":true}"#,
+        r#""own_session":false,"grandchild":{}"#,
+        r#""lifetime_ms":5,"grandchild":{}"#,
+    ] {
+        assert_eq!(parse(pairs(32, spawn)), (Ok(()), true), "{spawn}");
+        assert_eq!(
+            parse(pairs(1024, spawn)),
+            (Err(refused.to_string()), false),
+            "{spawn}"
+        );
+    }
+    // The reap's kill of the child's group takes its grandchild: nothing is left.
+    assert_eq!(parse(pairs(1024, r#""grandchild":{}"#)), (Ok(()), true));
+    // The same id, spawned 33 times and never reaped: 33 children.
+    let same: Vec<String> = (0..33)
+        .map(|_| r#"{"dt_ms":0,"spawn":{"id":"c"}}"#.to_string())
+        .collect();
+    assert_eq!(
+        parse(same).0.unwrap_err(),
+        refused.replace("c:66:", "c:34:")
+    );
+    // Two spawns with one id and two reaps: the second reap finds the latest reaped already
+    // (as fake-pi does), so the first child is still alive and 31 more fill the 32.
+    let mut twice: Vec<String> = [
+        r#"{"dt_ms":0,"spawn":{"id":"a"}}"#,
+        r#"{"dt_ms":0,"spawn":{"id":"a"}}"#,
+        r#"{"dt_ms":0,"reap":"a"}"#,
+        r#"{"dt_ms":0,"reap":"a"}"#,
+    ]
+    .map(String::from)
+    .to_vec();
+    twice.extend((0..31).map(|i| format!(r#"{{"dt_ms":0,"spawn":{{"id":"b{i}"}}}}"#)));
+    assert_eq!(parse(twice.clone()), (Ok(()), true));
+    twice.push(r#"{"dt_ms":0,"spawn":{"id":"z"}}"#.to_string());
+    assert!(parse(twice).0.unwrap_err().starts_with("c:37: "));
 }

@@ -135,6 +135,122 @@ test('two worlds at once: each claims its own processes', async () => {
   }
 });
 
+/** Live processes whose command line has `arg`, in any of the looks taken over `ms` (one look can miss a process that forks and exits at once). */
+function aliveOver(arg, ms = 300) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    const found = withArg(arg);
+    if (found.length) return found;
+  }
+  return [];
+}
+
+/** Stop, then kill, every process whose command line has `arg`, until many looks in a row find none. */
+function killAllWith(arg) {
+  for (let quiet = 0; quiet < 50;) {
+    const found = withArg(arg);
+    for (const pid of found) for (const sig of ['SIGSTOP', 'SIGKILL']) { try { process.kill(Number(pid), sig); } catch { /* gone */ } }
+    quiet = found.length ? 0 : quiet + 1;
+  }
+}
+
+test('a child with a made-up or stale marker is a leftover', async () => {
+  // It passed before: any marker but the world's own was taken for a test running beside it.
+  const closed = new PiWorld({ cassette: 'recorded/text_only.pi87' });
+  await closed.close();
+  const w = new PiWorld({ cassette: 'recorded/text_only.pi87', grace: 100 });
+  const secs = uniqueSecs();
+  for (const marker of ['x', closed.marker]) {
+    spawn('sleep', [secs], { env: { ...w.env, PI_HARNESS_TEST_MARKER: marker }, stdio: 'ignore' });
+  }
+  try {
+    await assert.rejects(w.close(), (e) => {
+      assert.ok(e instanceof LeftoverError, e.message);
+      assert.match(e.message, /^2 processes the test started still running at its end \(killed now\):\n/);
+      assert.deepEqual(e.leftovers.map((p) => p.cmdline), [`sleep ${secs}`, `sleep ${secs}`]);
+      return true;
+    });
+    assert.deepEqual(aliveOver(secs), []);
+  } finally {
+    killAllWith(secs);
+  }
+});
+
+test("a child carrying the marker of a world open in another process is that world's", async () => {
+  const other = spawn(process.execPath, ['-e', `
+    const { PiWorld } = require('pi-harness');
+    const w = new PiWorld({ cassette: 'recorded/text_only.pi87' });
+    process.stdout.write(w.marker + '\\n');
+    process.stdin.on('end', () => w.close().then(() => process.exit(0), (e) => process.exit(e.name === 'LeftoverError' ? 3 : 1))).resume();
+  `], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const marker = (await new Promise((resolve) => other.stdout.once('data', resolve))).toString().trim();
+  const w = new PiWorld({ cassette: 'recorded/text_only.pi87', grace: 100 });
+  const p = spawn('sleep', [uniqueSecs()], { env: { ...w.env, PI_HARNESS_TEST_MARKER: marker }, stdio: 'ignore' });
+  const ended = new Promise((resolve) => p.once('close', resolve));
+  try {
+    assert.deepEqual(w.alive(), []);
+    // The other world charges it to its own test (and kills it).
+    other.stdin.end();
+    assert.equal(await new Promise((resolve) => other.once('close', resolve)), 3);
+    await ended;
+    await w.close();
+  } finally {
+    p.kill('SIGKILL');
+    await ended;
+  }
+});
+
+test('a malformed report line is named, and the leftover check still runs', async () => {
+  // Before: report() threw a SyntaxError, and close() threw it before the leftover check.
+  const w = new PiWorld({ cassette: 'recorded/text_only.pi87', grace: 100 });
+  fs.writeFileSync(w.reportFile, Buffer.concat([
+    Buffer.from('{"pid":1,"exit":99,"lines":["fake-pi: a line of its own"]}\n{"pid": 2, "exit\n[1]\n{"lines":"x"}\n\n'),
+    Buffer.from([0xff, 0x0a]), Buffer.from(`${'['.repeat(100000)}\n`),
+  ]));
+  const bad = (n, why) => `pi-harness: ${w.reportFile}:${n}: ${why}; the line is left out`;
+  assert.deepEqual(w.mismatches(), [
+    'fake-pi: a line of its own', bad(2, 'not JSON'), bad(3, 'not a JSON object'),
+    bad(4, 'an entry whose `lines` is not a list of strings'), bad(6, 'not UTF-8'), bad(7, 'not JSON'),
+  ]);
+  const secs = uniqueSecs();
+  spawn('sleep', [secs], { env: w.env, stdio: 'ignore' });
+  try {
+    await assert.rejects(w.close(), (e) => {
+      assert.ok(e instanceof LeftoverError, e.message);
+      assert.match(e.message, new RegExp(`leftover: \\d+ sleep ${secs.replace('.', '\\.')} `));
+      return true;
+    });
+    assert.equal(w.mismatches().length, 6);
+    assert.deepEqual(aliveOver(secs), []);
+  } finally {
+    killAllWith(secs);
+  }
+});
+
+test('a process that forks and exits at once is caught, or named evasive', async (t) => {
+  // It passed before: each look at /proc missed the copy of the moment.
+  const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'pih-forker-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const script = path.join(dir, 'forker.sh');
+  // Starts a copy of itself and exits, about every millisecond, for ever (a fresh sh each time).
+  fs.writeFileSync(script, 'sleep 0.001; sh "$0" "$1" </dev/null >/dev/null 2>&1 &\n');
+  for (let run = 0; run < 3; run += 1) {
+    const tag = `forker-${process.pid}-${run}-${Math.floor(Math.random() * 1e9)}`;
+    const w = new PiWorld({ cassette: 'recorded/text_only.pi87', grace: 100 });
+    execFileSync('sh', ['-c', `sh '${script}' ${tag} & exit 0`], { env: w.env });
+    try {
+      await assert.rejects(w.close(), (e) => {
+        assert.ok(e instanceof LeftoverError, e.message);
+        assert.match(e.message, /still running at its end \(killed now|\(evasive: /);
+        return true;
+      });
+      assert.deepEqual(aliveOver(tag), [], `run ${run}`);
+    } finally {
+      killAllWith(tag);
+    }
+  }
+});
+
 test('node --test: a test whose wrapper leaves a process behind fails, naming it', () => {
   const secs = uniqueSecs();
   const r = nodeTest('leaky.js', { SECS: secs });

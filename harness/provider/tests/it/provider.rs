@@ -929,3 +929,39 @@ async fn a_supervisor_at_its_descriptor_limit_still_reports() {
     }
     w.assert_none_left();
 }
+
+/// A tool that starts a copy of itself and exits at once, SIGTERM ignored, left running by a
+/// pi that exits: the supervisor's sweep stops each copy as it reads it and goes on until it
+/// has no child left (before, a look that missed the copy of the moment ended the sweep and
+/// the copies went on). Nothing carrying the marker is seen in many looks after the run.
+#[tokio::test]
+async fn a_tool_that_forks_and_exits_at_once_is_swept_when_pi_ends() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let w = World::new("forker");
+    let forker = w.write(
+        "forker.sh",
+        "trap '' TERM; sh \"$0\" </dev/null >/dev/null 2>&1 &\n",
+    );
+    let pi = w.write(
+        "pi",
+        format!(
+            "#!/bin/sh\ncat >/dev/null\nsh '{}' </dev/null >/dev/null 2>&1 &\nsleep 0.1\n",
+            forker.display()
+        ),
+    );
+    std::fs::set_permissions(&pi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for _ in 0..3 {
+        let mut req = w.request(&pi, "0.87.1", "0");
+        req.pi_path = Some(pi.clone());
+        let _ = collect(Provider::new(opts()).execute(req, CancellationToken::new())).await;
+        let end = Instant::now() + Duration::from_millis(300);
+        while Instant::now() < end {
+            let left = w.alive();
+            if !left.is_empty() {
+                w.kill_all();
+                panic!("the tool's copies outlived the run: {left:?}");
+            }
+        }
+    }
+    w.assert_none_left();
+}

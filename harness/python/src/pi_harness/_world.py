@@ -24,12 +24,18 @@ DEFAULT_PI_VERSION = "1.5.2"
 SUFFIXES = ("", ".cassette.jsonl", ".cassette.jsonl.zst", ".cassette.jsonl.gz")
 
 
-class LeftoverError(AssertionError):
-    """Processes the test started were still alive at its end (they have been killed)."""
+# The most of fake-pi's report read (a report is a few lines; the rest is left out, said so).
+REPORT_LIMIT = 16 << 20
 
-    def __init__(self, message: str, leftovers: List[_procs.Proc]) -> None:
+
+class LeftoverError(AssertionError):
+    """Processes the test started were still alive at its end (they have been killed);
+    ``evasive`` when new ones kept starting while they were being killed."""
+
+    def __init__(self, message: str, leftovers: List[_procs.Proc], evasive: bool = False) -> None:
         super().__init__(message)
         self.leftovers = leftovers
+        self.evasive = evasive
 
 
 class CassetteNotFound(FileNotFoundError):
@@ -89,6 +95,40 @@ def _existing(cassette: Path) -> Optional[Path]:
         if p.is_file():
             return p
     return None
+
+
+def parse_report(data: bytes, name: str) -> List[Dict[str, Any]]:
+    """fake-pi's report (``FAKE_PI_REPORT``: one JSON object a line), entry by entry. A line
+    that is not an entry (cut short, written by something else) becomes an entry of its own
+    whose one line names it (``name:N``) and what is wrong, never its content: shown where
+    fake-pi's lines are, and the rest of the report is still read."""
+    out: List[Dict[str, Any]] = []
+    if len(data) > REPORT_LIMIT:
+        data = data[:REPORT_LIMIT]
+        out.append({"lines": [f"pi-harness: {name}: longer than {REPORT_LIMIT >> 20} MiB; the rest is left out"]})
+    for n, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            entry: Any = json.loads(raw.decode("utf-8"))
+            why = None
+        except UnicodeDecodeError as e:
+            entry, why = None, f"not UTF-8 at byte {e.start}"
+        except ValueError as e:
+            entry, why = None, f"not JSON ({getattr(e, 'msg', 'invalid')} at column {getattr(e, 'colno', '?')})"
+        except RecursionError:
+            entry, why = None, "nested too deep"
+        if why is None and not isinstance(entry, dict):
+            why = "not a JSON object"
+        if why is None:
+            lines = entry.get("lines", [])
+            if not isinstance(lines, list) or not all(isinstance(line, str) for line in lines):
+                why = "an entry whose `lines` is not a list of strings"
+        if why is None:
+            out.append(entry)
+        else:
+            out.append({"bad_line": n, "lines": [f"pi-harness: {name}:{n}: {why}; the line is left out"]})
+    return out
 
 
 def resolve_cassette(cassette: Union[str, "os.PathLike[str]"]) -> Path:
@@ -160,8 +200,11 @@ class World:
     ``FAKE_PI_REPORT``); ``variables`` holds those alone. ``close`` (and leaving the ``with``
     block) fails with :class:`LeftoverError` naming every process the test started that is
     still alive ``grace`` seconds later (found below this process, which becomes a child
-    subreaper so that detached processes come back to it, and by the marker), after killing
-    them. It also reaps this process's dead children started during the test (adopted orphans
+    subreaper so that detached processes come back to it, and by the marker; a descendant
+    carrying another marker is left alone only while that marker's world is open), after
+    stopping and killing them in rounds until a quiet round (one that forks and exits at once
+    is caught too; ``evasive`` says when new ones kept starting meanwhile). A malformed line in
+    fake-pi's report is named in :meth:`report`, never fatal. It also reaps this process's dead children started during the test (adopted orphans
     would stay zombies otherwise): a ``Popen`` the test never waited for then reads exit 0.
 
     ``record_mode`` (default ``$PI_HARNESS_RECORD_MODE``, else ``none``): ``none`` (replay; a missing cassette raises :class:`CassetteNotFound`, and
@@ -303,14 +346,19 @@ class World:
 
     def report(self) -> List[Dict[str, Any]]:
         """fake-pi's report so far: one entry per start that said something of its own
-        (``{"pid", "exit", "cassette", "lines"}``), e.g. a mismatch with exit 99."""
+        (``{"pid", "exit", "cassette", "lines"}``), e.g. a mismatch with exit 99. A line that
+        is not such an entry is one whose ``lines`` name it (``FILE:N``) and say what is
+        wrong (:func:`parse_report`): a bad report never stops the test's end."""
         if self._closed:
             return self._last_report
         try:
-            text = self.report_file.read_text(encoding="utf-8")
+            with open(self.report_file, "rb") as f:
+                data = f.read(REPORT_LIMIT + 1)
         except FileNotFoundError:
             return []
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        except OSError as e:
+            return [{"lines": [f"pi-harness: {self.report_file}: cannot read it: {e.strerror}"]}]
+        return parse_report(data, str(self.report_file))
 
     def mismatches(self) -> List[str]:
         """Every line fake-pi said of its own, in order (``fake-pi: expectation mismatch: ...``)."""
@@ -323,14 +371,25 @@ class World:
     def check_none_left(self, grace: Optional[float] = None) -> None:
         """Raise :class:`LeftoverError` naming every process the test started that is alive
         ``grace`` seconds from now (polled), after killing them."""
-        left = self._watch.leftovers(self.grace if grace is None else grace)
-        if not left:
-            self._watch.reap()
+        left, quiet = self._watch.leftovers(self.grace if grace is None else grace)
+        if quiet:  # (and the looks reaped this process's dead children started since)
             return
-        killed = self._watch.kill_all(left)
+        killed, evasive = self._watch.kill_all(left)
+        if not killed and not evasive:
+            return
+        if not killed:
+            raise LeftoverError(
+                "processes the test started kept starting and ending at its end, and none was caught alive"
+                " (evasive: something below this process forks and exits at once)",
+                killed,
+                evasive,
+            )
         what = "1 process" if len(killed) == 1 else f"{len(killed)} processes"
+        how = "; evasive: new ones kept starting while they were being killed" if evasive else ""
         lines = "\n".join(f"  leftover: {p.describe()}" for p in killed)
-        raise LeftoverError(f"{what} the test started still running at its end (killed now):\n{lines}", killed)
+        raise LeftoverError(
+            f"{what} the test started still running at its end (killed now{how}):\n{lines}", killed, evasive
+        )
 
     def close(self) -> None:
         """The end of the test: the leftover check (:meth:`check_none_left`), then the temp
@@ -342,6 +401,7 @@ class World:
         try:
             self.check_none_left()
         finally:
+            self._watch.close()
             shutil.rmtree(self.path, ignore_errors=True)
 
     def __enter__(self) -> "World":
