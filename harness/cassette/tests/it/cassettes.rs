@@ -939,3 +939,27 @@ fn every_agent_is_read_and_written_under_its_own_key_and_only_there() {
         "{pi_as_claude_mode}"
     );
 }
+
+/// Each dialect is one agent's: the registry's rows and `Dialect::agent` agree.
+#[test]
+fn the_dialects_are_the_registrys() {
+    let mut named = 0;
+    for agent in pi_grammar::Agent::ALL {
+        for d in agent.spec().dialects {
+            let dialect: Dialect = serde_json::from_value(Value::String(d.to_string()))
+                .unwrap_or_else(|e| panic!("{agent}'s dialect {d}: {e}"));
+            assert_eq!(dialect.agent(), agent, "{d}");
+            assert_eq!(dialect.to_string(), *d);
+            named += 1;
+        }
+    }
+    let all = [
+        Dialect::SnapshotDelta,
+        Dialect::DeltaOnly,
+        Dialect::SnapshotOnly,
+        Dialect::StreamJson,
+        Dialect::ExecJson,
+        Dialect::GeminiStreamJson,
+    ];
+    assert_eq!(named, all.len(), "a dialect no agent's row names");
+}
