@@ -142,12 +142,7 @@ impl PiSource {
     /// The warning an unverified cassette gets, one line: which release, which grammar it
     /// borrowed, what to run. `None` for a pinned release.
     pub fn unverified_warning(&self) -> Option<String> {
-        let borrowed = self.borrowed()?;
-        let cli = self.dialect.agent().display_name();
-        Some(format!(
-            "warning: {cli} {} is newer than every pinned release: unverified, read with {cli} {}'s command-line grammar (`pi-harness drift` shows what changed; pinning it: docs/pinning.md)",
-            self.version, borrowed
-        ))
+        self.dialect.agent().unverified_warning(&self.version)
     }
 }
 

@@ -290,6 +290,16 @@ impl Agent {
     pub fn borrowed_for(self, version: &str) -> Option<&'static str> {
         self.spec().borrowed_for(version)
     }
+
+    /// The one warning line about a release newer than every pinned one: which release,
+    /// which grammar it borrows, what to run. `None` for any other version.
+    pub fn unverified_warning(self, version: &str) -> Option<String> {
+        let borrowed = self.borrowed_for(version)?;
+        let cli = self.display_name();
+        Some(format!(
+            "warning: {cli} {version} is newer than every pinned release: unverified, read with {cli} {borrowed}'s command-line grammar (`pi-harness drift` shows what changed; pinning it: docs/pinning.md)"
+        ))
+    }
 }
 
 /// `a`, `a or b`, `a, b or c`.

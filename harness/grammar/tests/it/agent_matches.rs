@@ -115,10 +115,12 @@ impl<'a> Visit<'a> for Scan<'_> {
                 {
                     self.figures.arms += 1;
                 }
-                let whole = catch_all(&arm.pat);
-                let in_column = agent_columns
-                    .iter()
-                    .any(|&c| cols.len() > 1 && cols.get(c).is_some_and(|p| catch_all(p)));
+                // A guarded arm leaves the others to cover every agent: the compiler checks.
+                let whole = arm.guard.is_none() && catch_all(&arm.pat);
+                let in_column = arm.guard.is_none()
+                    && agent_columns
+                        .iter()
+                        .any(|&c| cols.len() > 1 && cols.get(c).is_some_and(|p| catch_all(p)));
                 if whole || in_column {
                     let line = arm.pat.span().start().line;
                     self.figures
