@@ -4,9 +4,10 @@
 //! the flag table: a [`Feature`] with the release it appeared in, a flag with the release
 //! that added it, a thinking level, a package command. Code asks "does this version have
 //! it?" and never names a version. Supporting a new release is a data change: add it to
-//! pi's row of the registry (`agents/pi.rs`, read as [`KNOWN_VERSIONS`]), add rows for what it changed (with the release the CHANGELOG names,
-//! or the pinned version where it was first measured; `scripts/pi-grammar.sh` prints the
-//! flag rows from the package's own parser), record the corpus on it, and run the real-pi
+//! pi's row of the registry (`agents/pi.rs`, read as [`KNOWN_VERSIONS`]), add rows for what
+//! it changed (with the release the CHANGELOG names, or the pinned version where it was
+//! first measured; `scripts/pi-grammar.sh` prints the flag rows from the package's own
+//! parser), record the corpus on it, and run the real-pi
 //! parity test: step by step in `docs/pinning.md`. Until then a newer release borrows the
 //! newest pinned grammar, unverified ([`Grammar::unverified`](crate::Grammar::unverified)).
 
