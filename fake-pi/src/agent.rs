@@ -13,6 +13,8 @@ use pi_grammar::AgentSettings;
 use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
+use crate::files;
+
 /// The agent dir and what fake-pi read from it.
 pub(crate) struct AgentDir {
     pub(crate) path: PathBuf,
@@ -84,19 +86,21 @@ struct Model {
     id: String,
 }
 
-fn read_json<T: for<'de> Deserialize<'de> + Default>(path: &Path) -> Result<T, String> {
-    match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
+/// A JSON file of the agent dir (bounded, a regular file only: [`files::read_config`]); the
+/// default when it does not exist.
+fn read_json<T: for<'de> Deserialize<'de> + Default>(path: &Path, what: &str) -> Result<T, String> {
+    match files::read_config(path) {
+        Ok(Some(text)) => serde_json::from_str(&text)
             .map_err(|e| format!("{}: not what pi reads there: {e}", path.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
-        Err(e) => Err(format!("{}: cannot read: {e}", path.display())),
+        Ok(None) => Ok(T::default()),
+        Err(e) => Err(e.line(what, path)),
     }
 }
 
 /// Read the agent dir at `path`.
 pub(crate) fn load(path: &Path) -> Result<AgentDir, String> {
-    let s: Settings = read_json(&path.join("settings.json"))?;
-    let m: Models = read_json(&path.join("models.json"))?;
+    let s: Settings = read_json(&path.join("settings.json"), "pi's settings")?;
+    let m: Models = read_json(&path.join("models.json"), "pi's models")?;
     let models = m
         .providers
         .map(|p| p.0)

@@ -159,14 +159,10 @@ pub(crate) fn set_process_name(command: &str) {
 /// nobody kills still goes away by itself).
 const DEFAULT_MAX_LIFETIME_MS: u64 = 600_000;
 
-/// The longest a child lives: `FAKE_PI_CHILD_MAX_MS` (milliseconds above 0), else
-/// [`DEFAULT_MAX_LIFETIME_MS`].
+/// The longest a child lives: `FAKE_PI_CHILD_MAX_MS` (milliseconds, 1 to the 10-minute
+/// ceiling: `crate::environ::MAX_LIFETIME_MS`), else [`DEFAULT_MAX_LIFETIME_MS`].
 fn max_lifetime_ms() -> u64 {
-    std::env::var("FAKE_PI_CHILD_MAX_MS")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|&ms| ms > 0)
-        .unwrap_or(DEFAULT_MAX_LIFETIME_MS)
+    crate::environ::lifetime_or("FAKE_PI_CHILD_MAX_MS", DEFAULT_MAX_LIFETIME_MS)
 }
 
 /// The variable a replaying process sets for its tools when they are to be left running
@@ -182,27 +178,23 @@ pub(crate) const ORPHAN_OWNER_ENV: &str = "FAKE_PI_TOOL_OWNER";
 /// named when it started, else the parent it has now), then live the bound more and end,
 /// killing its own group when it leads one. An owner already gone counts as gone.
 fn bound_orphan_life(owner: Option<i32>) {
-    let Some(ms) = std::env::var(ORPHAN_BOUND_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-    else {
+    if std::env::var_os(ORPHAN_BOUND_ENV).is_none() {
         return;
-    };
+    }
+    let ms = crate::environ::lifetime_or(ORPHAN_BOUND_ENV, DEFAULT_MAX_LIFETIME_MS);
     let parent = owner.map_or_else(nix::unistd::getppid, nix::unistd::Pid::from_raw);
-    let _ = std::thread::Builder::new()
-        .name("fake-pi-orphan".into())
-        .spawn(move || {
-            while nix::unistd::getppid() == parent {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            std::thread::sleep(Duration::from_millis(ms));
-            let me = nix::unistd::getpid();
-            if nix::unistd::getpgrp() == me {
-                let _ = signal::killpg(me, Signal::SIGKILL);
-            }
-            // SAFETY: _exit is async-signal-safe and takes no pointers.
-            unsafe { libc::_exit(exit::SUCCESS) }
-        });
+    let _ = crate::signals::spawn_thread("fake-pi-orphan", move || {
+        while nix::unistd::getppid() == parent {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(ms));
+        let me = nix::unistd::getpid();
+        if nix::unistd::getpgrp() == me {
+            let _ = signal::killpg(me, Signal::SIGKILL);
+        }
+        // SAFETY: _exit is async-signal-safe and takes no pointers.
+        unsafe { libc::_exit(exit::SUCCESS) }
+    });
 }
 
 /// Live `lifetime_ms` (or until killed), never longer than [`max_lifetime_ms`], then exit 0.

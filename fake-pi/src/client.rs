@@ -91,9 +91,7 @@ impl Client {
         let (tx, rx) = mpsc::channel();
         let _ = FORWARD.set(Mutex::new(tx.clone()));
         if stdin {
-            std::thread::Builder::new()
-                .name("fake-pi-stdin".into())
-                .spawn(move || read_stdin(tx))?;
+            crate::signals::spawn_thread("fake-pi-stdin", move || read_stdin(tx))?;
         }
         Ok(Client {
             rx,

@@ -69,10 +69,14 @@ fn call(header: &Header, argv: &[String], path: &Path) -> Result<(), i32> {
         ));
     }
     let home = codex_config::codex_home(&environ::var);
-    let layers = codex_config::layers(&parsed, &home).map_err(|e| {
-        eprintln!("{e}");
-        1
-    })?;
+    let layers = match codex_config::layers(&parsed, &home) {
+        Ok(l) => l,
+        Err(codex_config::LayersError::Cli(e)) => {
+            eprintln!("{e}");
+            return Err(1);
+        }
+        Err(codex_config::LayersError::Refused(e)) => return Err(fail(exit::MISUSE, e)),
+    };
     let effective = codex::effective(&parsed, &layers);
     if let Some(e) = codex_config::refused(&effective, &layers) {
         eprint!("{e}");

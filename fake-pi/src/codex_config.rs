@@ -4,12 +4,16 @@
 //! (`--profile NAME` or the config's `profile` key: its `[profiles.NAME]` table, then
 //! `$CODEX_HOME/NAME.config.toml`, which 0.169.0's help names), then the `-c` overrides
 //! (each value read as TOML, else taken as the literal). The `toml` crate reads the files
-//! here, where the I/O is; the grammar stays std only.
+//! here, where the I/O is; the grammar stays std only. Each file is read as
+//! [`files::read_config`] reads a CLI's configuration: a regular file (through a link), at
+//! most 1 MiB; anything else is fake-pi's own refusal (a FIFO hung, `/dev/zero` grew).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use pi_grammar::codex::{self, Layer, Parsed};
+
+use crate::files::{self, ConfigError};
 
 /// `$CODEX_HOME`, else `$HOME/.codex`.
 pub(crate) fn codex_home(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
@@ -50,28 +54,43 @@ fn read_toml_value(raw: &str) -> Option<String> {
     table.get("value").map(text)
 }
 
-/// A TOML file read whole; `None` when it does not exist.
-fn read_file(path: &Path) -> Result<Option<toml::Table>, String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(format!(
-                "Error loading config.toml: {}: {e}",
-                path.display()
-            ))
-        }
-    };
-    text.parse::<toml::Table>()
-        .map(Some)
-        .map_err(|e| format!("Error loading config.toml: {}: {e}", path.display()))
+/// Why a call's layers could not be read.
+#[derive(Debug)]
+pub(crate) enum LayersError {
+    /// What the CLI says and exits 1 with (a config it cannot read or parse, a malformed `-c`).
+    Cli(String),
+    /// fake-pi's own refusal (exit 96): a config that is not a regular file or is larger
+    /// than fake-pi reads ([`files::read_config`]), where real Codex would hang or grow.
+    Refused(String),
 }
 
-/// The layers of a call, lowest first. `Err`: what the CLI says and exits 1 with (a config
-/// it cannot read, a malformed `-c`).
-pub(crate) fn layers(parsed: &Parsed, home: &Path) -> Result<Vec<Layer>, String> {
+/// A TOML file read whole (bounded, a regular file only); `None` when it does not exist.
+fn read_file(path: &Path) -> Result<Option<toml::Table>, LayersError> {
+    let text = match files::read_config(path) {
+        Ok(Some(t)) => t,
+        Ok(None) => return Ok(None),
+        Err(e @ ConfigError::Refused(_)) => {
+            return Err(LayersError::Refused(e.line("Codex's config", path)))
+        }
+        Err(ConfigError::Unreadable(e)) => {
+            return Err(LayersError::Cli(format!(
+                "Error loading config.toml: {}: {e}",
+                path.display()
+            )))
+        }
+    };
+    text.parse::<toml::Table>().map(Some).map_err(|e| {
+        LayersError::Cli(format!(
+            "Error loading config.toml: {}: {e}",
+            path.display()
+        ))
+    })
+}
+
+/// The layers of a call, lowest first.
+pub(crate) fn layers(parsed: &Parsed, home: &Path) -> Result<Vec<Layer>, LayersError> {
     let overrides = codex::override_layer(parsed, &read_toml_value)
-        .map_err(|e| format!("Error parsing -c overrides: {e}"))?;
+        .map_err(|e| LayersError::Cli(format!("Error parsing -c overrides: {e}")))?;
     let mut layers = Vec::new();
     let file = home.join("config.toml");
     let base = if parsed.has("ignore-user-config") {

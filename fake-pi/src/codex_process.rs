@@ -10,7 +10,8 @@
 //! `process` section says. SIGKILL of the wrapper leaves the native child and its tools
 //! running, orphaned, as with the real CLI: the child carries the caller's environment (a
 //! marker-based leftover check finds it) and ends by itself [`DEFAULT_ORPHAN_MS`] after it
-//! was orphaned (`FAKE_PI_CODEX_ORPHAN_MS` milliseconds, above 0), killing its tools' groups.
+//! was orphaned (`FAKE_PI_CODEX_ORPHAN_MS` milliseconds, 1 to the 10-minute ceiling), killing
+//! its tools' groups.
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
@@ -22,7 +23,7 @@ use nix::unistd::{getppid, Pid};
 use pi_grammar::codex::{Codex, Command as CodexCommand};
 
 use crate::exit::{self, fail};
-use crate::{child, environ, replay, report, session, signals, source, values};
+use crate::{child, environ, files, hints, replay, report, session, signals, source, values};
 
 /// The variable that makes a start the native child, naming the cassette it replays.
 pub(crate) const NATIVE_ENV: &str = "FAKE_PI_CODEX_NATIVE";
@@ -57,42 +58,42 @@ pub(crate) fn wrap(path: &Path, argv: &[String], speed: Option<&str>) -> i32 {
     };
     let pid = Pid::from_raw(native.id() as i32);
     loop {
-        let Ok(sig) = signals::handled().wait() else {
-            continue;
-        };
-        match sig {
-            Signal::SIGCHLD => match native.try_wait() {
-                Ok(Some(status)) => {
-                    if let Some(n) = status.signal() {
-                        if let Ok(s) = Signal::try_from(n) {
-                            signals::die_by(s);
-                        }
-                        return exit::SIGNAL_BASE + n;
-                    }
-                    return status.code().unwrap_or(1);
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    return fail(
-                        exit::MISUSE,
-                        format!("cannot wait for the native child: {e}"),
-                    )
-                }
-            },
-            s => {
+        // SIGCHLD wakes the wait at once; the timeout is a second look, never the news.
+        match signals::wait_for(Duration::from_secs(1)) {
+            None | Some(Signal::SIGCHLD) => {}
+            Some(s) => {
                 let _ = signal::kill(pid, s);
+                continue;
+            }
+        }
+        match native.try_wait() {
+            Ok(Some(status)) => return ended_as(status),
+            Ok(None) => {}
+            Err(e) => {
+                return fail(
+                    exit::MISUSE,
+                    format!("cannot wait for the native child: {e}"),
+                )
             }
         }
     }
 }
 
+/// End as the native child ended: by its signal (or 128 + it, when it does not kill), or
+/// with its status.
+fn ended_as(status: std::process::ExitStatus) -> i32 {
+    if let Some(n) = status.signal() {
+        if let Ok(s) = Signal::try_from(n) {
+            signals::die_by(s);
+        }
+        return exit::SIGNAL_BASE + n;
+    }
+    status.code().unwrap_or(1)
+}
+
 /// The longest an orphaned native child lives on.
 fn orphan_bound() -> Duration {
-    let ms = environ::var(ORPHAN_ENV)
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|&ms| ms > 0)
-        .unwrap_or(DEFAULT_ORPHAN_MS);
-    Duration::from_millis(ms)
+    Duration::from_millis(environ::lifetime_or(ORPHAN_ENV, DEFAULT_ORPHAN_MS))
 }
 
 /// Watch for the wrapper's death: once orphaned, live [`orphan_bound`] more, then kill the
@@ -100,16 +101,14 @@ fn orphan_bound() -> Duration {
 fn watch_parent() {
     let parent = getppid();
     let bound = orphan_bound();
-    let _ = std::thread::Builder::new()
-        .name("fake-pi-orphan".into())
-        .spawn(move || {
-            while getppid() == parent {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            std::thread::sleep(bound);
-            signals::kill_children();
-            signals::exit_now(exit::SUCCESS)
-        });
+    let _ = signals::spawn_thread("fake-pi-orphan", move || {
+        while getppid() == parent {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(bound);
+        signals::kill_children();
+        signals::exit_now(exit::SUCCESS)
+    });
 }
 
 /// The file in `CODEX_HOME` that holds the thread id of the last run started there.
@@ -118,19 +117,22 @@ const LAST_THREAD: &str = "fake-pi-last-thread";
 /// The thread id this run announces (`<THREAD_ID>`): for `exec resume ID`, that id; for
 /// `exec resume --last`, the thread of the last run started in this `CODEX_HOME` (real
 /// Codex reuses it, measured), else a new one; for `exec`, a new one, remembered there for a
-/// later `--last` (when `CODEX_HOME` exists; nothing is created).
+/// later `--last`.
+///
+/// Only a `CODEX_HOME` the caller sets is written to, and only when it exists (nothing is
+/// created): with it unset real Codex would use `~/.codex`, the user's own, where a test
+/// double has nothing to write; `exec resume --last` then announces a new thread, with a
+/// hint. The file is fake-pi's own, read and replaced, never through a link ([`files`]).
 fn thread_id(header: &pi_cassette::Header) -> String {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let cli = header.pi.codex().unwrap_or_else(Codex::latest);
-    let last = crate::codex_config::codex_home(&environ::var).join(LAST_THREAD);
+    let last = environ::var("CODEX_HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| Path::new(&h).join(LAST_THREAD));
     match cli.parse(&argv) {
         Ok(p) if p.command == CodexCommand::ExecResume => p
             .session_id
-            .or_else(|| {
-                std::fs::read_to_string(&last)
-                    .ok()
-                    .map(|id| id.trim().to_string())
-            })
+            .or_else(|| last_thread(last.as_deref()))
             .filter(|id| {
                 // An id as Codex writes them (a UUID), nothing a JSON string would escape.
                 (1..=64).contains(&id.len())
@@ -141,10 +143,27 @@ fn thread_id(header: &pi_cassette::Header) -> String {
             .unwrap_or_else(values::uuid_v4),
         _ => {
             let id = values::uuid_v4();
-            if last.parent().is_some_and(Path::is_dir) {
-                let _ = std::fs::write(&last, &id);
+            if let Some(last) = last.filter(|l| l.parent().is_some_and(Path::is_dir)) {
+                if let Err(e) = files::replace_own(&last, id.as_bytes()) {
+                    hints::codex_last_thread(&last, &e);
+                }
             }
             id
+        }
+    }
+}
+
+/// The thread id `--last` continues, read from `last` (`None`: `CODEX_HOME` unset).
+fn last_thread(last: Option<&Path>) -> Option<String> {
+    let Some(last) = last else {
+        hints::codex_resume_last_without_home();
+        return None;
+    };
+    match files::read_own(last) {
+        Ok(id) => id.map(|id| String::from_utf8_lossy(&id).trim().to_string()),
+        Err(e) => {
+            hints::codex_last_thread(last, &e);
+            None
         }
     }
 }

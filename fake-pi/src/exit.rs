@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | 0 | [`SUCCESS`] | a `spawn` child (fake-pi run again) whose `lifetime_ms` is over; a replay whose records end without an ending (the reader refuses such a cassette first) |
 //! | 1 | [`CLAUDE_NOT_LOGGED_IN`] | as Claude Code: no `ANTHROPIC_API_KEY` (the CLI's own status, imitated) |
-//! | 96 | [`MISUSE`] | fake-pi cannot do what was asked: bad `FAKE_PI_SPEED` or `FAKE_PI_RPC_WAIT_MS`, a pi package/auth/MCP command, `--resume`, an agent dir it cannot read, a child that cannot be started, a session file or request log it cannot write, a bad `FAKE_PI_CHILD_SPEC` (internal); as Gemini CLI, the interactive CLI or one of its commands (`gemini mcp`), a settings file that is not JSON |
+//! | 96 | [`MISUSE`] | fake-pi cannot do what was asked: bad `FAKE_PI_SPEED` or `FAKE_PI_RPC_WAIT_MS`, a lifetime variable that is not 1 to 600000 ms (`environ::check_lifetimes`), a pi package/auth/MCP command, `--resume`, an agent dir it cannot read, a child that cannot be started, a session file or request log it cannot write, a bad `FAKE_PI_CHILD_SPEC` (internal), a CLI's configuration file that is not a regular file or is larger than 1 MiB (`files::read_config`); as Gemini CLI, the interactive CLI or one of its commands (`gemini mcp`), a settings file that is not JSON |
 //! | 97 | [`NO_CASSETTE`] | no cassette set, or it cannot be read (a bad `fake-pi.conf`, a sequence it cannot list) |
 //! | 98 | [`INVALID_CASSETTE`] | the cassette is not valid (the message names file and line) |
 //! | 99 | [`EXPECTATION`] | the call does not mean what the recording meant, a start past the end of a sequence, or (two-way) a client that does not do what the recording's client did |
@@ -42,10 +42,11 @@ pub(crate) fn fail(code: i32, message: String) -> i32 {
     code
 }
 
-/// A line of fake-pi's own on stderr, kept for the report too ([`crate::report`]).
+/// A line of fake-pi's own on stderr, kept for the report too ([`crate::report`]; kept
+/// first, so that it is there whatever becomes of the write).
 pub(crate) fn say(line: &str) {
-    eprintln!("{line}");
     crate::report::note(line);
+    eprintln!("{line}");
 }
 
 /// The status and message for a cassette that is not valid ([`INVALID_CASSETTE`]) or

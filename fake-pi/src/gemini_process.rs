@@ -12,8 +12,9 @@
 //! path), which replays the records ([`child_main`]). With `GEMINI_CLI_NO_RELAUNCH` set,
 //! this process replays itself. Whatever outlives the run ends by itself: a child whose
 //! parent is gone (SIGKILL of the parent) lives [`DEFAULT_ORPHAN_MS`] more
-//! (`FAKE_PI_GEMINI_ORPHAN_MS` milliseconds, above 0), then kills its tools' groups and
-//! exits; a tool left running lives the same bound after its parent is gone.
+//! (`FAKE_PI_GEMINI_ORPHAN_MS` milliseconds, 1 to the 10-minute ceiling), then kills its
+//! tools' groups and exits; a tool left running lives the same bound after its parent is
+//! gone.
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
@@ -80,38 +81,33 @@ pub(crate) fn start(path: &Path, argv: &[String], speed: Option<&str>) -> i32 {
         Err(e) => return fail(exit::MISUSE, format!("cannot relaunch: {e}")),
     };
     loop {
-        let Ok(sig) = signals::handled().wait() else {
-            continue;
-        };
-        match sig {
-            Signal::SIGCHLD => match relaunched.try_wait() {
-                Ok(Some(status)) => {
-                    if let Some(n) = status.signal() {
-                        if let Ok(s) = Signal::try_from(n) {
-                            signals::die_by(s);
-                        }
-                        return exit::SIGNAL_BASE + n;
-                    }
-                    return status.code().unwrap_or(1);
-                }
-                Ok(None) => {}
-                Err(e) => return fail(exit::MISUSE, format!("cannot wait for the child: {e}")),
-            },
+        // SIGCHLD wakes the wait at once; the timeout is a second look, never the news.
+        match signals::wait_for(Duration::from_secs(1)) {
+            None | Some(Signal::SIGCHLD) => {}
             // The relaunch parent does nothing on SIGTERM and SIGINT (measured).
-            Signal::SIGTERM | Signal::SIGINT => {}
+            Some(Signal::SIGTERM | Signal::SIGINT) => continue,
             // Node's default for SIGHUP: the parent dies; the child lives on, bounded.
-            s => signals::die_by(s),
+            Some(s) => signals::die_by(s),
+        }
+        match relaunched.try_wait() {
+            Ok(Some(status)) => {
+                if let Some(n) = status.signal() {
+                    if let Ok(s) = Signal::try_from(n) {
+                        signals::die_by(s);
+                    }
+                    return exit::SIGNAL_BASE + n;
+                }
+                return status.code().unwrap_or(1);
+            }
+            Ok(None) => {}
+            Err(e) => return fail(exit::MISUSE, format!("cannot wait for the child: {e}")),
         }
     }
 }
 
 /// The longest an orphan lives on.
 fn orphan_bound() -> Duration {
-    let ms = environ::var(ORPHAN_ENV)
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|&ms| ms > 0)
-        .unwrap_or(DEFAULT_ORPHAN_MS);
-    Duration::from_millis(ms)
+    Duration::from_millis(environ::lifetime_or(ORPHAN_ENV, DEFAULT_ORPHAN_MS))
 }
 
 /// Watch for the parent's death: once orphaned, live [`orphan_bound`] more, then kill the
@@ -119,16 +115,14 @@ fn orphan_bound() -> Duration {
 fn watch_parent() {
     let parent = getppid();
     let bound = orphan_bound();
-    let _ = std::thread::Builder::new()
-        .name("fake-pi-orphan".into())
-        .spawn(move || {
-            while getppid() == parent {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            std::thread::sleep(bound);
-            signals::kill_children();
-            signals::exit_now(exit::SUCCESS)
-        });
+    let _ = signals::spawn_thread("fake-pi-orphan", move || {
+        while getppid() == parent {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(bound);
+        signals::kill_children();
+        signals::exit_now(exit::SUCCESS)
+    });
 }
 
 /// Be the relaunched child: replay the cassette at `path`. Never returns.

@@ -1,9 +1,12 @@
-//! Hints: lines of fake-pi's own on stderr (`fake-pi: hint: ...`, `fake-pi: warning: ...`)
-//! that say what to do where the imitated CLI's own message leaves a user guessing: a flag
-//! newer than the cassette's release, a cassette of the other agent, stdin left open, a
-//! cassette of an unverified (newer than pinned) release. They never touch stdout, go to
-//! `FAKE_PI_REPORT` like fake-pi's other lines, and `FAKE_PI_HINTS=0` turns every one off
-//! (stderr is then the recording's, byte for byte).
+//! Hints: lines of fake-pi's own (`fake-pi: hint: ...`, `fake-pi: warning: ...`) that say
+//! what to do where the imitated CLI's own message leaves a user guessing: a flag newer than
+//! the cassette's release, a cassette of the other agent, stdin left open, a cassette of an
+//! unverified (newer than pinned) release, Codex's last thread not kept. They are for the
+//! person reading a failed test, not for the program under test: they go to
+//! `FAKE_PI_REPORT` (which the pytest plugin and the Node helper show), and on stderr only
+//! when asked (`FAKE_PI_HINTS=1`). By default fake-pi's stdout and stderr are the
+//! recording's, byte for byte (or the real CLI's own refusal); `FAKE_PI_HINTS=0` is accepted
+//! and means the default. They never touch stdout.
 
 use std::sync::mpsc;
 use std::time::Duration;
@@ -14,22 +17,24 @@ use pi_grammar::{Grammar, KNOWN_VERSIONS};
 
 use crate::environ;
 
-/// The variable that turns hints off (`0`).
+/// The variable that puts hints on stderr too (`1`).
 pub(crate) const HINTS_ENV: &str = "FAKE_PI_HINTS";
 /// How long stdin may stay open before its hint, in milliseconds.
 pub(crate) const STDIN_HINT_ENV: &str = "FAKE_PI_HINT_STDIN_MS";
 /// The wait before the stdin hint when [`STDIN_HINT_ENV`] does not say.
 const STDIN_HINT_DEFAULT: Duration = Duration::from_secs(3);
 
-/// Hints are on unless `FAKE_PI_HINTS=0`.
-fn enabled() -> bool {
-    environ::var(HINTS_ENV).map_or(true, |v| v.trim() != "0")
+/// Hints are said on stderr only with `FAKE_PI_HINTS=1`.
+fn on_stderr() -> bool {
+    environ::var(HINTS_ENV).is_some_and(|v| v.trim() == "1")
 }
 
-/// Say one hint line (already prefixed), unless hints are off.
+/// Say one hint line (already prefixed): kept for the report, and on stderr when asked.
 fn say(line: &str) {
-    if enabled() {
+    if on_stderr() {
         crate::exit::say(line);
+    } else {
+        crate::report::note(line);
     }
 }
 
@@ -38,6 +43,19 @@ pub(crate) fn unverified(header: &Header) {
     if let Some(w) = header.pi.unverified_warning() {
         say(&format!("fake-pi: {w}"));
     }
+}
+
+/// `codex exec resume --last` with `CODEX_HOME` unset: no last thread is kept there.
+pub(crate) fn codex_resume_last_without_home() {
+    say("fake-pi: hint: `codex exec resume --last` with CODEX_HOME unset: fake-pi keeps the last thread only in a CODEX_HOME it is given (never in ~/.codex), so this run announces a new thread; set CODEX_HOME to a directory of the test's own");
+}
+
+/// The file that keeps Codex's last thread (`path`) cannot be read or written (`problem`).
+pub(crate) fn codex_last_thread(path: &std::path::Path, problem: &str) {
+    say(&format!(
+        "fake-pi: warning: {}: {problem}: `codex exec resume --last` cannot continue the last thread (remove it)",
+        path.display()
+    ));
 }
 
 /// After pi's unknown-option error (`stderr`, as printed): for each flag the cassette's
@@ -211,16 +229,24 @@ fn newer_claude_option(version: &str, option: &str, first: Option<&str>) -> Opti
 }
 
 /// Watches pi's read of piped stdin: when it is still open after the delay, one hint.
-/// Dropping the watch (stdin read to its end) ends it quietly.
+/// Dropping the watch (stdin read to its end) ends it quietly, and waits for its thread: the
+/// hint, if it is being said, is said (and in the report) before the replay goes on.
 pub(crate) struct StdinWatch {
-    _done: Option<mpsc::Sender<()>>,
+    done: Option<mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for StdinWatch {
+    fn drop(&mut self) {
+        drop(self.done.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// Start watching the stdin read of a json-mode replay of `header`.
 pub(crate) fn watch_stdin(header: &Header) -> StdinWatch {
-    if !enabled() {
-        return StdinWatch { _done: None };
-    }
     let delay = environ::var(STDIN_HINT_ENV)
         .and_then(|v| v.trim().parse::<u64>().ok())
         .map_or(STDIN_HINT_DEFAULT, Duration::from_millis);
@@ -240,15 +266,14 @@ pub(crate) fn watch_stdin(header: &Header) -> StdinWatch {
         delay.as_millis()
     );
     let (tx, rx) = mpsc::channel::<()>();
-    let started = std::thread::Builder::new()
-        .name("stdin-hint".into())
-        .spawn(move || {
-            if rx.recv_timeout(delay) == Err(mpsc::RecvTimeoutError::Timeout) {
-                crate::exit::say(&line);
-            }
-        });
+    let started = crate::signals::spawn_thread("stdin-hint", move || {
+        if rx.recv_timeout(delay) == Err(mpsc::RecvTimeoutError::Timeout) {
+            say(&line);
+        }
+    });
     StdinWatch {
-        _done: started.is_ok().then_some(tx),
+        done: Some(tx),
+        thread: started.ok(),
     }
 }
 

@@ -11,12 +11,14 @@
 //!
 //! The rooms: [`source`] (which cassette), [`pi`], [`claude`], [`codex`] and [`gemini`] (the
 //! command line and the call, as each CLI; [`codex_process`] and [`gemini_process`] their
-//! process shapes), [`args`] and [`session`] (pi's command line and sessions),
-//! [`agent`] (pi's agent dir), [`client`] (a two-way replay's client), [`replay`] (the
-//! records in time), [`values`] (realistic values for placeholders), [`signals`] and
-//! [`child`] (real signals and processes), [`environ`] and [`exit`] (the environment read,
-//! the statuses given), [`report`] (fake-pi's own lines also in `FAKE_PI_REPORT`), [`hints`] (what to do, on
-//! stderr only; `FAKE_PI_HINTS=0` turns them off).
+//! process shapes; [`gemini_settings`] Gemini's settings), [`args`] and [`session`] (pi's
+//! command line and sessions), [`agent`] (pi's agent dir), [`client`] (a two-way replay's
+//! client), [`replay`] (the records in time), [`values`] (realistic values for
+//! placeholders), [`signals`] and [`child`] (real signals and processes), [`environ`] and
+//! [`exit`] (the environment read, the statuses given), [`report`] (fake-pi's own lines also
+//! in `FAKE_PI_REPORT`), [`hints`] (what to do, in the report; on stderr too only with
+//! `FAKE_PI_HINTS=1`), [`files`] (the files read and written, bounded, never through a link
+//! where fake-pi writes).
 
 // A command-line program: what it has to say goes to its stdout and stderr.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -33,8 +35,10 @@ mod codex_config;
 mod codex_process;
 mod environ;
 mod exit;
+mod files;
 mod gemini;
 mod gemini_process;
+mod gemini_settings;
 mod hints;
 mod pi;
 mod replay;
@@ -82,6 +86,9 @@ fn run() -> i32 {
         Ok(s) => s,
         Err(e) => return fail(exit::NO_CASSETTE, e),
     };
+    if let Err(e) = environ::check_lifetimes() {
+        return fail(exit::MISUSE, e);
+    }
     let path = match source::choose(&settings) {
         Ok(p) => p,
         Err((code, e)) => return fail(code, e),

@@ -1,14 +1,16 @@
 //! `FAKE_PI_REPORT`: fake-pi's own lines (`fake-pi: expectation mismatch: ...`, `fake-pi:
-//! client mismatch: ...`, every other `fake-pi: ...` failure) also go to a file, for a test
-//! fixture that cannot read fake-pi's stderr because the wrapper under test reads it.
+//! client mismatch: ...`, every other `fake-pi: ...` failure, and every hint, which stderr
+//! carries only when asked) also go to a file, for a test fixture that cannot read fake-pi's
+//! stderr because the wrapper under test reads it.
 //!
 //! The lines are kept as they are said ([`note`]); when the start ends ([`finish`]) and it
 //! said any, one JSON line is appended to the file `FAKE_PI_REPORT` names, in one `write`
 //! (`O_APPEND`: starts that end together do not interleave):
 //! `{"fake_pi_report":1,"pid":123,"exit":99,"cassette":"/path","lines":["fake-pi: ..."]}`.
 //! Nothing else is written: no argv (it may hold a secret) and nothing for a start that had
-//! nothing of its own to say. A file that cannot be written is said on stderr and does not
-//! change the exit status.
+//! nothing of its own to say. Only a regular file is appended to, never through a symbolic
+//! link and never waiting (a FIFO is refused at once: it hung fake-pi's exit); a file that
+//! cannot be written is said in one line on stderr and does not change the exit status.
 
 use std::io::Write;
 use std::sync::Mutex;
@@ -50,15 +52,13 @@ pub(crate) fn finish(code: i32) {
     })
     .to_string();
     line.push('\n');
-    let written = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&file)
-        .and_then(|mut f| f.write_all(line.as_bytes()));
+    let path = std::path::Path::new(&file);
+    let written = crate::files::open_append(path)
+        .and_then(|mut f| f.write_all(line.as_bytes()).map_err(|e| e.to_string()));
     if let Err(e) = written {
         eprintln!(
             "fake-pi: {REPORT_ENV} {}: cannot append the report: {e}",
-            std::path::Path::new(&file).display()
+            path.display()
         );
     }
 }

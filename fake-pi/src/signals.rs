@@ -1,8 +1,14 @@
 //! How fake-pi answers signals, and the children it tracks for cleanup.
 //!
-//! Design: `block()` blocks SIGTERM, SIGINT, SIGHUP and SIGCHLD in the main thread before
-//! any other thread exists, so every thread inherits the mask; one dedicated thread
-//! (`start`) takes them with `sigwait` and acts as the cassette's `process` section says.
+//! Design: `block()` blocks SIGTERM, SIGINT, SIGHUP and SIGCHLD in the main thread; one
+//! dedicated thread (`start`) takes them with `sigwait` and acts as the cassette's `process`
+//! section says (the Codex wrapper and the Gemini relaunch parent take them in their main
+//! thread). Every other thread fake-pi starts is born with them blocked ([`spawn_thread`]),
+//! whenever it starts: before `block()` the main thread alone takes them (their default
+//! dispositions: SIGTERM ends a start that is still reading its stdin), after it only the
+//! `sigwait`. A thread born without the mask would take a SIGCHLD the wait never sees (its
+//! default is to discard it): the Codex wrapper waited forever for its ended native child
+//! when the stdin hint's thread, started before the wrapper blocked, was still there.
 //! Because the thread acts on its own, a signal works at any moment: mid-write, mid-sleep,
 //! while reading stdin, during `hang`. Spawned children get an empty mask back in
 //! `pre_exec` (see `child`). SIGCHLD is used only to reap tracked children, so a child
@@ -45,32 +51,59 @@ pub(crate) fn handled() -> SigSet {
     set
 }
 
-/// Block the handled signals in the calling thread. Call first thing in `main`.
+/// Block the handled signals in the calling thread (the main thread, before the replay).
 pub(crate) fn block() -> nix::Result<()> {
     signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&handled()), None)
 }
 
+/// Start `f` on a thread named `name` that is born with the handled signals blocked
+/// (a thread inherits the mask in force where it is created: it is set here around the
+/// spawn and put back after), so that it never takes one of them whatever the main thread's
+/// mask is then. Every thread fake-pi starts is started here.
+pub(crate) fn spawn_thread<T: Send + 'static>(
+    name: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<std::thread::JoinHandle<T>> {
+    let mut old = SigSet::empty();
+    signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&handled()), Some(&mut old))?;
+    let thread = std::thread::Builder::new().name(name.into()).spawn(f);
+    let _ = signal::pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
+    thread
+}
+
+/// Wait for one of the handled signals in this thread (which blocks them): the next one,
+/// or `None` after `timeout` (the caller looks again at what it waits for; a SIGCHLD is
+/// never its only news of a child's end).
+pub(crate) fn wait_for(timeout: std::time::Duration) -> Option<Signal> {
+    let set = handled();
+    let ts = libc::timespec {
+        tv_sec: libc::time_t::try_from(timeout.as_secs()).unwrap_or(libc::time_t::MAX),
+        tv_nsec: timeout.subsec_nanos().into(),
+    };
+    // SAFETY: `set` is a valid sigset_t for the call; no siginfo is asked for.
+    let n = unsafe { libc::sigtimedwait(set.as_ref(), std::ptr::null_mut(), &ts) };
+    Signal::try_from(n).ok()
+}
+
 /// Start the thread that answers signals according to `behaviour`.
 pub(crate) fn start(behaviour: ProcessBehaviour) -> std::io::Result<()> {
-    std::thread::Builder::new()
-        .name("fake-pi-signals".into())
-        .spawn(move || loop {
-            let Ok(sig) = handled().wait() else { continue };
-            let action = match sig {
-                Signal::SIGCHLD => {
-                    reap();
-                    continue;
-                }
-                // An RPC client's signal the replay waits for: the cassette says what follows.
-                s if crate::client::take_awaited(s) => continue,
-                Signal::SIGTERM => &behaviour.on_sigterm,
-                Signal::SIGINT => &behaviour.on_sigint,
-                Signal::SIGHUP => &behaviour.on_sighup,
-                _ => continue,
-            };
-            act(action, sig);
-        })
-        .map(|_| ())
+    spawn_thread("fake-pi-signals", move || loop {
+        let Ok(sig) = handled().wait() else { continue };
+        let action = match sig {
+            Signal::SIGCHLD => {
+                reap();
+                continue;
+            }
+            // An RPC client's signal the replay waits for: the cassette says what follows.
+            s if crate::client::take_awaited(s) => continue,
+            Signal::SIGTERM => &behaviour.on_sigterm,
+            Signal::SIGINT => &behaviour.on_sigint,
+            Signal::SIGHUP => &behaviour.on_sighup,
+            _ => continue,
+        };
+        act(action, sig);
+    })
+    .map(|_| ())
 }
 
 fn act(action: &SignalAction, sig: Signal) {

@@ -94,9 +94,13 @@ pub(crate) fn settings(
     let mut s = Settings::default();
     for dir in program_dirs(argv0, env("PATH").as_deref()) {
         let conf = dir.join(CONF);
-        if let Ok(text) = std::fs::read_to_string(&conf) {
-            s = parse_conf(&conf, &text)?;
-            break;
+        match crate::files::read_config(&conf) {
+            Ok(Some(text)) => {
+                s = parse_conf(&conf, &text)?;
+                break;
+            }
+            Ok(None) => {}
+            Err(e) => return Err(e.line("fake-pi's settings", &conf)),
         }
     }
     let set = |v: Option<String>| v.filter(|v| !v.is_empty());
@@ -137,8 +141,16 @@ pub(crate) fn sequence(path: &Path) -> Result<Option<Vec<PathBuf>>, String> {
         return Ok(Some(list));
     }
     if path.extension().is_some_and(|e| e == "sequence") {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read sequence: {e}", path.display()))?;
+        let text = match crate::files::read_config(path) {
+            Ok(Some(t)) => t,
+            Ok(None) => {
+                return Err(format!(
+                    "{}: cannot read sequence: no such file",
+                    path.display()
+                ))
+            }
+            Err(e) => return Err(e.line("a sequence", path)),
+        };
         let base = path.parent().unwrap_or(Path::new("."));
         let list: Vec<PathBuf> = text
             .lines()

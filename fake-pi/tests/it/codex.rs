@@ -5,6 +5,7 @@
 //! orphan SIGKILL of the wrapper leaves and its bounded life.
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::fs::FileTypeExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -444,12 +445,9 @@ fn a_cassette_of_the_other_agent_is_named() {
         EXPECT,
         &from_capture("text", r#"{"dt_ms":0,"exit":0}"#),
     );
-    let (code, err) = refused(&mut codex(
-        &sb,
-        &c,
-        Some(CONFIG),
-        &["--mode", "json", "-p", "hi"],
-    ));
+    let (code, err) = refused(
+        codex(&sb, &c, Some(CONFIG), &["--mode", "json", "-p", "hi"]).env("FAKE_PI_HINTS", "1"),
+    );
     assert_eq!(code, Some(2));
     assert!(err.contains("fake-pi: hint: this command line is pi's, and the cassette is Codex's (Codex 0.169.0, text)"), "{err}");
     let pi = sb
@@ -457,7 +455,12 @@ fn a_cassette_of_the_other_agent_is_named() {
         .members("")
         .records([r#"{"dt_ms":0,"exit":0}"#])
         .write();
-    let out = sb.fake_pi(&pi).args(ARGS).output().unwrap();
+    let out = sb
+        .fake_pi(&pi)
+        .args(ARGS)
+        .env("FAKE_PI_HINTS", "1")
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(0));
     assert!(err.contains("fake-pi: hint: this command line is Codex's (codex exec), and the cassette is pi's (pi 0.87.1, pi)"), "{err}");
@@ -579,6 +582,7 @@ fn stdin_left_open_gets_a_hint_naming_codex() {
     );
     let mut child = codex(&sb, &c, Some(CONFIG), ARGS)
         .env("FAKE_PI_HINT_STDIN_MS", "100")
+        .env("FAKE_PI_HINTS", "1")
         .stdin(Stdio::piped())
         .spawn()
         .unwrap();
@@ -724,5 +728,144 @@ fn exec_resume_announces_the_thread_it_continues() {
         &["exec", "--json", "--skip-git-repo-check", "Say hello."],
     );
     assert_ne!(other, first);
+    sb.assert_none_left();
+}
+
+/// A run of the corpus's `cassette` as `codex` with `args`, CODEX_HOME as `home` says
+/// (`None`: unset, HOME the world's with `.codex/config.toml`); (stdout's thread ids, what
+/// fake-pi said of its own: the lines of its report, its stderr holding none of them).
+fn corpus_run(
+    sb: &World,
+    cassette: &str,
+    home: Option<&Path>,
+    args: &[&str],
+) -> (Vec<String>, String) {
+    let config = "model = \"gpt-5.5\"\nmodel_provider = \"openai\"\n";
+    let c = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../cassettes/codex")
+        .join(cassette);
+    let mut cmd = sb.fake_pi(&c);
+    cmd.env("CODEX_API_KEY", "sk-test").args(args);
+    match home {
+        Some(h) => {
+            std::fs::write(h.join("config.toml"), config).unwrap();
+            cmd.env("CODEX_HOME", h);
+        }
+        None => {
+            sb.write(".codex/config.toml", config);
+            cmd.env_remove("CODEX_HOME").env("HOME", sb.path());
+        }
+    }
+    let report = sb
+        .path()
+        .join(format!("report-{}.jsonl", fastrand::u64(..)));
+    let out = cmd.env("FAKE_PI_REPORT", &report).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("fake-pi:"), "{err}");
+    let said: String = std::fs::read_to_string(&report)
+        .unwrap_or_default()
+        .lines()
+        .flat_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let lines: Vec<String> = v["lines"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| format!("{}\n", s.as_str().unwrap()))
+                .collect();
+            lines
+        })
+        .collect();
+    (thread_ids(&out.stdout), said)
+}
+
+const NEW: &[&str] = &["exec", "--json", "--skip-git-repo-check", "Say hello."];
+const LAST: &[&str] = &[
+    "exec",
+    "resume",
+    "--last",
+    "--json",
+    "--skip-git-repo-check",
+    "Which word did I ask you to remember?",
+];
+
+/// The last thread is fake-pi's own file in CODEX_HOME: a link there is replaced, never
+/// written through (the file it named was truncated to a UUID).
+#[test]
+fn the_last_thread_is_never_written_through_a_link() {
+    let sb = World::new(module_path!());
+    let home = sb.path().join("codex-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let victim = sb.write("victim.txt", "the user's file\n");
+    std::os::unix::fs::symlink(&victim, home.join("fake-pi-last-thread")).unwrap();
+    let (first, _) = corpus_run(&sb, "codex_text.cx0169.cassette.jsonl", Some(&home), NEW);
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "the user's file\n"
+    );
+    let kept = std::fs::symlink_metadata(home.join("fake-pi-last-thread")).unwrap();
+    assert!(kept.is_file(), "{kept:?}");
+    let (again, _) = corpus_run(&sb, "codex_resume.cx0169.cassette.jsonl", Some(&home), LAST);
+    assert_eq!(again, first);
+    sb.assert_none_left();
+}
+
+/// A FIFO there, or a link to /dev/zero, is refused at once (`exec resume --last` waited for
+/// a writer forever, or read 1 GB first): a new thread, and a warning naming the file.
+#[test]
+fn a_fifo_or_a_device_as_the_last_thread_is_refused_at_once() {
+    let sb = World::new(module_path!());
+    let home = sb.path().join("codex-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let last = home.join("fake-pi-last-thread");
+    for what in ["a FIFO", "a symbolic link"] {
+        let _ = std::fs::remove_file(&last);
+        if what == "a FIFO" {
+            nix::unistd::mkfifo(&last, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        } else {
+            std::os::unix::fs::symlink("/dev/zero", &last).unwrap();
+        }
+        let started = Instant::now();
+        let (ids, err) = corpus_run(&sb, "codex_resume.cx0169.cassette.jsonl", Some(&home), LAST);
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert_eq!(ids.len(), 1);
+        assert!(
+            err.contains(&format!(
+                "fake-pi: warning: {}: {what}, not a regular file: `codex exec resume --last` cannot continue the last thread (remove it)\n",
+                last.display()
+            )),
+            "{err}"
+        );
+        // And a new run leaves the FIFO alone (it is not a file fake-pi may replace).
+        if what == "a FIFO" {
+            let (_, err) = corpus_run(&sb, "codex_text.cx0169.cassette.jsonl", Some(&home), NEW);
+            assert!(err.contains("a FIFO, not a regular file"), "{err}");
+            assert!(std::fs::symlink_metadata(&last)
+                .unwrap()
+                .file_type()
+                .is_fifo());
+        }
+    }
+    sb.assert_none_left();
+}
+
+/// With CODEX_HOME unset, nothing is written in HOME's `.codex` (the user's own: real Codex
+/// would write its sessions there, a test double has nothing to keep there); `--last` then
+/// announces a new thread and a hint says why.
+#[test]
+fn without_codex_home_nothing_is_written_in_the_users_codex_dir() {
+    let sb = World::new(module_path!());
+    let (first, _) = corpus_run(&sb, "codex_text.cx0169.cassette.jsonl", None, NEW);
+    let dot = sb.path().join(".codex");
+    let names: Vec<_> = std::fs::read_dir(&dot)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["config.toml"]);
+    let (again, err) = corpus_run(&sb, "codex_resume.cx0169.cassette.jsonl", None, LAST);
+    assert_eq!(again.len(), 1);
+    assert_ne!(again, first);
+    assert!(err.contains("fake-pi: hint: `codex exec resume --last` with CODEX_HOME unset: fake-pi keeps the last thread only in a CODEX_HOME it is given (never in ~/.codex), so this run announces a new thread; set CODEX_HOME to a directory of the test's own\n"), "{err}");
     sb.assert_none_left();
 }

@@ -277,7 +277,10 @@ fn version_help_and_bad_command_lines_answer_as_0_61_0() {
             "Codex's (codex exec)",
         ),
     ] {
-        let out = gemini(&sb, &c, args).output().unwrap();
+        let out = gemini(&sb, &c, args)
+            .env("FAKE_PI_HINTS", "1")
+            .output()
+            .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{err}");
         assert!(err.ends_with(&format!("{help}fake-pi: hint: this command line is {agent}, and the cassette is Gemini CLI's (Gemini CLI 0.61.0, text): give it a cassette of that agent, or run the host as gemini\n")), "{err}");
@@ -634,5 +637,50 @@ fn gemini_cli_home_stands_for_home_for_the_user_settings() {
     );
     sb.write("cli-home/.gemini/settings.json", settings);
     assert_eq!(run(Some(&cli_home)).0, Some(0));
+    sb.assert_none_left();
+}
+
+/// Gemini CLI strips `//` and `/* */` comments from its settings before it parses them (its
+/// loader bundles `strip-json-comments`): a commented settings file is read, not refused as
+/// "not JSON" (exit 96), and a `//` inside a string stays.
+#[test]
+fn settings_with_comments_are_read_as_the_cli_reads_them() {
+    let sb = World::new(module_path!());
+    let loose = EXPECT.replace(
+        r#""flags":{"output-format":"stream-json","model":"gemini-2.5-flash","yolo":true},"#,
+        "",
+    );
+    let c = cassette(
+        &sb,
+        "text",
+        &loose,
+        &from_capture("text", r#"{"dt_ms":0,"exit":0}"#),
+    );
+    sb.write(
+        ".gemini/settings.json",
+        "{\n  // the model the tests use\n  \"model\": { /* as recorded */ \"name\": \"gemini-2.5-flash\" },\n  \"ui\": {\"theme\": \"a//b\"} // the end\n}\n",
+    );
+    let out = gemini(&sb, &c, &["-p", "say hi", "-o", "stream-json", "-y"])
+        .output()
+        .unwrap();
+    let (stdout, _) = capture("text");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), stdout);
+    // What is still not JSON once the comments are gone is refused as before.
+    let bad = sb.write(".gemini/settings.json", "{\"model\": {\"name\": \"x\",}}\n");
+    let out = gemini(&sb, &c, &["-p", "say hi", "-o", "stream-json", "-y"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(96), "{err}");
+    assert!(
+        err.starts_with(&format!("fake-pi: {}: not JSON: ", bad.display())),
+        "{err}"
+    );
     sb.assert_none_left();
 }

@@ -104,7 +104,7 @@ fn replay_in(sb: &World, path: &Path) -> Result<(), String> {
     cmd.args(&argv)
         .env("GEMINI_CLI_HOME", home.parent().unwrap().parent().unwrap())
         .env("FAKE_PI_VALUES", "recorded")
-        .env("FAKE_PI_HINTS", "0")
+        .env_remove("FAKE_PI_HINTS")
         .env("FAKE_PI_GEMINI_ORPHAN_MS", ORPHAN_MS.to_string())
         .env_remove("GEMINI_CLI_NO_RELAUNCH")
         .process_group(0);

@@ -1,10 +1,12 @@
 //! fake-pi's hints and the replay of an unverified release (newer than every pinned one):
-//! each hint is said on stderr only, after the imitated CLI's own message; `FAKE_PI_HINTS=0`
-//! turns every one off, leaving stderr the recording's byte for byte.
+//! by default each hint goes to `FAKE_PI_REPORT` only and stdout and stderr are the
+//! recording's (or the CLI's own refusal) byte for byte; with `FAKE_PI_HINTS=1` it is said on
+//! stderr too, after the imitated CLI's own message; `FAKE_PI_HINTS=0` is accepted and is the
+//! default.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::util::*;
@@ -44,34 +46,104 @@ fn out(o: std::process::Output) -> (Option<i32>, String, String) {
     )
 }
 
+/// How a run asks for hints.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Hints {
+    /// Nothing set: hints in the report only.
+    Default,
+    /// `FAKE_PI_HINTS=1`: on stderr too.
+    Stderr,
+    /// `FAKE_PI_HINTS=0`: accepted, the default.
+    Zero,
+}
+
+const EVERY: [Hints; 3] = [Hints::Default, Hints::Stderr, Hints::Zero];
+
+/// `cmd` asking for hints as `h` says, its report at a new file in `world`.
+fn hinting(world: &World, cmd: &mut Command, h: Hints) -> PathBuf {
+    match h {
+        Hints::Default => cmd.env_remove("FAKE_PI_HINTS"),
+        Hints::Stderr => cmd.env("FAKE_PI_HINTS", "1"),
+        Hints::Zero => cmd.env("FAKE_PI_HINTS", "0"),
+    };
+    let report = world
+        .path()
+        .join(format!("report-{}.jsonl", fastrand::u64(..)));
+    cmd.env("FAKE_PI_REPORT", &report);
+    report
+}
+
+/// Every line the report at `path` holds (none when it was not written).
+fn reported(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .flat_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["lines"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// (status, stdout, stderr, the report's lines) of `cmd` run with hints as `h` says.
+fn run_hinted(
+    world: &World,
+    mut cmd: Command,
+    h: Hints,
+) -> (Option<i32>, String, String, Vec<String>) {
+    let report = hinting(world, &mut cmd, h);
+    let (code, stdout, stderr) = out(cmd.output().unwrap());
+    (code, stdout, stderr, reported(&report))
+}
+
+/// The stderr a run with hints as `h` gives: the CLI's own `cli`, then `hint` (a line with
+/// its newline) only on [`Hints::Stderr`].
+fn with_hint(h: Hints, cli: &str, hint: &str) -> String {
+    if h == Hints::Stderr {
+        format!("{cli}{hint}")
+    } else {
+        cli.to_string()
+    }
+}
+
 #[test]
 fn an_unverified_pi_release_replays_with_one_warning_line() {
     let world = World::new("hint_unverified_pi");
     let path = pi_cassette(&world, "newer", UNVERIFIED_160);
     let c = Cassette::load(&path).unwrap();
-    let run = |args: &[&str], hints: bool| {
+    let run = |args: &[&str], h: Hints| {
         let mut cmd = world.fake_pi(&path);
         cmd.args(args);
-        if !hints {
-            cmd.env("FAKE_PI_HINTS", "0");
-        }
-        out(cmd.output().unwrap())
+        run_hinted(&world, cmd, h)
     };
-    // It answers as the release it stands for; the warning names the grammar it borrowed.
-    assert_eq!(
-        run(&["--version"], true),
-        (Some(0), "1.6.0\n".into(), WARNING_160.into())
-    );
-    let replay = run(&["--mode", "json", "hi"], true);
-    assert_eq!(replay.0, Some(0), "{}", replay.2);
-    assert_eq!(replay.1.as_bytes(), c.stdout_bytes());
-    assert_eq!(replay.2, format!("{WARNING_160}recorded stderr line\n"));
-    // Hints off: stderr is the recording's, byte for byte; stdout is untouched either way.
-    let quiet = run(&["--mode", "json", "hi"], false);
-    assert_eq!(quiet.2.as_bytes(), c.stderr_bytes());
-    assert_eq!(quiet.1, replay.1);
+    let warning = WARNING_160.trim_end().to_string();
+    for h in EVERY {
+        // It answers as the release it stands for; the warning names the grammar it borrowed.
+        assert_eq!(
+            run(&["--version"], h),
+            (
+                Some(0),
+                "1.6.0\n".into(),
+                with_hint(h, "", WARNING_160),
+                vec![warning.clone()]
+            ),
+            "{h:?}"
+        );
+        let (code, stdout, stderr, report) = run(&["--mode", "json", "hi"], h);
+        assert_eq!(code, Some(0), "{stderr}");
+        assert_eq!(stdout.as_bytes(), c.stdout_bytes(), "{h:?}");
+        // By default stderr is the recording's, byte for byte.
+        let recorded = String::from_utf8_lossy(&c.stderr_bytes()).into_owned();
+        assert_eq!(stderr, with_hint(h, "", WARNING_160) + &recorded, "{h:?}");
+        assert_eq!(report, std::slice::from_ref(&warning), "{h:?}");
+    }
     // 1.5.2's grammar: a flag 1.5.2 lacks is pi's unknown option, as 1.5.2 says it.
-    let (code, _, err) = run(&["--mode", "json", "--no-such-flag", "hi"], false);
+    let (code, _, err, _) = run(&["--mode", "json", "--no-such-flag", "hi"], Hints::Default);
     assert_eq!(
         (code, err.as_str()),
         (Some(1), "Error: Unknown option: --no-such-flag\n")
@@ -132,57 +204,57 @@ fn a_flag_newer_than_the_cassettes_pi_names_the_release_that_has_it() {
         "old",
         r#"{"version":"0.73.1","dialect":"snapshot+delta"}"#,
     );
-    let run = |args: &[&str], hints: bool| {
+    let run = |args: &[&str], h: Hints| {
         let mut cmd = world.fake_pi(&path);
         cmd.args(args);
-        if !hints {
-            cmd.env("FAKE_PI_HINTS", "0");
-        }
-        out(cmd.output().unwrap())
+        run_hinted(&world, cmd, h)
     };
-    // A long flag: pi reports it after reading stdin.
-    let args = ["--mode", "json", "--exclude-tools", "bash", "hi"];
-    let quiet = run(&args, false);
-    assert_eq!(
-        quiet,
-        (
-            Some(1),
-            String::new(),
-            "Error: Unknown option: --exclude-tools\n".into()
-        )
-    );
-    let hinted = run(&args, true);
-    assert_eq!(
-        hinted.2,
-        format!("{}fake-pi: hint: the cassette is of pi 0.73.1, which has no --exclude-tools: pi 0.87.1 is the first release with it. Record the cassette on pi 0.87.1 (pinned), or drop the flag\n", quiet.2)
-    );
-    assert_eq!((hinted.0, hinted.1.as_str()), (quiet.0, ""));
-    // A short one: refused while parsing; the first release to have it is not a pinned one.
-    let quiet = run(&["--mode", "json", "-xt", "bash", "hi"], false);
-    let hinted = run(&["--mode", "json", "-xt", "bash", "hi"], true);
-    assert_eq!(quiet.0, Some(1));
-    assert!(quiet.2.contains("Unknown option: -xt"), "{}", quiet.2);
-    assert_eq!(
-        hinted.2,
-        format!("{}fake-pi: hint: the cassette is of pi 0.73.1, which has no -xt: pi 0.87.1 is the first release with it. Record the cassette on pi 0.87.1 (pinned), or drop the flag\n", quiet.2)
-    );
+    let hint = |flag: &str| {
+        format!("fake-pi: hint: the cassette is of pi 0.73.1, which has no {flag}: pi 0.87.1 is the first release with it. Record the cassette on pi 0.87.1 (pinned), or drop the flag")
+    };
+    for h in EVERY {
+        // A long flag: pi reports it after reading stdin.
+        let (code, stdout, stderr, report) =
+            run(&["--mode", "json", "--exclude-tools", "bash", "hi"], h);
+        let cli = "Error: Unknown option: --exclude-tools\n";
+        let line = hint("--exclude-tools");
+        assert_eq!(
+            (code, stdout.as_str(), stderr, report),
+            (
+                Some(1),
+                "",
+                with_hint(h, cli, &format!("{line}\n")),
+                vec![line]
+            ),
+            "{h:?}"
+        );
+        // A short one: refused while parsing; the first release to have it is not a pinned one.
+        let (code, _, stderr, report) = run(&["--mode", "json", "-xt", "bash", "hi"], h);
+        assert_eq!(code, Some(1));
+        let cli = stderr.strip_suffix(&with_hint(h, "", &format!("{}\n", hint("-xt"))));
+        assert!(
+            cli.is_some_and(|c| c.contains("Unknown option: -xt")),
+            "{h:?}: {stderr}"
+        );
+        assert_eq!(report, [hint("-xt")], "{h:?}");
+    }
     // A flag no release has: no hint.
-    let (_, _, err) = run(&["--mode", "json", "--no-such-flag", "hi"], true);
+    let (_, _, err, report) = run(&["--mode", "json", "--no-such-flag", "hi"], Hints::Stderr);
     assert_eq!(err, "Error: Unknown option: --no-such-flag\n");
+    assert!(report.is_empty(), "{report:?}");
     // A release the changelog names between pinned ones: the pinned one to record on.
     let p87 = pi_cassette(
         &world,
         "p87",
         r#"{"version":"0.87.1","dialect":"delta-only"}"#,
     );
-    let (_, _, err) = out(world
-        .fake_pi(&p87)
-        .args(["--mode", "json", "--no-mcp", "hi"])
-        .output()
-        .unwrap());
+    let mut cmd = world.fake_pi(&p87);
+    cmd.args(["--mode", "json", "--no-mcp", "hi"]);
+    let (_, _, err, report) = run_hinted(&world, cmd, Hints::Default);
+    assert_eq!(err, "Error: Unknown option: --no-mcp\n");
     assert_eq!(
-        err,
-        "Error: Unknown option: --no-mcp\nfake-pi: hint: the cassette is of pi 0.87.1, which has no --no-mcp: pi 1.0.4 is the first release with it. Record the cassette on pi 1.5.2 (pinned), or drop the flag\n"
+        report,
+        ["fake-pi: hint: the cassette is of pi 0.87.1, which has no --no-mcp: pi 1.0.4 is the first release with it. Record the cassette on pi 1.5.2 (pinned), or drop the flag"]
     );
     world.assert_none_left();
 }
@@ -196,30 +268,23 @@ fn claude_cassette(name: &str) -> PathBuf {
 fn a_claude_cassette_run_as_pi_names_the_agent() {
     let world = World::new("hint_claude_as_pi");
     let path = claude_cassette("claude_text.cc21332");
-    let run = |hints: bool| {
+    let cli = "error: unknown option '--mode'\n(Did you mean --model?)\n";
+    let hint = "fake-pi: hint: this command line is pi's (--mode), and the cassette is Claude Code's (Claude Code 2.1.332, claude_text): give it a pi cassette, or run the host as Claude Code";
+    for h in EVERY {
         let mut cmd = world.fake_pi(&path);
         cmd.args(["--mode", "json", "-p", "hi"])
             .env("ANTHROPIC_API_KEY", "k");
-        if !hints {
-            cmd.env("FAKE_PI_HINTS", "0");
-        }
-        out(cmd.output().unwrap())
-    };
-    let quiet = run(false);
-    assert_eq!(
-        quiet,
-        (
-            Some(1),
-            String::new(),
-            "error: unknown option '--mode'\n(Did you mean --model?)\n".into()
-        )
-    );
-    let hinted = run(true);
-    assert_eq!(
-        hinted.2,
-        "error: unknown option '--mode'\n(Did you mean --model?)\nfake-pi: hint: this command line is pi's (--mode), and the cassette is Claude Code's (Claude Code 2.1.332, claude_text): give it a pi cassette, or run the host as Claude Code\n"
-    );
-    assert_eq!((hinted.0, hinted.1.as_str()), (Some(1), ""));
+        assert_eq!(
+            run_hinted(&world, cmd, h),
+            (
+                Some(1),
+                String::new(),
+                with_hint(h, cli, &format!("{hint}\n")),
+                vec![hint.to_string()]
+            ),
+            "{h:?}"
+        );
+    }
     world.assert_none_left();
 }
 
@@ -237,8 +302,11 @@ fn pis_own_command_lines_get_no_agent_hint() {
         (&["--model=x", "hi"][..], "Error: Unknown option: --model\n"),
         (&["--", "hello"][..], "Error: Unknown option: --\n"),
     ] {
-        let (code, _, got) = out(world.fake_pi(&path).args(args).output().unwrap());
+        let mut cmd = world.fake_pi(&path);
+        cmd.args(args);
+        let (code, _, got, report) = run_hinted(&world, cmd, Hints::Stderr);
         assert_eq!((code, got.as_str()), (Some(1), err), "{args:?}");
+        assert!(report.is_empty(), "{report:?}");
     }
     world.assert_none_left();
 }
@@ -252,20 +320,20 @@ fn a_pi_cassette_run_as_claude_code_names_the_agent_before_stdin() {
         r#"{"version":"1.5.2","dialect":"delta-only"}"#,
     );
     // A Claude Code host keeps stdin open: the hint comes before pi would read it.
-    let mut child = world
-        .fake_pi(&path)
-        .args([
-            "-p",
-            "--input-format",
-            "stream-json",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-        ])
+    let args = [
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+    ];
+    let mut cmd = world.fake_pi(&path);
+    cmd.args(args)
         .env("FAKE_PI_HINT_STDIN_MS", "60000")
-        .stdin(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stdin(Stdio::piped());
+    let report = hinting(&world, &mut cmd, Hints::Stderr);
+    let mut child = cmd.spawn().unwrap();
     let stdin = child.stdin.take().unwrap();
     let mut err = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
@@ -284,6 +352,19 @@ fn a_pi_cassette_run_as_claude_code_names_the_agent_before_stdin() {
         "Error: Unknown options: --input-format, --output-format\n"
     );
     assert_eq!(status.code(), Some(1));
+    assert_eq!(reported(&report), [line.trim_end()]);
+    // By default: stderr is pi's answer alone, the hint in the report.
+    let mut cmd = world.fake_pi(&path);
+    cmd.args(args);
+    let (code, _, err, report) = run_hinted(&world, cmd, Hints::Default);
+    assert_eq!(
+        (code, err.as_str(), report),
+        (
+            Some(1),
+            "Error: Unknown options: --input-format, --output-format\n",
+            vec![line.trim_end().to_string()]
+        )
+    );
     world.assert_none_left();
 }
 
@@ -302,7 +383,7 @@ fn read_until(from: &mut impl Read, want: &str, within: Duration) -> String {
 }
 
 #[test]
-fn stdin_left_open_gets_a_hint_after_the_delay_and_none_with_hints_off() {
+fn stdin_left_open_gets_a_hint_after_the_delay_in_the_report_and_on_stderr_when_asked() {
     let world = World::new("hint_stdin_open");
     let path = pi_cassette(
         &world,
@@ -310,29 +391,26 @@ fn stdin_left_open_gets_a_hint_after_the_delay_and_none_with_hints_off() {
         r#"{"version":"1.5.2","dialect":"delta-only"}"#,
     );
     let c = Cassette::load(&path).unwrap();
-    let start = |hints: bool| {
+    let hint = "fake-pi: hint: stdin is still open after 300 ms; pi reads piped stdin to its end before it runs, so it waits (the recording's prompt was on the command line: give pi </dev/null or close its stdin)";
+    let start = |h: Hints| {
         let mut cmd = world.fake_pi(&path);
         cmd.args(["--mode", "json", "hi"])
             .env("FAKE_PI_HINT_STDIN_MS", "300")
             .stdin(Stdio::piped());
-        if !hints {
-            cmd.env("FAKE_PI_HINTS", "0");
-        }
-        cmd.spawn().unwrap()
+        let report = hinting(&world, &mut cmd, h);
+        (cmd.spawn().unwrap(), report)
     };
-    let mut child = start(true);
+    let (mut child, report) = start(Hints::Stderr);
     let stdin = child.stdin.take().unwrap();
     let mut err = child.stderr.take().unwrap();
     let began = Instant::now();
-    let hint = read_until(&mut err, "\n", Duration::from_secs(20));
+    let said = read_until(&mut err, "\n", Duration::from_secs(20));
     assert!(
         began.elapsed() >= Duration::from_millis(300),
-        "said after the delay"
+        "said after the delay: {said:?} after {:?}",
+        began.elapsed()
     );
-    assert_eq!(
-        hint,
-        "fake-pi: hint: stdin is still open after 300 ms; pi reads piped stdin to its end before it runs, so it waits (the recording's prompt was on the command line: give pi </dev/null or close its stdin)\n"
-    );
+    assert_eq!(said, format!("{hint}\n"));
     drop(stdin);
     let mut rest = String::new();
     err.read_to_string(&mut rest).unwrap();
@@ -346,21 +424,27 @@ fn stdin_left_open_gets_a_hint_after_the_delay_and_none_with_hints_off() {
     assert_eq!(child.wait().unwrap().code(), Some(0), "{rest}");
     assert_eq!(stdout, c.stdout_bytes(), "stdout is the recording's");
     assert_eq!(rest.as_bytes(), c.stderr_bytes());
-    // Hints off: the same wait says nothing; stderr is the recording's byte for byte.
-    let mut child = start(false);
-    let mut stdin = child.stdin.take().unwrap();
-    std::thread::sleep(Duration::from_millis(800));
-    stdin.flush().unwrap();
-    drop(stdin);
-    let o = child.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(0));
-    assert_eq!(o.stderr, c.stderr_bytes());
-    assert_eq!(o.stdout, c.stdout_bytes());
+    assert_eq!(reported(&report), [hint]);
+    // By default (and with 0): the same wait says nothing on stderr, which is the
+    // recording's byte for byte; the hint is in the report.
+    for h in [Hints::Default, Hints::Zero] {
+        let (mut child, report) = start(h);
+        let mut stdin = child.stdin.take().unwrap();
+        std::thread::sleep(Duration::from_millis(800));
+        stdin.flush().unwrap();
+        drop(stdin);
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0));
+        assert_eq!(o.stderr, c.stderr_bytes(), "{h:?}");
+        assert_eq!(o.stdout, c.stdout_bytes(), "{h:?}");
+        assert_eq!(reported(&report), [hint], "{h:?}");
+    }
     // stdin closed in time: no hint.
-    let mut child = start(true);
+    let (mut child, report) = start(Hints::Stderr);
     drop(child.stdin.take());
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.stderr, c.stderr_bytes());
+    assert!(reported(&report).is_empty());
     world.assert_none_left();
 }
 
@@ -380,23 +464,21 @@ fn an_unverified_claude_release_replays_with_one_warning_line() {
     h["claude"]["unverified"] = serde_json::json!({ "grammar": newest });
     let path = world.write("newer.cassette.jsonl", format!("{h}\n{rest}"));
     let warning = format!("fake-pi: warning: Claude Code {newer} is newer than every pinned release: unverified, read with Claude Code {newest}'s command-line grammar (`pi-harness drift` shows what changed; pinning it: docs/pinning.md)\n");
-    let run = |hints: bool| {
+    for h in EVERY {
         let mut cmd = world.fake_pi(&path);
         cmd.arg("--version");
-        if !hints {
-            cmd.env("FAKE_PI_HINTS", "0");
-        }
-        out(cmd.output().unwrap())
-    };
-    assert_eq!(
-        run(true),
-        (Some(0), format!("{newer} (Claude Code)\n"), warning)
-    );
-    assert_eq!(
-        run(false),
-        (Some(0), format!("{newer} (Claude Code)\n"), String::new())
-    );
-    // The session replays to the recorded bytes with hints off.
+        assert_eq!(
+            run_hinted(&world, cmd, h),
+            (
+                Some(0),
+                format!("{newer} (Claude Code)\n"),
+                with_hint(h, "", &warning),
+                vec![warning.trim_end().to_string()]
+            ),
+            "{h:?}"
+        );
+    }
+    // The session replays to the recorded bytes by default.
     let c = Cassette::load(&path).unwrap();
     let mut input = Vec::new();
     for step in pi_cassette::two_way::client_steps(&c.records) {
@@ -410,7 +492,6 @@ fn an_unverified_claude_release_replays_with_one_warning_line() {
         .args(c.header.expect.claude_argv())
         .env("FAKE_PI_VALUES", "recorded")
         .env("ANTHROPIC_API_KEY", "k")
-        .env("FAKE_PI_HINTS", "0")
         .stdin(Stdio::piped())
         .spawn()
         .unwrap();
@@ -424,5 +505,46 @@ fn an_unverified_claude_release_replays_with_one_warning_line() {
     );
     assert_eq!(o.stderr, c.stderr_bytes());
     assert_eq!(o.status.code(), Some(0));
+    world.assert_none_left();
+}
+
+/// Codex's and Gemini CLI's hints (a command line of another agent) go to the report too; by
+/// default their stderr is the CLI's own refusal alone.
+#[test]
+fn codex_and_gemini_hints_are_in_the_report_and_stderr_is_the_clis_refusal() {
+    let world = World::new("hint_codex_gemini");
+    let cases = [
+        (
+            "codex/codex_text.cx0169.cassette.jsonl",
+            "fake-pi: hint: this command line is pi's, and the cassette is Codex's (Codex 0.169.0, codex_text): give it a cassette of that agent, or run the host as codex",
+        ),
+        (
+            "gemini/gemini_text.gm061.cassette.jsonl",
+            "fake-pi: hint: this command line is pi's, and the cassette is Gemini CLI's (Gemini CLI 0.61.0, gemini_text): give it a cassette of that agent, or run the host as gemini",
+        ),
+    ];
+    for (cassette, hint) in cases {
+        let run = |h: Hints| {
+            let mut cmd = world.fake_pi(&repo_cassette(cassette));
+            cmd.args(["--mode", "json", "-p", "hi"])
+                .env("HOME", world.path());
+            run_hinted(&world, cmd, h)
+        };
+        let (code, stdout, stderr, report) = run(Hints::Default);
+        assert_ne!(code, Some(0), "{cassette}");
+        assert_eq!(report, [hint], "{cassette}");
+        assert!(!stderr.contains("fake-pi:"), "{cassette}: {stderr}");
+        let asked = run(Hints::Stderr);
+        assert_eq!(
+            (asked.0, asked.1, asked.2, asked.3),
+            (
+                code,
+                stdout,
+                format!("{stderr}{hint}\n"),
+                vec![hint.to_string()]
+            ),
+            "{cassette}"
+        );
+    }
     world.assert_none_left();
 }

@@ -475,3 +475,65 @@ fn a_child_nobody_kills_ends_after_its_maximum_lifetime() {
     // ...then gone by themselves.
     wait_until(Duration::from_secs(30), || sb.alive().is_empty());
 }
+
+/// The lifetimes of what fake-pi leaves running have a ceiling, the 10-minute child bound:
+/// `FAKE_PI_CODEX_ORPHAN_MS=18446744073709551615` left an orphan that never ended. A value past
+/// it, 0 or not a number is refused at the start in one line (exit 96), whatever the shape;
+/// the ceiling itself is taken.
+#[test]
+fn a_lifetime_past_ten_minutes_is_refused_in_one_line() {
+    let sb = World::new(module_path!());
+    let c = sb
+        .cassette("x")
+        .members("")
+        .records([r#"{"dt_ms":0,"exit":0}"#])
+        .write();
+    for var in [
+        "FAKE_PI_CHILD_MAX_MS",
+        "FAKE_PI_CODEX_ORPHAN_MS",
+        "FAKE_PI_GEMINI_ORPHAN_MS",
+    ] {
+        for bad in ["18446744073709551615", "600001", "0", "5s"] {
+            let out = sb.fake_pi(&c).env(var, bad).output().unwrap();
+            assert_eq!(out.status.code(), Some(96), "{var}={bad}");
+            assert_eq!(
+                String::from_utf8_lossy(&out.stderr),
+                format!("fake-pi: {var}: expected a whole number of milliseconds from 1 to 600000 (10 minutes, the longest anything fake-pi starts lives), not {bad:?}\n"),
+                "{var}={bad}"
+            );
+        }
+        let out = sb.fake_pi(&c).env(var, "600000").output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{var}=600000");
+    }
+    // The Codex and Gemini CLI shapes say so before they start a child.
+    for (cassette, args, var) in [
+        (
+            "codex/codex_text.cx0169.cassette.jsonl",
+            &["exec", "--json", "--skip-git-repo-check", "Say hello."][..],
+            "FAKE_PI_CODEX_ORPHAN_MS",
+        ),
+        (
+            "gemini/gemini_text.gm061.cassette.jsonl",
+            &[
+                "-o",
+                "stream-json",
+                "-m",
+                "gemini-2.5-flash",
+                "-y",
+                "-p",
+                "Say hello.",
+            ][..],
+            "FAKE_PI_GEMINI_ORPHAN_MS",
+        ),
+    ] {
+        let out = sb
+            .fake_pi(&repo_cassette(cassette))
+            .args(args)
+            .env(var, "18446744073709551615")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(96), "{var}");
+        assert!(out.stdout.is_empty(), "{var}");
+    }
+    sb.assert_none_left();
+}

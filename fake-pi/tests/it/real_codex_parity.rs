@@ -127,7 +127,8 @@ fn real_codex_parity() {
         r.current_dir(sb.path()).env(MARKER_VAR, sb.marker());
         let want = run(r, &home, args);
         let mut fake = sb.fake_pi(&c);
-        fake.env("FAKE_PI_HINTS", "0");
+        // The default: fake-pi's hints go to its report only.
+        fake.env_remove("FAKE_PI_HINTS");
         let got = run(fake, &home, args);
         let (ws, gs) = (comparable(&want.stderr), comparable(&got.stderr));
         if want.status.code() != got.status.code() || want.stdout != got.stdout || ws != gs {

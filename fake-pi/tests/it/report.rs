@@ -155,3 +155,61 @@ fn a_report_that_cannot_be_written_is_said_and_keeps_the_status() {
     );
     w.assert_none_left();
 }
+
+/// A report that is a FIFO hung fake-pi's exit (the open waited for a reader), and one that
+/// is a link was appended through: both are refused at once in one line, the exit status the
+/// replay's own, nothing written through the link.
+#[test]
+fn a_report_that_is_a_fifo_or_a_link_is_refused_at_once_keeping_the_status() {
+    let w = World::new("report-fifo");
+    let fifo = w.path().join("report.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let victim = w.write("victim.txt", "the user's file\n");
+    let link = w.path().join("report.link");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    for (report, kind) in [(&fifo, "a FIFO"), (&link, "a symbolic link")] {
+        let mut child = w
+            .fake_pi(&repo_cassette("recorded/text_only.pi87.cassette.jsonl"))
+            .env("FAKE_PI_REPORT", report)
+            .args([
+                "--mode",
+                "json",
+                "--provider",
+                "fake",
+                "--model",
+                "other-model",
+                "hi",
+            ])
+            .spawn()
+            .unwrap();
+        let mut status = None;
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while status.is_none() && std::time::Instant::now() < end {
+            status = child.try_wait().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        if status.is_none() {
+            let _ = child.kill();
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(status.is_some(), "{kind}: fake-pi did not end");
+        assert_eq!(out.status.code(), Some(99), "{kind}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with("fake-pi: expectation mismatch: "),
+            "{kind}: {stderr}"
+        );
+        assert!(
+            stderr.ends_with(&format!(
+                "fake-pi: FAKE_PI_REPORT {}: cannot append the report: {kind}, not a regular file\n",
+                report.display()
+            )),
+            "{kind}: {stderr}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "the user's file\n"
+    );
+    w.assert_none_left();
+}

@@ -133,8 +133,9 @@ pub enum Compression {
     None,
     /// gzip (`1f 8b`): every member of a multi-member stream is read.
     Gzip,
-    /// Zstandard (`28 b5 2f fd`): every frame is read; the window a frame may ask for is
-    /// at most [`ZSTD_MAX_WINDOW_LOG`].
+    /// Zstandard (`28 b5 2f fd`, or a skippable frame first, `5? 2a 4d 18`, as `pzstd`
+    /// writes): every frame is read, a skippable one passed over; the window a frame may
+    /// ask for is at most [`ZSTD_MAX_WINDOW_LOG`].
     Zstd,
 }
 
@@ -160,11 +161,16 @@ impl Compression {
         Compression::sniff(&head)
     }
 
-    /// What the first bytes of an input say it is.
+    /// What the first bytes of an input say it is. A zstd stream may begin with a
+    /// skippable frame (magic `0x184D2A50` to `0x184D2A5F`, little-endian: `pzstd` puts one
+    /// before its frames); text never does (its first byte is `{`, or at worst other text,
+    /// not `0x50`-`0x5F` followed by `2a 4d 18`).
     pub fn sniff(head: &[u8]) -> Compression {
         if head.starts_with(&[0x1f, 0x8b]) {
             Compression::Gzip
-        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd])
+            || (head.len() >= 4 && head[0] & 0xf0 == 0x50 && head[1..4] == [0x2a, 0x4d, 0x18])
+        {
             Compression::Zstd
         } else {
             Compression::None

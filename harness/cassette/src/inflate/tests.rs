@@ -4,7 +4,7 @@
 use std::io::{self, BufRead, Read, Write};
 use std::path::Path;
 
-use crate::input::{decompress, Limits, MAX_BYTES_ENV};
+use crate::input::{decompress, Compression, Limits, MAX_BYTES_ENV};
 
 /// Text that compresses a little (a counter and a hash of it), `n` bytes.
 fn text(n: usize) -> Vec<u8> {
@@ -293,4 +293,50 @@ fn zstd_gives_the_text_of_every_frame_and_cut_streams_fail() {
     let err = err.expect("the cap");
     assert!(err.to_string().contains(MAX_BYTES_ENV), "{err}");
     assert!(out.len() <= 1 << 20);
+}
+
+/// A skippable frame (magic `0x184D2A5X`, a 4-byte little-endian size, that many bytes)
+/// holding `content`.
+fn skippable(nibble: u8, content: &[u8]) -> Vec<u8> {
+    let mut f = vec![0x50 | nibble, 0x2a, 0x4d, 0x18];
+    f.extend_from_slice(&(content.len() as u32).to_le_bytes());
+    f.extend_from_slice(content);
+    f
+}
+
+/// `pzstd` writes a skippable frame before each frame (its size); a stream that begins with
+/// one was read as text ("not UTF-8 at byte 8"). It is zstd, its skippable frames passed
+/// over wherever they are; one that claims more bytes than there are is an error.
+#[test]
+fn a_zstd_stream_that_begins_with_a_skippable_frame_is_zstd() {
+    assert_eq!(Compression::sniff(&skippable(0, b"")), Compression::Zstd);
+    assert_eq!(Compression::sniff(&skippable(0xf, b"")), Compression::Zstd);
+    assert_eq!(Compression::sniff(b"P*M\x17"), Compression::None);
+    assert_eq!(Compression::sniff(b"{\"format\""), Compression::None);
+    let a = text(300_000);
+    let b = text(1000);
+    let mut stream = skippable(0, &[0x12, 0x34, 0, 0]);
+    stream.extend_from_slice(&crate::output::zstd(&a).unwrap());
+    stream.extend_from_slice(&skippable(7, &[0; 100]));
+    stream.extend_from_slice(&crate::output::zstd(&b).unwrap());
+    let mut whole = a.clone();
+    whole.extend_from_slice(&b);
+    for step in [1 << 20, 4096, 3] {
+        let raw = Trickle {
+            data: &stream,
+            step,
+            fail_at: None,
+            given: 0,
+        };
+        let (out, err) = drain(open(raw, &Limits::default()));
+        assert!(err.is_none(), "step {step}: {err:?}");
+        assert!(out == whole, "step {step}: {} bytes", out.len());
+    }
+    // A skippable frame that claims 4 GiB and ends at once: an error, nothing held.
+    let mut lying = skippable(0, b"");
+    lying[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+    lying.extend_from_slice(b"short");
+    let (out, err) = drain(open(&lying[..], &Limits::default()));
+    assert!(out.is_empty());
+    assert!(err.is_some(), "a cut skippable frame");
 }
