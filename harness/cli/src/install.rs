@@ -82,10 +82,12 @@ pub fn pi_plan(version: &str) -> Result<PiPlan, String> {
     let release: &Release = match (spec.release(version), bundled) {
         (Some(r), _) => r,
         (None, true) => spec.newest(),
-        (None, false) => return Err(format!(
+        (None, false) => {
+            return Err(format!(
             "pi {version}: not a version this command installs ({}, or any from {bundle_since} on)",
             spec.versions().join(", ")
-        )),
+        ))
+        }
     };
     let (own, rest) = release
         .packages

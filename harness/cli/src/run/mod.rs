@@ -157,22 +157,10 @@ pub struct Plan {
     pub rpc: bool,
 }
 
-/// Check the arguments and build the request. `getenv` reads pi-harness's own environment
-/// and `stdin` supplies the prompt when it is `-`.
-pub fn plan(
-    args: RunArgs,
-    getenv: impl Fn(&str) -> Option<String>,
-    stdin: impl FnOnce() -> std::io::Result<String>,
-) -> Result<Plan, CliError> {
-    if !pi_provider::drives(args.agent) {
-        return Err(CliError::usage(format!(
-            "--agent {}: the provider runs {}, not {}",
-            args.agent.name(),
-            pi_provider::driven_names(),
-            args.agent.display_name()
-        )));
-    }
-    let pi = match &args.bin {
+/// The agent's executable: `--bin` (a bare name looked up on `PATH`), else the agent's name
+/// on `PATH`; a usage error naming what is wrong with it.
+fn agent_bin(args: &RunArgs) -> Result<PathBuf, CliError> {
+    let found = match &args.bin {
         Some(given) => {
             // A bare name (`--bin pi87`) is looked up on PATH, like a shell would.
             let bare = !given.as_os_str().as_encoded_bytes().contains(&b'/');
@@ -208,6 +196,25 @@ pub fn plan(
             })?
         }
     };
+    Ok(found)
+}
+
+/// Check the arguments and build the request. `getenv` reads pi-harness's own environment
+/// and `stdin` supplies the prompt when it is `-`.
+pub fn plan(
+    args: RunArgs,
+    getenv: impl Fn(&str) -> Option<String>,
+    stdin: impl FnOnce() -> std::io::Result<String>,
+) -> Result<Plan, CliError> {
+    if !pi_provider::drives(args.agent) {
+        return Err(CliError::usage(format!(
+            "--agent {}: the provider runs {}, not {}",
+            args.agent.name(),
+            pi_provider::driven_names(),
+            args.agent.display_name()
+        )));
+    }
+    let pi = agent_bin(&args)?;
     if args.agent != Agent::Pi && args.rpc {
         return Err(CliError::usage(format!(
             "--rpc is pi's RPC mode: {} runs one-way only",

@@ -76,7 +76,10 @@ fn every_pinned_cli_gets_its_notice_and_none_fails() {
     for agent in pi_grammar::Agent::ALL {
         let newest = agent.spec().newest().version;
         assert!(
-            out.contains(&format!("pinned newest is {} {newest}\n", agent.display_name())),
+            out.contains(&format!(
+                "pinned newest is {} {newest}\n",
+                agent.display_name()
+            )),
             "{agent} has no row in scripts/check-pi-latest.sh: {out}"
         );
     }
