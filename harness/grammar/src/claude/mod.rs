@@ -55,7 +55,7 @@ pub fn known_versions() -> Vec<&'static str> {
 
 /// The version at the start of `claude --version`'s line (`2.1.330 (Claude Code)`), or of a
 /// bare version.
-fn version_key(v: &str) -> Option<Version> {
+fn leading_version(v: &str) -> Option<Version> {
     Version::parse(v.split_whitespace().next().unwrap_or(""))
 }
 
@@ -108,7 +108,7 @@ impl Claude {
     /// The release closest to any version: the newest measured one not newer than it, else
     /// the oldest (for a version with no data, or none at all).
     pub fn nearest(version: &str) -> Claude {
-        let want = version_key(version);
+        let want = leading_version(version);
         let releases = data::releases();
         let pick = want.and_then(|w| {
             releases
