@@ -4,43 +4,31 @@
 # Such a release already works, unverified (recorded and replayed with the newest pinned
 # grammar); pinning it is a data change, step by step in docs/pinning.md.
 #
-# Adding a pinned CLI (Codex, Gemini CLI, ...) adds its notice: one line in CLIS, naming the
-# function that prints its pinned versions (oldest first, one a line).
+# Adding a CLI to the registry adds its notice: one line in CLIS, naming its npm package and its
+# row's file (whose releases, `version: "X",` lines, are the pinned versions).
 #
 # PI_HARNESS_NPM names the npm to ask (default: npm); a test gives it a stand-in.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 NPM=${PI_HARNESS_NPM:-npm}
 
-pinned_pi() { # KNOWN_VERSIONS in harness/grammar/src/version.rs
-  sed -n 's/^pub const KNOWN_VERSIONS: &\[&str\] = &\[\(.*\)\];/\1/p' harness/grammar/src/version.rs \
-    | tr -d '" ' | tr ',' '\n' | sed '/^$/d'
-}
-pinned_claude() { # the versions scripts/install-claude.sh installs
-  bash scripts/install-claude.sh --versions
-}
-pinned_codex() { # RELEASES in harness/grammar/src/codex/mod.rs
-  sed -n 's/^const RELEASES: &\[&str\] = &\[\(.*\)\];/\1/p' harness/grammar/src/codex/mod.rs \
-    | tr -d '" ' | tr ',' '\n' | sed '/^$/d'
-}
-pinned_gemini() { # RELEASES in harness/grammar/src/gemini/mod.rs
-  sed -n 's/^const RELEASES: &\[&str\] = &\[\(.*\)\];/\1/p' harness/grammar/src/gemini/mod.rs \
-    | tr -d '" ' | tr ',' '\n' | sed '/^$/d'
+pinned_row() { # the pinned releases of an agent's row in the registry (harness/grammar/src/agents/NAME.rs)
+  sed -n 's/^ *version: "\([^"]*\)",$/\1/p' "harness/grammar/src/agents/$1.rs"
 }
 
-# NAME|NPM PACKAGE|FUNCTION PRINTING THE PINNED VERSIONS
+# NAME|NPM PACKAGE|ITS ROW IN THE REGISTRY (harness/grammar/src/agents/ROW.rs)
 CLIS=(
-  "pi|@earendil-works/pi-coding-agent|pinned_pi"
-  "Claude Code|@anthropic-ai/claude-code-linux-x64|pinned_claude"
-  "Codex|@openai/codex|pinned_codex"
-  "Gemini CLI|@google/gemini-cli|pinned_gemini"
+  "pi|@earendil-works/pi-coding-agent|pi"
+  "Claude Code|@anthropic-ai/claude-code-linux-x64|claude"
+  "Codex|@openai/codex|codex"
+  "Gemini CLI|@google/gemini-cli|gemini"
 )
 
 for row in "${CLIS[@]}"; do
-  IFS='|' read -r name package pinned_of <<<"$row"
-  pinned=$("$pinned_of" 2>/dev/null | sort -V | tail -1)
+  IFS='|' read -r name package file <<<"$row"
+  pinned=$(pinned_row "$file" 2>/dev/null | sort -V | tail -1)
   if [ -z "$pinned" ]; then
-    echo "check-pi-latest: NOTICE: cannot read the pinned versions of $name ($pinned_of)"
+    echo "check-pi-latest: NOTICE: cannot read the pinned versions of $name (harness/grammar/src/agents/$file.rs)"
     continue
   fi
   latest=$("$NPM" view "$package" version 2>/dev/null | tail -1)

@@ -131,4 +131,4 @@ for line in "thinking levels" "-- ends the options"; do
     echo "  ${b#\# } (was: ${a#\# }): update THINKING_LEVELS or FEATURES in harness/grammar/src/version.rs"
   fi
 done
-[ "$changed" = yes ] || echo "  no change to the command line: add $version to KNOWN_VERSIONS in harness/grammar/src/version.rs"
+[ "$changed" = yes ] || echo "  no change to the command line: add $version to pi's row in harness/grammar/src/agents/pi.rs"

@@ -28,24 +28,26 @@ pub fn prepare(case: &Case, dir: &Path, fake_pi: &Path) -> Result<RequestDoc, St
         .map_err(|e| format!("{}: {e}", bin.join(name).display()))?;
     std::fs::create_dir_all(dir.join("sessions")).map_err(|e| e.to_string())?;
     let request = instantiate(&case.request, &copy, dir);
-    if agent == pi_grammar::Agent::Codex {
-        let home = dir.join(CODEX_HOME_DIR);
-        let config = home.join("config.toml");
-        std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
-        std::fs::write(&config, codex_config_toml(&header.expect))
-            .map_err(|e| format!("{}: {e}", config.display()))?;
-        return Ok(request);
-    }
-    if agent == pi_grammar::Agent::Gemini {
-        let dir = dir.join(GEMINI_HOME_DIR).join(".gemini");
-        let settings = dir.join("settings.json");
-        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        std::fs::write(&settings, gemini_settings_json(&header.expect))
-            .map_err(|e| format!("{}: {e}", settings.display()))?;
-        return Ok(request);
-    }
-    if header.expect.session == Some(pi_cassette::SessionUse::Resumed) {
-        seed_session(&header.pi.version, dir, &request)?;
+    match agent {
+        pi_grammar::Agent::Codex => {
+            let home = dir.join(CODEX_HOME_DIR);
+            let config = home.join("config.toml");
+            std::fs::create_dir_all(&home).map_err(|e| format!("{}: {e}", home.display()))?;
+            std::fs::write(&config, codex_config_toml(&header.expect))
+                .map_err(|e| format!("{}: {e}", config.display()))?;
+        }
+        pi_grammar::Agent::Gemini => {
+            let dir = dir.join(GEMINI_HOME_DIR).join(".gemini");
+            let settings = dir.join("settings.json");
+            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            std::fs::write(&settings, gemini_settings_json(&header.expect))
+                .map_err(|e| format!("{}: {e}", settings.display()))?;
+        }
+        pi_grammar::Agent::Pi | pi_grammar::Agent::Claude => {
+            if header.expect.session == Some(pi_cassette::SessionUse::Resumed) {
+                seed_session(&header.pi.version, dir, &request)?;
+            }
+        }
     }
     Ok(request)
 }

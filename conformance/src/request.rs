@@ -83,6 +83,22 @@ pub struct RequestDoc {
     pub approval: Option<String>,
 }
 
+impl RequestDoc {
+    /// The agent the case runs: the registered agent `agent` names (pi when absent); an
+    /// error naming the registered ones otherwise.
+    pub fn agent(&self) -> Result<pi_grammar::Agent, String> {
+        match self.agent.as_deref() {
+            None => Ok(pi_grammar::Agent::default()),
+            Some(name) => pi_grammar::Agent::from_name(name).ok_or_else(|| {
+                format!(
+                    "request document field `agent`: {name:?} is not an agent pi-harness knows ({})",
+                    pi_grammar::Agent::names()
+                )
+            }),
+        }
+    }
+}
+
 /// One client action of an RPC case: once pi has written `after_stdout_lines` lines on
 /// stdout (responses included, counted from its start), do exactly one of: send the
 /// command `send` (add your own `id` if you like: fake-pi ignores ids), write `send_raw` as
@@ -147,15 +163,10 @@ pub fn instantiate(template: &RequestDoc, cassette: &Path, dir: &Path) -> Reques
 
 /// The provider request for a request document (`pi` from `PATH`, version as given; for a
 /// Codex case, `codex` from `PATH`, the provider building its own command line from the
-/// prompt, provider, model and session).
-pub fn to_provider_request(doc: &RequestDoc) -> Request {
-    let agent = doc
-        .agent
-        .as_deref()
-        .and_then(pi_grammar::Agent::from_name)
-        .unwrap_or_default();
-    Request {
-        agent,
+/// prompt, provider, model and session); an error for an agent nobody registered.
+pub fn to_provider_request(doc: &RequestDoc) -> Result<Request, String> {
+    Ok(Request {
+        agent: doc.agent()?,
         pi_path: None,
         pi_version: Some(doc.pi.version.clone()),
         prompt: doc.prompt.clone(),
@@ -178,5 +189,43 @@ pub fn to_provider_request(doc: &RequestDoc) -> Request {
         cwd: doc.cwd.as_ref().map(PathBuf::from),
         approval: doc.approval.clone(),
         ..Request::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(agent: Option<&str>) -> RequestDoc {
+        let mut v = serde_json::json!({
+            "version": REQUEST_VERSION, "case": "c", "prompt": "hi", "pi": {"version": "0.87.1"}
+        });
+        if let Some(a) = agent {
+            v["agent"] = a.into();
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    /// A request's agent is a registered one, named; an unknown name is an error naming the
+    /// registered ones (it ran pi before).
+    #[test]
+    fn a_request_names_a_registered_agent_or_is_refused() {
+        assert_eq!(doc(None).agent(), Ok(pi_grammar::Agent::Pi));
+        for a in pi_grammar::Agent::ALL {
+            assert_eq!(doc(Some(a.name())).agent(), Ok(a));
+            assert_eq!(to_provider_request(&doc(Some(a.name()))).unwrap().agent, a);
+        }
+        let e = to_provider_request(&doc(Some("opencode"))).unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "request document field `agent`: \"opencode\" is not an agent pi-harness knows ({})",
+                pi_grammar::Agent::names()
+            )
+        );
+        let text = serde_json::to_string(&doc(Some("opencode"))).unwrap();
+        let e =
+            crate::conform::provider_run_main(None, text.as_bytes(), std::io::sink()).unwrap_err();
+        assert!(e.contains("\"opencode\" is not an agent"), "{e}");
     }
 }

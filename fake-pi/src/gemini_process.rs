@@ -35,9 +35,13 @@ const ORPHAN_ENV: &str = "FAKE_PI_GEMINI_ORPHAN_MS";
 /// leftover check to find it), short enough that nothing lingers.
 const DEFAULT_ORPHAN_MS: u64 = 5_000;
 
-/// Does the CLI relaunch itself under this environment?
+/// Does the CLI relaunch itself under this environment? Not when a variable of its row's
+/// `one_process` is set non-empty.
 fn relaunches() -> bool {
-    ["GEMINI_CLI_NO_RELAUNCH", "SANDBOX"]
+    pi_grammar::Agent::Gemini
+        .spec()
+        .process
+        .one_process
         .iter()
         .all(|v| environ::var(v).map_or(true, |s| s.is_empty()))
 }
@@ -53,8 +57,15 @@ pub(crate) fn start(path: &Path, argv: &[String], speed: Option<&str>) -> i32 {
     cmd.arg0("gemini")
         .args(argv)
         .env(CHILD_ENV, path)
-        .env("GEMINI_CLI_NO_RELAUNCH", "true")
         .stdin(Stdio::null());
+    if let Some((var, value)) = pi_grammar::Agent::Gemini
+        .spec()
+        .process
+        .parent
+        .and_then(|p| p.child_env)
+    {
+        cmd.env(var, value);
+    }
     if let Some(s) = speed {
         cmd.env("FAKE_PI_SPEED", s);
     }

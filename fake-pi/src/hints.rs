@@ -217,14 +217,15 @@ pub(crate) fn after_claude_refusal(header: &Header, cli: &Claude, argv: &[String
 /// The hint for `option`, refused by Claude Code `version`, when `first` (the oldest measured
 /// release that takes it) is later.
 fn newer_claude_option(version: &str, option: &str, first: Option<&str>) -> Option<String> {
-    let first = first.filter(|f| version_key(f) > version_key(version))?;
+    let newer = |f: &str| {
+        pi_grammar::Version::parse(f)
+            .zip(pi_grammar::Version::parse(version))
+            .is_some_and(|(f, v)| f > v)
+    };
+    let first = first.filter(|f| newer(f))?;
     Some(format!(
         "fake-pi: hint: the cassette is of Claude Code {version}, which has no {option}: Claude Code {first} is the first release with it. Record the cassette on it, or drop the option"
     ))
-}
-
-fn version_key(v: &str) -> Vec<u32> {
-    v.split('.').filter_map(|p| p.parse().ok()).collect()
 }
 
 /// Watches pi's read of piped stdin: when it is still open after the delay, one hint.

@@ -119,17 +119,19 @@ fn run() -> i32 {
     let header = first.header().clone();
     exit::keep_secrets(&header);
     hints::unverified(&header);
-    if header.agent() == pi_grammar::Agent::Codex {
-        drop(first);
-        return codex::run(&header, &argv, &path, settings.speed.as_deref());
+    match header.agent() {
+        pi_grammar::Agent::Pi => pi::run(&header, first, &argv, &path, &file, &settings),
+        pi_grammar::Agent::Claude => {
+            drop(first);
+            claude::run(&header, &argv, &path, &file, settings.speed.as_deref())
+        }
+        pi_grammar::Agent::Codex => {
+            drop(first);
+            codex::run(&header, &argv, &path, settings.speed.as_deref())
+        }
+        pi_grammar::Agent::Gemini => {
+            drop(first);
+            gemini::run(&header, &argv, &path, settings.speed.as_deref())
+        }
     }
-    if header.agent() == pi_grammar::Agent::Gemini {
-        drop(first);
-        return gemini::run(&header, &argv, &path, settings.speed.as_deref());
-    }
-    if header.is_claude() {
-        drop(first);
-        return claude::run(&header, &argv, &path, &file, settings.speed.as_deref());
-    }
-    pi::run(&header, first, &argv, &path, &file, &settings)
 }

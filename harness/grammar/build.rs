@@ -1,6 +1,7 @@
 //! Lists the Claude Code releases under `data/claude/` (one directory each, written by
 //! `scripts/claude-grammar.sh`) for `src/claude/data.rs` to embed, so that a new release is a
-//! data change: its directory, nothing else.
+//! data change: its directory and its row in the registry (`src/agents/claude.rs`), which
+//! orders them.
 
 // A build script talks to cargo on stdout.
 #![allow(clippy::print_stdout)]
@@ -8,28 +9,23 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-fn version_key(v: &str) -> Option<Vec<u32>> {
-    v.split('.').map(|p| p.parse().ok()).collect()
-}
-
 fn main() {
     // Read when the script runs, not when it was compiled: cargo may reuse a script compiled
     // for the same package in another checkout (a `cargo install --path` of a clone, say).
     let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let dir = Path::new(&manifest).join("data/claude");
     println!("cargo:rerun-if-changed={}", dir.display());
-    let mut versions: Vec<(Vec<u32>, String)> = std::fs::read_dir(&dir)
+    let mut versions: Vec<String> = std::fs::read_dir(&dir)
         .expect("data/claude")
         .filter_map(|e| {
             let e = e.ok()?;
             let name = e.file_name().into_string().ok()?;
-            let key = version_key(&name)?;
-            e.path().is_dir().then_some((key, name))
+            e.path().is_dir().then_some(name)
         })
         .collect();
     versions.sort();
     let mut out = String::from("&[\n");
-    for (_, v) in &versions {
+    for v in &versions {
         let d = dir.join(v);
         let file = |f: &str| {
             let p = d.join(f);

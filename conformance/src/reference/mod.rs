@@ -30,14 +30,21 @@ pub async fn provider_run(
     opts: ProviderOptions,
     out: impl Write,
 ) -> std::io::Result<Vec<Message>> {
-    if doc.agent.as_deref() == Some("claude") {
-        return reference_run_claude(doc, pi_provider::which("claude").as_deref(), out).await;
+    let req = to_provider_request(doc)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    match req.agent {
+        // The provider does not run Claude Code (yet): the reference drives it here.
+        pi_grammar::Agent::Claude => {
+            let claude = pi_provider::which(req.agent.name());
+            return reference_run_claude(doc, claude.as_deref(), out).await;
+        }
+        pi_grammar::Agent::Pi | pi_grammar::Agent::Codex | pi_grammar::Agent::Gemini => {}
     }
     if let Some(steps) = &doc.rpc {
-        return provider_run_rpc(to_provider_request(doc), steps, opts, out).await;
+        return provider_run_rpc(req, steps, opts, out).await;
     }
     provider_run_request(
-        to_provider_request(doc),
+        req,
         doc.cancel_after_idle_ms.map(Duration::from_millis),
         opts,
         out,
@@ -106,6 +113,7 @@ pub fn provider_run_main(
             doc.version
         ));
     }
+    doc.agent()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -31,21 +31,19 @@ fn every_cassette_through_the_reference_provider() {
         let world = World::new(&case.name);
         let msgs = rt.block_on(run_case(&world, &case));
         world.assert_none_left_within(SETTLE);
-        if c.header.is_claude() {
+        match c.header.agent() {
             // Claude Code's runs: one terminal per turn, the last message a terminal (the
             // per-run rules live in pi_wire::claude's tests).
-            match msgs.last() {
+            pi_grammar::Agent::Claude => match msgs.last() {
                 Some(m) if m.is_terminal() => Ok(()),
                 other => Err(format!("a Claude case ends with a terminal, not {other:?}")),
+            },
+            pi_grammar::Agent::Codex => {
+                check_codex_invariants(&c, case.request.session.is_some(), &msgs)
             }
-        } else if c.header.agent() == pi_grammar::Agent::Codex {
-            check_codex_invariants(&c, case.request.session.is_some(), &msgs)
-        } else if c.header.agent() == pi_grammar::Agent::Gemini {
-            check_gemini_invariants(&c, &msgs)
-        } else if c.header.mode.is_some() {
-            check_rpc_invariants(&c, &msgs)
-        } else {
-            check_invariants(&c, &msgs)
+            pi_grammar::Agent::Gemini => check_gemini_invariants(&c, &msgs),
+            pi_grammar::Agent::Pi if c.header.mode.is_some() => check_rpc_invariants(&c, &msgs),
+            pi_grammar::Agent::Pi => check_invariants(&c, &msgs),
         }
         .unwrap_or_else(|e| panic!("{}: {e}", case.name));
         if case.request.cancel_after_idle_ms.is_some() {

@@ -45,7 +45,8 @@ pub const SETTLE: Duration = Duration::from_secs(10);
 pub fn case_request(world: &World, case: &Case) -> (Request, Option<Duration>) {
     let doc = conform::prepare(case, world.path(), &fake_pi())
         .unwrap_or_else(|e| panic!("{}: {e}", case.name));
-    let mut req = conform::to_provider_request(&doc);
+    let mut req =
+        conform::to_provider_request(&doc).unwrap_or_else(|e| panic!("{}: {e}", case.name));
     // The agent's name in the case's bin/: `pi`, or `codex`.
     req.pi_path = Some(world.path().join("bin").join(req.agent.name()));
     req.env.push(world.marker_env());

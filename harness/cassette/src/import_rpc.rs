@@ -39,8 +39,7 @@ use crate::import::{split_lines, ImportError, ImportOptions};
 use crate::two_way::Protocol;
 use crate::{
     Cassette, Dialect, Expect, FlagRule, Header, Origin, OriginKind, PiSource, Scenario,
-    SignalAction, TimingKind, FORMAT_NAME, FORMAT_VERSION_TWO_WAY, KNOWN_CLAUDE_VERSIONS,
-    MODE_STREAM_JSON,
+    SignalAction, TimingKind, FORMAT_NAME, FORMAT_VERSION_TWO_WAY,
 };
 use inputs::input_err;
 use transcript::Walk;
@@ -124,7 +123,7 @@ fn dialect(opts: &ImportOptions, claude: bool) -> Result<Dialect, ImportError> {
     if pi_grammar::claude::Claude::measured_or_newer(&opts.pi_version).is_none() {
         return Err(ImportError::Usage(format!(
             "--pi-version: pi-harness knows Claude Code {}, not {:?}",
-            KNOWN_CLAUDE_VERSIONS.join(", "),
+            pi_grammar::claude::known_versions().join(", "),
             opts.pi_version
         )));
     }
@@ -204,7 +203,15 @@ fn header(
     Header {
         format: FORMAT_NAME.to_string(),
         version: FORMAT_VERSION_TWO_WAY,
-        mode: Some(if claude { MODE_STREAM_JSON } else { "rpc" }.into()),
+        mode: Some(
+            if claude {
+                Protocol::StreamJson
+            } else {
+                Protocol::Rpc
+            }
+            .mode()
+            .into(),
+        ),
         pi: PiSource::new(&opts.pi_version, dialect),
         scenario: Scenario {
             name: opts.scenario.clone(),

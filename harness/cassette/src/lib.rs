@@ -61,11 +61,11 @@ mod write;
 pub use error::{CassetteError, Location};
 pub use input::Limits;
 pub use model::{
-    is_verbatim_json, Action, ActionRef, Bytes, Cassette, ClientLine, Dialect, EffectiveExpect,
-    Expect, FlagRule, Form, Grandchild, Header, Origin, OriginKind, PiSource, ProcessBehaviour,
-    Record, RecordRef, Scenario, Secret, SessionUse, SignalAction, Spawn, StdinKind, TimingKind,
-    Unverified, CLIENT_SIGNALS, FORMAT_NAME, FORMAT_VERSION, FORMAT_VERSION_TWO_WAY,
-    KNOWN_CLAUDE_VERSIONS, MAX_DT_MS, MODE_STREAM_JSON, SIGNAL_NAMES, TWO_WAY_MODES,
+    is_verbatim_json, two_way_modes, Action, ActionRef, Bytes, Cassette, ClientLine, Dialect,
+    EffectiveExpect, Expect, FlagRule, Form, Grandchild, Header, Origin, OriginKind, PiSource,
+    ProcessBehaviour, Record, RecordRef, Scenario, Secret, SessionUse, SignalAction, Spawn,
+    StdinKind, TimingKind, Unverified, CLIENT_SIGNALS, FORMAT_NAME, FORMAT_VERSION,
+    FORMAT_VERSION_TWO_WAY, MAX_DT_MS, SIGNAL_NAMES,
 };
 pub use parse::{is_header_line, parse_record_line};
 pub use reader::{read_lines, CassetteReader, DEFAULT_MAX_HELD_BYTES, MAX_HELD_ENV};

@@ -102,11 +102,14 @@ pub(crate) fn check_header(v: &Value, text: &str) -> Result<(), String> {
         return Err(format!("is not a JSON object but {}", kind(v)));
     }
     no_duplicates(text)?;
+    let keys = pi_grammar::Agent::ALL.map(|a| a.spec().header_key);
+    for key in keys {
+        object(v, key)?;
+    }
+    for key in keys {
+        object(v, &format!("{key}.unverified"))?;
+    }
     for path in [
-        "pi",
-        "claude",
-        "pi.unverified",
-        "claude.unverified",
         "scenario",
         "expect",
         "expect.flags",

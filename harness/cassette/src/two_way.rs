@@ -23,10 +23,26 @@ pub enum Protocol {
 impl Protocol {
     /// The protocol of a two-way cassette (`Rpc` for anything but `stream-json`).
     pub fn of(header: &Header) -> Protocol {
-        if header.is_claude() {
-            Protocol::StreamJson
-        } else {
-            Protocol::Rpc
+        header
+            .mode
+            .as_deref()
+            .and_then(Protocol::of_mode)
+            .unwrap_or_default()
+    }
+
+    /// The protocol a header's `mode` (an agent's
+    /// [`two_way`](pi_grammar::AgentSpec::two_way)) names.
+    pub fn of_mode(mode: &str) -> Option<Protocol> {
+        [Protocol::Rpc, Protocol::StreamJson]
+            .into_iter()
+            .find(|p| p.mode() == mode)
+    }
+
+    /// The `mode` a cassette of this protocol has.
+    pub fn mode(self) -> &'static str {
+        match self {
+            Protocol::Rpc => "rpc",
+            Protocol::StreamJson => "stream-json",
         }
     }
 

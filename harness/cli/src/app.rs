@@ -6,25 +6,17 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use pi_grammar::Agent;
 use pi_recorder::{corpus, drift, recorder};
 
 use crate::exit::{exit_code, ok_or_failed, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
-/// Record/replay test harness and conformance suite for programs that drive `pi --mode json`.
+/// Record/replay test harness and conformance suite for programs that drive agent CLIs.
 #[derive(Parser)]
-#[command(name = "pi-harness", version, about)]
+#[command(name = "pi-harness", version, about = crate::agents::about())]
 struct Cli {
     #[command(subcommand)]
     command: Command,
-}
-
-/// `record --agent`: the CLI a recording runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum AgentArg {
-    Pi,
-    Claude,
-    Codex,
-    Gemini,
 }
 
 /// `record --signal-to`: who gets the signal.
@@ -39,10 +31,11 @@ enum SignalTo {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Work with cassette files (recorded pi runs).
+    /// Work with cassette files (recorded agent runs).
     #[command(subcommand)]
     Cassette(CassetteCommand),
-    /// Run the reference provider against pi (real or fake) and print the normalized stream.
+    /// Run the reference provider against an agent CLI and print the normalized stream.
+    #[command(about = crate::agents::run_about())]
     Run(Box<crate::run::RunArgs>),
     /// Run a command and report (and kill) every process it left running; or find the live
     /// processes that carry a test's marker.
@@ -75,7 +68,7 @@ enum Command {
         #[arg(long)]
         log: Option<PathBuf>,
     },
-    /// Record real pi against a scripted LLM into a cassette.
+    /// Record a real agent CLI against a scripted LLM into a cassette.
     ///
     /// The scripted server stands in for the provider and model your program uses: name them
     /// in pi's arguments (`--provider anthropic --model claude-sonnet-4-5`) or, for a program
@@ -92,7 +85,7 @@ enum Command {
     ///
     /// With --record-mode (none, once, all) it records only when the mode says so: how a
     /// test's `pi` records on first use (see docs/first-cassette.md).
-    #[command(after_help = RECORD_HELP)]
+    #[command(about = crate::agents::record_about(), after_help = RECORD_HELP)]
     Record(Box<RecordArgs>),
     /// Re-record the whole corpus (every scenario of the manifest, on each pi given).
     #[command(
@@ -144,7 +137,8 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Install real pi or Claude Code (from npm) into the cache, for recording; print its path.
+    /// Install a real agent CLI (from npm) into the cache, for recording; print its path.
+    #[command(about = crate::agents::install_about())]
     Install(crate::install::InstallArgs),
     /// Compare fresh recordings with committed ones; non-zero exit and a diff when they differ.
     #[command(
@@ -161,20 +155,20 @@ enum Command {
 /// `record --help`'s examples and the LLM script format.
 const RECORD_HELP: &str = r##"Examples:
   pi-harness record --script my.llm.json --out tests/cassettes/hello.cassette.jsonl \
-      --pi "$(pi-harness install pi 1.5.2 --print-path)" \
+      --bin "$(pi-harness install pi 1.5.2 --print-path)" \
       -- --mode json --provider anthropic --model claude-sonnet-4-5 --no-session 'Say hello.'
   pi-harness record --provider anthropic --model claude-sonnet-4-5 --script my.llm.json \
       --out hello.cassette.jsonl -- --mode json --no-session 'Say hello.'   # settings.json's default
   pi-harness record --script cassettes/scripts/tool_bash.json --out /tmp/tool_bash.cassette.jsonl \
-      --pi "$(pi-harness install pi 1.5.2 --print-path)" -- --mode json --provider fake --model fake-model --no-session 'List the files.'
+      --bin "$(pi-harness install pi 1.5.2 --print-path)" -- --mode json --provider fake --model fake-model --no-session 'List the files.'
   pi-harness record --record-mode once --script tests/hello.llm.json --out tests/hello.cassette.jsonl \
-      --pi "$(pi-harness install pi 1.5.2 --print-path)" -- --mode json --provider fake --model fake-model 'Say hello.'
+      --bin "$(pi-harness install pi 1.5.2 --print-path)" -- --mode json --provider fake --model fake-model 'Say hello.'
   pi-harness record --script cassettes/scripts/sleep_in_tool.json --out /tmp/sigint.cassette.jsonl \
       --signal SIGINT --at tool_execution_start+300 -- --mode json --provider fake --model fake-model --no-session go
-  pi-harness record --agent codex --pi "$(pi-harness install codex 0.169.0 --print-path)" \
+  pi-harness record --agent codex --bin "$(pi-harness install codex 0.169.0 --print-path)" \
       --provider openai --model gpt-5.5 --script cassettes/scripts/codex/codex_text.llm.json \
       --out /tmp/codex_text.cassette.jsonl -- exec --json --skip-git-repo-check 'Say hello.'
-  pi-harness record --agent gemini --pi "$(pi-harness install gemini 0.61.0 --print-path)" \
+  pi-harness record --agent gemini --bin "$(pi-harness install gemini 0.61.0 --print-path)" \
       --script cassettes/scripts/gemini/gemini_text.llm.json --out /tmp/gemini_text.cassette.jsonl \
       -- --output-format stream-json -m gemini-2.5-flash -y -p 'Say hello.'
 
@@ -198,12 +192,17 @@ struct RecordArgs {
     /// `.zst` or `.gz` is compressed so, whatever the size).
     #[arg(long)]
     out: PathBuf,
-    /// The pi executable.
-    #[arg(long, default_value = "pi")]
-    pi: PathBuf,
-    /// pi's version, when its package.json cannot be found from --pi.
-    #[arg(long)]
-    pi_version: Option<String>,
+    /// The agent's executable [default: its name on PATH: the --agent].
+    #[arg(long = "bin", visible_alias = "pi", value_name = "PATH")]
+    bin: Option<PathBuf>,
+    /// The agent's version, when it cannot be read from --bin (pi's package.json, the
+    /// others' `--version`).
+    #[arg(
+        long = "agent-version",
+        visible_alias = "pi-version",
+        value_name = "VERSION"
+    )]
+    agent_version: Option<String>,
     /// Text to write to pi's stdin (then closed); stdin is /dev/null otherwise.
     #[arg(long)]
     stdin: Option<String>,
@@ -280,15 +279,16 @@ struct RecordArgs {
     /// pi's arguments must include `--mode rpc`. Writes a version 2 (two-way) cassette.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["stdin", "signal"])]
     client_script: Option<PathBuf>,
-    /// The CLI --pi names: `pi`, `claude` (Claude Code in stream-json mode, driven by
-    /// --client-script, against the script as an Anthropic API; writes a `stream-json`
-    /// cassette), or `codex` (`codex exec --json`, its arguments after `--`, against the
-    /// script as a Responses API provider of a throwaway CODEX_HOME/config.toml; writes an
-    /// `exec-json` cassette; --provider/--model name the provider and model it expects), or
-    /// `gemini` (Gemini CLI, its arguments after `--`, against the script as Google's Gemini
-    /// API with a throwaway HOME/.gemini/settings.json; writes a `gemini-stream-json` cassette).
-    #[arg(long, value_enum, default_value_t = AgentArg::Pi)]
-    agent: AgentArg,
+    /// The agent CLI --bin is, as registered: `pi`; `claude` (Claude Code in stream-json
+    /// mode, driven by --client-script, against the script as an Anthropic API; writes a
+    /// `stream-json` cassette); `codex` (`codex exec --json`, its arguments after `--`,
+    /// against the script as a Responses API provider of a throwaway CODEX_HOME/config.toml;
+    /// writes an `exec-json` cassette; --provider/--model name the provider and model it
+    /// expects); `gemini` (Gemini CLI, its arguments after `--`, against the script as
+    /// Google's Gemini API with a throwaway HOME/.gemini/settings.json; writes a
+    /// `gemini-stream-json` cassette).
+    #[arg(long, value_name = "AGENT", default_value = "pi", value_parser = crate::agents::agent_parser())]
+    agent: Agent,
     /// With --agent claude: give the CLI a terminal on stdin (a pseudo-terminal, kept open
     /// and never written), as a bridge run from a terminal does; the CLI then answers the
     /// prompt in its argv at once. A client script may only send signals (none is needed).
@@ -542,8 +542,8 @@ fn record(args: RecordArgs) -> anyhow::Result<(PathBuf, String)> {
     let RecordArgs {
         script,
         out,
-        pi,
-        pi_version,
+        bin,
+        agent_version,
         stdin,
         signal,
         at,
@@ -569,12 +569,12 @@ fn record(args: RecordArgs) -> anyhow::Result<(PathBuf, String)> {
         pi_args,
         ..
     } = args;
-    let claude = agent == AgentArg::Claude;
-    let codex = agent == AgentArg::Codex;
+    let claude = agent == Agent::Claude;
+    let codex = agent == Agent::Codex;
+    let gemini = agent == Agent::Gemini;
     if codex && client_script.is_some() {
         anyhow::bail!("--agent codex records `codex exec` (one-way, the prompt in argv): --client-script drives two-way sessions only");
     }
-    let gemini = agent == AgentArg::Gemini;
     if gemini && (client_script.is_some() || model.is_some()) {
         anyhow::bail!("--agent gemini records `gemini -p ... --output-format stream-json` (one-way, the prompt and its -m in argv): no --client-script, --provider or --model");
     }
@@ -607,25 +607,18 @@ fn record(args: RecordArgs) -> anyhow::Result<(PathBuf, String)> {
             "--client-script and pi's `--mode rpc` go together: an RPC session needs a client, and a client script drives only RPC mode"
         );
     }
-    let mut opts = recorder::RecordOptions::new(script, out, pi, pi_args);
+    let bin = bin.unwrap_or_else(|| PathBuf::from(agent.name()));
+    let mut opts = recorder::RecordOptions::new(script, out, bin, pi_args);
+    opts.agent = agent;
     opts.client_script = client_script;
     opts.stdin_terminal = stdin_terminal;
     opts.model = provider
         .zip(model)
         .map(|(provider, id)| recorder::ModelName { provider, id });
     opts.ignore = ignore;
-    if claude {
-        opts.agent = recorder::Agent::Claude;
-    }
-    if codex {
-        opts.agent = recorder::Agent::Codex;
-        opts.retries = retries;
-    }
-    if gemini {
-        opts.agent = recorder::Agent::Gemini;
-        opts.agent_settings = setting;
-        opts.agent_env = env;
-    }
+    opts.retries = retries;
+    opts.agent_settings = setting;
+    opts.agent_env = env;
     opts.secret_env = secret_env;
     if !before.is_empty() {
         opts.prelude = Some(recorder::Prelude {
@@ -634,7 +627,7 @@ fn record(args: RecordArgs) -> anyhow::Result<(PathBuf, String)> {
         });
     }
     opts.allow_exhausted = allow_exhausted;
-    opts.pi_version = pi_version;
+    opts.pi_version = agent_version;
     opts.stdin = stdin;
     opts.retry_base_delay_ms = retry_delay_ms;
     opts.scenario = scenario.unwrap_or_default();

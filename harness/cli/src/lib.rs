@@ -9,10 +9,11 @@
 //! stops comparing), [`leftovers`] (the leftover-process check),
 //! [`serve_llm`] (the scripted LLM server), [`record_mode`] (`record --record-mode`: record
 //! when missing, re-record into a pending file) and [`review`] (`cassette review`),
-//! [`install`] (real pi and Claude Code from npm).
+//! [`install`] (the real agent CLIs from npm, as the registry's rows say).
 //! What they share has a module each: [`exit`] (the exit-status table), [`error`] (the one
 //! user error, [`CliError`], and clap's errors as one line), [`values`] (durations and `K=V`
-//! pairs) and [`stdout`] (printing through a closed pipe, colour).
+//! pairs), [`agents`] (`--agent`'s values and the help texts that list agents, from the
+//! registry) and [`stdout`] (printing through a closed pipe, colour).
 //!
 //! ```
 //! use std::time::Duration;
@@ -27,6 +28,7 @@
 // return what they have to say).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod agents;
 mod app;
 pub mod cassette_cmd;
 pub mod error;

@@ -197,7 +197,7 @@ pub fn map_stream<W: Write>(
         let reader =
             CassetteReader::new(name, Cursor::new(first).chain(input)).map_err(cassette_err)?;
         let agent = reader.header().agent();
-        if matches!(agent, pi_grammar::Agent::Codex | pi_grammar::Agent::Gemini) {
+        if agent != pi_grammar::Agent::Pi && reader.header().mode.is_none() {
             return Err(MapError::Input(format!(
                 "{}:1: a {} cassette: `map` reads pi's json-mode runs; its stream is mapped by `pi-harness run --agent {}` (replaying it with fake-pi) or `conform`",
                 name.display(),

@@ -108,7 +108,7 @@ pub struct Pin<'a> {
     /// Its files, relative to the install's dir (`node_modules/@openai/codex`).
     pub installed: String,
     /// The members kept (`claude`, `package.json`); empty: every file.
-    pub only: &'a [&'a str],
+    pub only: Vec<&'a str>,
 }
 
 /// The install in `dir` is what is pinned: each package's kept tarball hashes to its pin and
@@ -120,7 +120,7 @@ pub fn verify(dir: &Path, pins: &[Pin<'_>]) -> anyhow::Result<()> {
             anyhow::bail!("{}: no pinned tarball kept", tgz.display());
         }
         check_integrity(&tgz, p.pkg, p.integrity)?;
-        same_files(&tgz, &dir.join(&p.installed), p.only)?;
+        same_files(&tgz, &dir.join(&p.installed), &p.only)?;
     }
     Ok(())
 }

@@ -53,7 +53,9 @@
 //!   refuses one ([`Rejection`]);
 //! - `session`: session file names and the session ids pi accepts;
 //! - `prompt`: piped stdin and the first prompt ([`stdin_content`], [`join_prompt`]);
-//! - [`Agent`]: the agent CLIs, as data (names, the header key, pinned releases);
+//! - [`agents`]: the registry of the agent CLIs, one [`Agent`] and one row of data
+//!   ([`AgentSpec`]) each (names, the header key, dialects, pinned releases and their tags,
+//!   install facts, the version probe, variables, placeholders, the process shape);
 //! - [`codex`]: Codex CLI's releases (`codex exec --json`);
 //! - [`gemini`]: Gemini CLI's releases (`gemini -p ... --output-format stream-json`);
 //! - [`claude`]: Claude Code's command line per release, on its own: the data in
@@ -64,7 +66,7 @@ pub mod claude;
 pub mod codex;
 pub mod gemini;
 
-mod agent;
+pub mod agents;
 
 mod effective;
 mod flags;
@@ -80,7 +82,7 @@ mod version;
 #[cfg(test)]
 mod tests;
 
-pub use agent::Agent;
+pub use agents::{Agent, AgentSpec};
 pub use effective::{AgentSettings, Effective, DEFAULT_THINKING, DEFAULT_TOOLS};
 pub use flags::{flag_since, FlagKind, FlagSpec};
 pub use grammar::{Grammar, WireDialect};

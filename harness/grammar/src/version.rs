@@ -4,15 +4,17 @@
 //! the flag table: a [`Feature`] with the release it appeared in, a flag with the release
 //! that added it, a thinking level, a package command. Code asks "does this version have
 //! it?" and never names a version. Supporting a new release is a data change: add it to
-//! [`KNOWN_VERSIONS`], add rows for what it changed (with the release the CHANGELOG names,
-//! or the pinned version where it was first measured; `scripts/pi-grammar.sh` prints the
-//! flag rows from the package's own parser), record the corpus on it, and run the real-pi
+//! pi's row of the registry (`agents/pi.rs`, read as [`KNOWN_VERSIONS`]), add rows for what
+//! it changed (with the release the CHANGELOG names, or the pinned version where it was
+//! first measured; `scripts/pi-grammar.sh` prints the flag rows from the package's own
+//! parser), record the corpus on it, and run the real-pi
 //! parity test: step by step in `docs/pinning.md`. Until then a newer release borrows the
 //! newest pinned grammar, unverified ([`Grammar::unverified`](crate::Grammar::unverified)).
 
 use std::fmt;
 
-/// A pi release, `major.minor.patch`.
+/// A release, `major.minor.patch`: pi's, and the order of every agent's releases (see
+/// [`crate::agents`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Version {
     /// The major number (`1` in `1.5.2`).
@@ -48,18 +50,6 @@ impl Version {
     }
 }
 
-impl Version {
-    /// The short tag used in file names: `pi73` for 0.73.1, `pi87` for 0.87.1, `pi152` for
-    /// 1.5.2 (0.x releases by their minor, later ones by all three numbers).
-    pub fn tag(&self) -> String {
-        if self.major == 0 {
-            format!("pi{}", self.minor)
-        } else {
-            format!("pi{}{}{}", self.major, self.minor, self.patch)
-        }
-    }
-}
-
 impl fmt::Display for Version {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
@@ -67,8 +57,9 @@ impl fmt::Display for Version {
 }
 
 /// The releases whose behaviour is measured and pinned (oldest first): fake-pi imitates
-/// exactly these, and the corpus is recorded on each.
-pub const KNOWN_VERSIONS: &[&str] = &["0.73.1", "0.87.1", "1.5.2"];
+/// exactly these, and the corpus is recorded on each. Read from pi's row of the registry
+/// ([`crate::agents`]), where a release is pinned.
+pub const KNOWN_VERSIONS: &[&str] = &crate::agents::versions_of(&crate::agents::pi::RELEASES);
 
 /// A behaviour of pi that appeared in some release (see [`FEATURES`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -241,8 +232,6 @@ mod tests {
             .map(|v| Version::parse(v).unwrap())
             .collect();
         assert!(known.windows(2).all(|w| w[0] < w[1]), "oldest first");
-        let tags: Vec<String> = known.iter().map(Version::tag).collect();
-        assert_eq!(tags, ["pi73", "pi87", "pi152"]);
     }
 
     #[test]

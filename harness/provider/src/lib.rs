@@ -90,3 +90,25 @@ pub use spawn::supervisor_from_env;
 pub use stderr_tail::StderrTail;
 pub use tokio_util::sync::CancellationToken;
 pub use wait::MAX_WAIT;
+
+/// Whether the provider runs `agent` (pi, Codex and Gemini CLI; Claude Code not yet: a
+/// request for it fails as invalid, naming it).
+pub fn drives(agent: Agent) -> bool {
+    match agent {
+        Agent::Pi | Agent::Codex | Agent::Gemini => true,
+        Agent::Claude => false,
+    }
+}
+
+/// The agents the provider runs ([`drives`]), for a message: `pi, Codex and Gemini CLI`.
+pub fn driven_names() -> String {
+    let names: Vec<&str> = Agent::ALL
+        .into_iter()
+        .filter(|a| drives(*a))
+        .map(Agent::display_name)
+        .collect();
+    match names.as_slice() {
+        [rest @ .., last] if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.join(""),
+    }
+}

@@ -23,6 +23,7 @@ use crate::stderr_tail::StderrTail;
 use crate::supervisor::Event;
 use crate::wait::{after, sleep_until, StoppedWatch, MAX_WAIT};
 use pi_grammar::Agent;
+use pi_wire::claude::ClaudeMapper;
 use pi_wire::codex::CodexMapper;
 use pi_wire::gemini::GeminiMapper;
 use pi_wire::mapper::{EndCause, Mapper, MapperOptions, StreamEnd};
@@ -119,7 +120,17 @@ impl Run {
         let fixed = match req.agent {
             Agent::Codex => Some(codex_argv(&req)),
             Agent::Gemini => Some(gemini_argv(&req)),
-            Agent::Pi | Agent::Claude => None,
+            Agent::Pi => None,
+            Agent::Claude => {
+                let message = format!(
+                    "the provider runs {}, not {}",
+                    crate::driven_names(),
+                    req.agent.display_name()
+                );
+                return self
+                    .fail_early(FailureReason::InvalidRequest, message)
+                    .await;
+            }
         };
         if let Some(argv) = fixed {
             let argv = match argv {
@@ -128,15 +139,6 @@ impl Run {
             };
             let supervisor = self.opts.supervisor.clone().or_else(supervisor_from_env);
             return self.supervised(req, pi, argv, supervisor, cancel).await;
-        }
-        if req.agent != Agent::Pi {
-            let message = format!(
-                "the provider runs pi, Codex and Gemini CLI, not {}",
-                req.agent.display_name()
-            );
-            return self
-                .fail_early(FailureReason::InvalidRequest, message)
-                .await;
         }
         let version = match &req.pi_version {
             Some(v) => v.clone(),
@@ -277,12 +279,13 @@ impl Run {
     }
 }
 
-/// The mapper of the agent's stdout: pi's, Codex's `exec --json` or Gemini CLI's
-/// stream-json. One per run, held by the run's future: the size of the larger variant costs
-/// nothing worth a box.
+/// The mapper of the agent's stdout: pi's, Claude Code's stream-json, Codex's `exec --json`
+/// or Gemini CLI's stream-json (one per agent, chosen exhaustively). One per run, held by the
+/// run's future: the size of the larger variant costs nothing worth a box.
 #[allow(clippy::large_enum_variant)]
 enum StreamMapper {
     Pi(Mapper),
+    Claude(ClaudeMapper),
     Codex(CodexMapper),
     Gemini(GeminiMapper),
 }
@@ -290,15 +293,17 @@ enum StreamMapper {
 impl StreamMapper {
     fn new(agent: Agent, opts: MapperOptions) -> StreamMapper {
         match agent {
+            Agent::Pi => StreamMapper::Pi(Mapper::new(opts)),
+            Agent::Claude => StreamMapper::Claude(ClaudeMapper::new(opts)),
             Agent::Codex => StreamMapper::Codex(CodexMapper::new(opts)),
             Agent::Gemini => StreamMapper::Gemini(GeminiMapper::new(opts)),
-            _ => StreamMapper::Pi(Mapper::new(opts)),
         }
     }
 
     fn push(&mut self, chunk: &[u8], out: &mut Vec<Message>) {
         match self {
             StreamMapper::Pi(m) => m.push(chunk, out),
+            StreamMapper::Claude(m) => m.push(chunk, out),
             StreamMapper::Codex(m) => m.push(chunk, out),
             StreamMapper::Gemini(m) => m.push(chunk, out),
         }
@@ -307,6 +312,7 @@ impl StreamMapper {
     fn finish(&mut self, end: StreamEnd, out: &mut Vec<Message>) {
         match self {
             StreamMapper::Pi(m) => m.finish(end, out),
+            StreamMapper::Claude(m) => m.finish(end, out),
             StreamMapper::Codex(m) => m.finish(end, out),
             StreamMapper::Gemini(m) => m.finish(end, out),
         }

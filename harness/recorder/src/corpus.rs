@@ -212,12 +212,14 @@ impl Manifest {
     }
 }
 
-/// The tags of the pinned pi versions (`pi73`, `pi87`, `pi152`).
+/// The tags of the pinned pi versions (`pi73`, `pi87`, `pi152`): pi's row in the registry,
+/// where pinning a release is a row.
 pub fn known_tags() -> Vec<String> {
-    pi_grammar::KNOWN_VERSIONS
-        .iter()
-        .filter_map(|v| pi_grammar::Version::parse(v))
-        .map(|v| v.tag())
+    pi_grammar::Agent::Pi
+        .spec()
+        .tags()
+        .into_iter()
+        .map(str::to_string)
         .collect()
 }
 
@@ -420,16 +422,19 @@ pub async fn record_corpus(opts: &CorpusOptions, notices: &Notices) -> Result<bo
 fn versions_of(pis: &[PathBuf]) -> Result<Vec<(String, String, &PathBuf)>, CorpusError> {
     let mut versions = Vec::new();
     for pi in pis {
-        let version = recorder::pi_version_of(pi).ok_or_else(|| {
+        let version = recorder::version_of(pi_grammar::Agent::Pi, pi).ok_or_else(|| {
             CorpusError::UnknownVersion(format!(
                 "--pi {}: cannot tell its version (no pi package.json above it)",
                 pi.display()
             ))
         })?;
-        let parsed = pi_grammar::Version::parse(&version).ok_or_else(|| {
-            CorpusError::UnknownVersion(format!("--pi {}: version {version:?}", pi.display()))
-        })?;
-        versions.push((parsed.tag(), version, pi));
+        let tag = pi_grammar::Agent::Pi
+            .spec()
+            .tag_of(&version)
+            .ok_or_else(|| {
+                CorpusError::UnknownVersion(format!("--pi {}: version {version:?}", pi.display()))
+            })?;
+        versions.push((tag, version, pi));
     }
     if versions.is_empty() {
         return Err(CorpusError::Options("give at least one --pi".into()));

@@ -189,22 +189,15 @@ fn version_tag(name: &str) -> Option<&str> {
 }
 
 /// For a fresh cassette of an unverified release: the committed name it is compared with
-/// (its tag swapped for the borrowed release's) and what it is (`pi 1.6.0, unverified,
-/// grammar of 1.5.2`).
+/// (its tag swapped for the borrowed release's, as its agent's row tags it) and what it is
+/// (`pi 1.6.0, unverified, grammar of 1.5.2`).
 fn borrowed_twin(name: &str, header: &pi_cassette::Header) -> Option<(String, String)> {
     let borrowed = header.pi.borrowed()?;
     let tag = version_tag(name)?;
     let stem = name.strip_suffix(&format!(".{tag}.cassette.jsonl"))?;
-    let twin_tag = if header.is_claude() {
-        format!("cc{}", borrowed.replace('.', ""))
-    } else {
-        pi_grammar::Version::parse(borrowed)?.tag()
-    };
-    let cli = if header.is_claude() {
-        "Claude Code"
-    } else {
-        "pi"
-    };
+    let agent = header.agent().spec();
+    let twin_tag = agent.tag_of(borrowed)?;
+    let cli = agent.display_name;
     Some((
         format!("{stem}.{twin_tag}.cassette.jsonl"),
         format!(
@@ -221,7 +214,7 @@ fn borrowed_twin(name: &str, header: &pi_cassette::Header) -> Option<(String, St
 /// are sorted (parallel tools finish in any order).
 pub fn normalize(c: &Cassette) -> Vec<String> {
     let mut out = wire_stream(c);
-    if c.header.mode.is_some() && !c.header.is_claude() {
+    if c.header.mode.is_some() && c.header.agent() == pi_grammar::Agent::Pi {
         // An RPC session: the wire stream holds the client's actions and pi's answers;
         // the json-mode mapper's stream does not apply to it.
         return out;

@@ -1,10 +1,10 @@
-//! The recorder: run real pi (or Claude Code, or Codex) against the scripted LLM server and write what
-//! it did as a cassette.
+//! The recorder: run a real agent CLI (pi, Claude Code, Codex, Gemini CLI: the registry's
+//! [`Agent`]) against the scripted LLM server and write what it did as a cassette.
 //!
 //! [`record`] owns one recording, step by step through its rooms:
 //! - `options`: what the caller asks for ([`RecordOptions`]) and the `--at`, `--signal`,
 //!   `--api` parsers;
-//! - `install`: where the CLI is and which version it is;
+//! - `install`: where the CLI is and which version it is (read as its row says);
 //! - `sandbox`: the throwaway working directory, agent dir (`models.json`,
 //!   `settings.json`), `HOME` and `TMPDIR`, the API key and marker, and the redactions
 //!   that take these values out again;
@@ -32,6 +32,7 @@
 use std::path::PathBuf;
 
 use pi_cassette::{Action, Cassette};
+use pi_grammar::Agent;
 
 use crate::client_script::ClientScript;
 use crate::llm_script::Script;
@@ -59,19 +60,17 @@ pub use codex::{
     codex_expect, config_toml as codex_config_toml, parse_exec as parse_codex_exec,
     resolve_effective as resolve_codex_effective, CodexStandIn, ExecCall,
 };
-pub use codex_run::codex_version_of;
 pub use error::RecordError;
 pub use gemini::{
     gemini_expect, parse_call as parse_gemini_call, parse_setting as parse_gemini_setting,
     resolve_effective as resolve_gemini_effective, settings_json as gemini_settings_json,
     GeminiCall,
 };
-pub use gemini_run::gemini_version_of;
 use header::mark_secrets;
 pub use header::{expect_from_args, session_use};
-pub use install::{claude_version_of, pi_package_root, pi_version_of};
+pub use install::{pi_package_root, version_of};
 pub use json_cassette::{behaviour_seen, build_records, event_type, spawns_for, ChildFate};
-pub use options::{parse_api, parse_at, parse_signal, Agent, Prelude, RecordOptions, SignalPlan};
+pub use options::{parse_api, parse_at, parse_signal, Prelude, RecordOptions, SignalPlan};
 pub use process::{Captured, Ending};
 pub use sandbox::{models_json, recording_settings};
 pub use stand_in::{
@@ -120,31 +119,26 @@ pub async fn record(opts: &RecordOptions, notices: &Notices) -> Result<RecordOut
     };
     pi_procs::become_subreaper().map_err(RecordError::Subreaper)?;
     install::check_exists(&opts.pi)?;
-    if opts.agent == Agent::Codex {
-        if client.is_some() {
-            return Err(RecordError::Options(
-                "--agent codex records `codex exec` (one-way, the prompt in argv): no client script".into(),
-            ));
-        }
-        return codex_run::record(opts, script, notices).await;
+    let spec = opts.agent.spec();
+    if client.is_some() && spec.two_way.is_none() {
+        return Err(RecordError::Options(format!(
+            "--agent {} records one-way runs ({} has no two-way protocol; the prompt is in argv): no client script",
+            spec.name, spec.display_name
+        )));
     }
-    if opts.agent == Agent::Gemini {
-        if client.is_some() {
-            return Err(RecordError::Options(
-                "--agent gemini records `gemini -p ... --output-format stream-json` (one-way, the prompt in argv): no client script".into(),
-            ));
-        }
-        return gemini_run::record(opts, script, notices).await;
-    }
-    let claude = opts.agent == Agent::Claude;
+    let claude = match opts.agent {
+        Agent::Codex => return codex_run::record(opts, script, notices).await,
+        Agent::Gemini => return gemini_run::record(opts, script, notices).await,
+        Agent::Pi => false,
+        Agent::Claude => true,
+    };
     check_stdin_options(opts, client.as_ref())?;
     let pi_root = if claude {
         None
     } else {
         pi_package_root(&opts.pi)
     };
-    let version = install::version(opts, pi_root.as_deref())?;
-    install::check_version(&version, claude, notices)?;
+    let version = install::version(opts, notices)?;
     let stand_in = stand_in_of(opts, &version)?;
     let sandbox = sandbox::Sandbox::create(&opts.script_path, &script.files)?;
     let log_path = opts
@@ -278,15 +272,11 @@ fn stand_in_of(opts: &RecordOptions, version: &str) -> Result<StandIn, RecordErr
 
 /// The error of a recording in which the CLI never called the model: what it said last.
 fn no_request(opts: &RecordOptions, stand_in: &StandIn, cassette: &Cassette) -> RecordError {
+    let name = opts.agent.display_name();
     let cli = match opts.agent {
-        Agent::Claude => "Claude Code".to_string(),
-        Agent::Gemini => "Gemini CLI".to_string(),
-        Agent::Codex => format!(
-            "Codex (the server stood in for provider `{}`, model `{}`)",
-            stand_in.provider, stand_in.model
-        ),
-        Agent::Pi => format!(
-            "pi (the server stood in for provider `{}`, model `{}`)",
+        Agent::Claude | Agent::Gemini => name.to_string(),
+        Agent::Codex | Agent::Pi => format!(
+            "{name} (the server stood in for provider `{}`, model `{}`)",
             stand_in.provider, stand_in.model
         ),
     };

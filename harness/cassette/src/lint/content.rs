@@ -52,12 +52,16 @@ impl Content {
         }
         Content {
             real,
-            first_event: match (header.mode.is_some(), header.agent()) {
-                (true, _) => None,
-                (false, pi_grammar::Agent::Codex) => Some("thread.started"),
-                // Gemini CLI may print a terminal warning before `init` (without its relaunch).
-                (false, pi_grammar::Agent::Gemini) => None,
-                (false, _) => Some("session"),
+            first_event: if header.mode.is_some() {
+                None
+            } else {
+                match header.agent() {
+                    pi_grammar::Agent::Pi | pi_grammar::Agent::Claude => Some("session"),
+                    pi_grammar::Agent::Codex => Some("thread.started"),
+                    // Gemini CLI may print a terminal warning before `init` (without its
+                    // relaunch).
+                    pi_grammar::Agent::Gemini => None,
+                }
             },
             total_ms: 0.0,
             seen_stdout: false,

@@ -8,58 +8,42 @@ use std::fmt;
 use pi_grammar::Agent;
 use serde::{Deserialize, Serialize};
 
-/// The mode of a Claude Code stream-json cassette. Its header names the CLI under
-/// `claude` instead of `pi` (same fields: `version`, `dialect` `"stream-json"`).
-pub const MODE_STREAM_JSON: &str = "stream-json";
-
-/// First line of a cassette.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// First line of a cassette. Its JSON (`header_json`) names the CLI's section for the agent
+/// it imitates, and refuses unknown fields.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Header {
     /// Always `"pi-cassette"`.
     pub format: String,
     /// [`FORMAT_VERSION`](crate::FORMAT_VERSION), or
     /// [`FORMAT_VERSION_TWO_WAY`](crate::FORMAT_VERSION_TWO_WAY) for a two-way cassette.
     pub version: u32,
-    /// Version 2 only: the two-way protocol, `"rpc"` (pi's `--mode rpc`) or
-    /// `"stream-json"` (Claude Code).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Version 2 only: the two-way protocol, an agent's
+    /// [`two_way`](pi_grammar::AgentSpec::two_way): `"rpc"` (pi's `--mode rpc`) or
+    /// `"stream-json"` (Claude Code). Absent when it is empty.
     pub mode: Option<String>,
-    /// Which pi produced (or is imitated by) this cassette; for a `stream-json` cassette,
-    /// which Claude Code (written under the key `claude`); for an `exec-json` one, which
-    /// Codex (under `codex`); for a `gemini-stream-json` one, which Gemini CLI (under
-    /// `gemini`).
-    #[serde(alias = "claude", alias = "codex", alias = "gemini")]
+    /// Which CLI, at which version, produced (or is imitated by) this cassette, in which
+    /// dialect: written under the key of its agent ([`Header::agent`]: `pi`, `claude`,
+    /// `codex`, `gemini`).
     pub pi: PiSource,
     /// What the recording shows: its name, description and tags.
     pub scenario: Scenario,
-    /// What the caller must send; fake-pi checks it before replaying.
-    #[serde(default, skip_serializing_if = "Expect::is_empty")]
+    /// What the caller must send; fake-pi checks it before replaying. Absent when empty.
     pub expect: Expect,
     /// How the process answers signals (real pi's behaviour when absent).
-    #[serde(default, skip_serializing_if = "ProcessBehaviour::is_pi_default")]
     pub process: ProcessBehaviour,
     /// Placeholder -> what it replaced (for example `"<SESSION_ID>": "session uuid"`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    /// Absent when empty.
     pub redactions: BTreeMap<String, String>,
     /// How the cassette was made (recorded, imported, by hand) and how its timing was.
     pub origin: Origin,
 }
 
 impl Header {
-    /// True for a Claude Code cassette (`mode: "stream-json"`).
-    pub fn is_claude(&self) -> bool {
-        self.mode.as_deref() == Some(MODE_STREAM_JSON)
-    }
-
-    /// The CLI the cassette imitates: Claude Code for a `stream-json` cassette, else the
-    /// agent its dialect belongs to (Codex for `exec-json`), else pi.
+    /// The CLI the cassette imitates: the agent its dialect belongs to (Claude Code for
+    /// `stream-json`, Codex for `exec-json`, pi for pi's). The reader checks that its
+    /// section's key and its `mode` are that agent's.
     pub fn agent(&self) -> Agent {
-        if self.is_claude() {
-            Agent::Claude
-        } else {
-            self.pi.dialect.agent()
-        }
+        self.pi.dialect.agent()
     }
 
     /// The name of the CLI the cassette imitates, for messages: `pi`, `claude`, `codex` or
@@ -71,13 +55,7 @@ impl Header {
     /// The header line (without its newline): the CLI's section is named for the agent
     /// (`pi`, `claude`, `codex`, `gemini`).
     pub fn to_json(&self) -> String {
-        let text = serde_json::to_string(self).expect("a header always serializes");
-        match self.agent() {
-            Agent::Pi => text,
-            // `format`, `version` and `mode` come first and cannot contain this text: the
-            // first occurrence is the top-level key.
-            agent => text.replacen(",\"pi\":{", &format!(",\"{}\":{{", agent.name()), 1),
-        }
+        serde_json::to_string(self).expect("a header always serializes")
     }
 }
 
@@ -164,12 +142,7 @@ impl PiSource {
     /// The warning an unverified cassette gets, one line: which release, which grammar it
     /// borrowed, what to run. `None` for a pinned release.
     pub fn unverified_warning(&self) -> Option<String> {
-        let borrowed = self.borrowed()?;
-        let cli = self.dialect.agent().display_name();
-        Some(format!(
-            "warning: {cli} {} is newer than every pinned release: unverified, read with {cli} {}'s command-line grammar (`pi-harness drift` shows what changed; pinning it: docs/pinning.md)",
-            self.version, borrowed
-        ))
+        self.dialect.agent().unverified_warning(&self.version)
     }
 }
 

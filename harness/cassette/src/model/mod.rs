@@ -4,12 +4,13 @@
 //! `reader`'s job and writing the `write` module's.
 
 mod header;
+mod header_json;
 mod record;
 
 pub use header::{
     Dialect, EffectiveExpect, Expect, FlagRule, Header, Origin, OriginKind, PiSource,
     ProcessBehaviour, Scenario, Secret, SessionUse, SignalAction, StdinKind, TimingKind,
-    Unverified, MODE_STREAM_JSON,
+    Unverified,
 };
 pub use record::{
     is_verbatim_json, Action, ActionRef, Bytes, ClientLine, Form, Grandchild, Record, RecordRef,
@@ -25,13 +26,15 @@ pub const FORMAT_VERSION: u32 = 1;
 /// `cassettes/FORMAT.md`, "Version 2").
 pub const FORMAT_VERSION_TWO_WAY: u32 = 2;
 
-/// The two-way protocols a version 2 cassette may hold (its header's `mode`): `rpc` (pi's
-/// `--mode rpc`) and `stream-json` (Claude Code's `--input-format stream-json
-/// --output-format stream-json`).
-pub const TWO_WAY_MODES: &[&str] = &["rpc", MODE_STREAM_JSON];
-
-/// The Claude Code versions pi-harness imitates (recorded, with a known command line).
-pub const KNOWN_CLAUDE_VERSIONS: &[&str] = &["2.1.330", "2.1.332"];
+/// The two-way protocols a version 2 cassette may hold (its header's `mode`): each agent's
+/// that has one ([`two_way`](pi_grammar::AgentSpec::two_way): `rpc` for pi's `--mode rpc`,
+/// `stream-json` for Claude Code's `--input-format stream-json --output-format stream-json`).
+pub fn two_way_modes() -> Vec<&'static str> {
+    pi_grammar::Agent::ALL
+        .iter()
+        .filter_map(|a| a.spec().two_way)
+        .collect()
+}
 
 /// A whole cassette: header plus records in replay order.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,7 +1,7 @@
 //! Reading and checking a cassette's header line: the format marker, version and mode
 //! first (so a wrong file gets a plain answer), then the JSON shape, the names that become
-//! file names, the CLI it imitates (pi or Claude Code, its version and dialect), and the
-//! exit codes its signal answers give.
+//! file names, the CLI it imitates (its key, kind, version and dialect, as the registry of
+//! agents says), and the exit codes its signal answers give.
 
 use std::path::Path;
 
@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use crate::error::shown;
 use crate::{
-    CassetteError, Dialect, FlagRule, Header, ProcessBehaviour, SignalAction, FORMAT_NAME,
-    FORMAT_VERSION, FORMAT_VERSION_TWO_WAY, TWO_WAY_MODES,
+    CassetteError, FlagRule, Header, ProcessBehaviour, SignalAction, FORMAT_NAME, FORMAT_VERSION,
+    FORMAT_VERSION_TWO_WAY,
 };
 
 /// Read and check the header line `text` (line `lineno` of `path`, which only name it in
@@ -82,15 +82,16 @@ fn check_version_and_mode(probe: &Value) -> Result<(), String> {
         }
     }
     let two_way = probe["version"] == FORMAT_VERSION_TWO_WAY;
+    let modes = crate::two_way_modes();
     match (two_way, probe.get("mode")) {
         (false, None) => Ok(()),
-        (true, Some(Value::String(m))) if TWO_WAY_MODES.contains(&m.as_str()) => Ok(()),
+        (true, Some(Value::String(m))) if modes.contains(&m.as_str()) => Ok(()),
         (false, Some(_)) => Err(format!(
             "header field `mode`: only a version {FORMAT_VERSION_TWO_WAY} (two-way) cassette has one"
         )),
         (true, found) => Err(format!(
             "header field `mode`: a version {FORMAT_VERSION_TWO_WAY} cassette names its two-way protocol, one of {}; found {}",
-            TWO_WAY_MODES.join(", "),
+            modes.join(", "),
             found.map_or("nothing".to_string(), |v| v.to_string())
         )),
     }
@@ -122,60 +123,51 @@ fn check_names(header: &Header) -> Result<(), String> {
     Ok(())
 }
 
-/// The CLI the cassette imitates, named under its own key (`pi`, `claude` for a
-/// stream-json cassette, `codex` for an exec-json one and `gemini` for a gemini-stream-json
-/// one, both version 1) with its dialect, in a version pi-harness knows or one newer than
-/// every pinned one (marked).
+/// The CLI the cassette imitates (its dialect's agent), named under its own key (the
+/// registry's `header_key`: `pi`, `claude`, `codex`, `gemini`), in a cassette of a kind it
+/// has (one-way: version 1, no mode; two-way: version 2, its protocol as the mode), in a
+/// version pi-harness knows or one newer than every pinned one (marked). Every message is
+/// built from the agents' rows.
 fn check_agent(probe: &Value, header: &Header) -> Result<(), String> {
     let agent = header.agent();
-    let want = agent.name();
+    let spec = agent.spec();
+    let want = spec.header_key;
+    let cli = spec.display_name;
+    let dialect = header.pi.dialect;
     if let Some(other) = Agent::ALL
         .into_iter()
-        .find(|a| *a != agent && probe.get(a.name()).is_some())
+        .map(Agent::spec)
+        .find(|o| o.header_key != want && probe.get(o.header_key).is_some())
     {
-        return Err(match agent {
-            Agent::Claude => "header field `claude`: a stream-json cassette names the Claude Code it imitates under `claude` (not `pi`)".to_string(),
-            _ => format!(
-                "header field `{}`: a cassette of {} names it under `{want}` ({})",
-                other.name(),
-                agent.display_name(),
-                match other {
-                    Agent::Claude => "only a `mode: \"stream-json\"` cassette names a `claude`",
-                    Agent::Codex => "only a cassette of dialect \"exec-json\" names a `codex`",
-                    Agent::Gemini => "only a cassette of dialect \"gemini-stream-json\" names a `gemini`",
-                    Agent::Pi => "not `pi`",
-                }
-            ),
-        });
-    }
-    if probe.get(want).is_none() {
-        return Err(match agent {
-            Agent::Claude => "header field `claude`: a stream-json cassette names the Claude Code it imitates under `claude` (not `pi`)".to_string(),
-            _ => format!("header field `{want}`: missing (only a `mode: \"stream-json\"` cassette names a `claude` instead)"),
-        });
-    }
-    let claude = header.is_claude();
-    if claude != (header.pi.dialect == Dialect::StreamJson) {
+        let dialects: Vec<String> = other.dialects.iter().map(|d| format!("{d:?}")).collect();
         return Err(format!(
-            "header field `{want}.dialect`: {}",
-            if claude {
-                "a stream-json cassette's dialect is \"stream-json\""
-            } else {
-                "\"stream-json\" is Claude Code's dialect (a `mode: \"stream-json\"` cassette)"
-            }
+            "header field `{}`: a cassette of {cli} names it under `{want}` (only a cassette of dialect {} names a `{}`)",
+            other.header_key,
+            pi_grammar::agents::or_list(&dialects.iter().map(String::as_str).collect::<Vec<_>>()),
+            other.header_key,
         ));
     }
-    if matches!(agent, Agent::Codex | Agent::Gemini) && header.mode.is_some() {
-        return Err(format!(
-            "header field `mode`: a {} ({}) cassette is one-way, version 1, with no mode",
-            agent.display_name(),
-            header.pi.dialect
-        ));
+    match (header.mode.as_deref(), spec.two_way) {
+        (None, Some(own)) if !spec.one_way => {
+            return Err(format!(
+                "header field `mode`: a {cli} ({dialect}) cassette is two-way, version {FORMAT_VERSION_TWO_WAY}, with mode \"{own}\""
+            ))
+        }
+        (Some(_), None) => {
+            return Err(format!(
+                "header field `mode`: a {cli} ({dialect}) cassette is one-way, version {FORMAT_VERSION}, with no mode"
+            ))
+        }
+        (Some(mode), Some(own)) if mode != own => {
+            return Err(format!(
+                "header field `mode`: a {cli} ({dialect}) cassette's two-way protocol is \"{own}\", not \"{mode}\""
+            ))
+        }
+        _ => {}
     }
     let version = header.pi.version.as_str();
-    let known = agent.pinned_versions().contains(&version);
-    let borrowed = agent.borrowed_for(version);
-    let cli = agent.display_name();
+    let known = spec.release(version).is_some();
+    let borrowed = spec.borrowed_for(version);
     let stated = header.pi.unverified.as_ref().map(|u| u.grammar.as_str());
     match (known, borrowed, stated) {
         // A pinned release; a stale mark (the release was pinned since) is history.
@@ -186,11 +178,11 @@ fn check_agent(probe: &Value, header: &Header) -> Result<(), String> {
         )),
         (false, Some(b), None) => Err(format!(
             "header field `{want}.unverified`: {cli} {version} is newer than every pinned release ({}); a cassette of it says so and names the grammar it is read with: \"unverified\":{{\"grammar\":\"{b}\"}}",
-            agent.pinned_versions().last().copied().unwrap_or_default()
+            spec.newest().version
         )),
         (false, None, _) => Err(format!(
             "header field `{want}.version`: pi-harness knows {cli} {}, not {version:?}",
-            agent.pinned_versions().join(", "),
+            spec.versions().join(", "),
         )),
     }
 }

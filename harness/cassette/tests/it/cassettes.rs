@@ -162,9 +162,12 @@ fn imported_cassettes_carry_the_samples_facts() {
             Dialect::for_pi_version(&h.pi.version),
             "{name}"
         );
-        let suffix = pi_grammar::Version::parse(&h.pi.version)
+        let suffix = h
+            .agent()
+            .spec()
+            .release(&h.pi.version)
             .expect("a pinned version")
-            .tag();
+            .tag;
         assert_eq!(
             name,
             format!("{}.{suffix}.cassette.jsonl", h.scenario.name),
@@ -914,4 +917,114 @@ fn a_reap_that_leaves_a_grandchild_alive_keeps_its_place() {
     assert_eq!(parse(twice.clone()), (Ok(()), true));
     twice.push(r#"{"dt_ms":0,"spawn":{"id":"z"}}"#.to_string());
     assert!(parse(twice).0.unwrap_err().starts_with("c:37: "));
+}
+
+/// Every registered agent, from its row: its section read and written under its own key
+/// (byte for byte), refused under another agent's key or beside one, in the kind of cassette
+/// it has (version 1 without mode, version 2 with its protocol), each message naming the
+/// agents from their rows.
+#[test]
+fn every_agent_is_read_and_written_under_its_own_key_and_only_there() {
+    use pi_grammar::Agent;
+    let err = |text: &str| {
+        Cassette::parse(Path::new("c"), text.as_bytes())
+            .unwrap_err()
+            .to_string()
+    };
+    for agent in Agent::ALL {
+        let spec = agent.spec();
+        let (key, dialect) = (spec.header_key, spec.dialects[0]);
+        let version = spec.newest().version;
+        let kind = match spec.two_way {
+            Some(mode) if !spec.one_way => format!(r#""version":2,"mode":"{mode}""#),
+            _ => r#""version":1"#.to_string(),
+        };
+        let text = format!(
+            r#"{{"format":"pi-cassette",{kind},"{key}":{{"version":"{version}","dialect":"{dialect}"}},"scenario":{{"name":"s","description":"d"}},"origin":{{"kind":"hand-made","timing":"synthetic"}}}}
+{{"dt_ms":0,"exit":0}}
+"#
+        );
+        let c = Cassette::parse(Path::new("c"), text.as_bytes())
+            .unwrap_or_else(|e| panic!("{agent}: {e}"));
+        assert_eq!(c.header.agent(), agent);
+        assert_eq!(c.header.to_json(), text.lines().next().unwrap(), "{agent}");
+        for other in Agent::ALL.into_iter().filter(|o| *o != agent) {
+            let okey = other.spec().header_key;
+            let under = err(&text.replace(&format!(r#""{key}":{{"#), &format!(r#""{okey}":{{"#)));
+            assert!(
+                under.contains(&format!(
+                    "header field `{okey}`: a cassette of {} names it under `{key}` (only a cassette of dialect \"{}\"",
+                    spec.display_name,
+                    other.spec().dialects[0]
+                )),
+                "{agent} under {other}: {under}"
+            );
+            let beside = err(&text.replace(
+                r#","scenario""#,
+                &format!(r#","{okey}":{{"version":"1.0.0","dialect":"x"}},"scenario""#),
+            ));
+            assert!(
+                beside.contains("two agents' sections")
+                    && beside.contains("a cassette imitates one CLI"),
+                "{agent} beside {other}: {beside}"
+            );
+        }
+        let with_key_as_string = err(&text.replace(
+            &format!(r#""{key}":{{"version":"{version}","dialect":"{dialect}"}}"#),
+            &format!(r#""{key}":"{version}""#),
+        ));
+        assert!(
+            with_key_as_string.contains(&format!("header field `{key}`: expected an object")),
+            "{agent}: {with_key_as_string}"
+        );
+        let unknown = err(&text.replace(r#","scenario""#, r#","colour":"red","scenario""#));
+        assert!(unknown.contains("unknown field `colour`"), "{unknown}");
+        for a in Agent::ALL {
+            assert!(
+                unknown.contains(&format!("`{}`", a.spec().header_key)),
+                "{unknown}"
+            );
+        }
+    }
+    let claude_one_way = err(&format!(
+        r#"{{"format":"pi-cassette","version":1,"claude":{{"version":"{}","dialect":"stream-json"}},"scenario":{{"name":"s","description":"d"}},"origin":{{"kind":"hand-made","timing":"synthetic"}}}}
+{{"dt_ms":0,"exit":0}}
+"#,
+        Agent::Claude.spec().newest().version
+    ));
+    assert!(
+        claude_one_way.contains("header field `mode`: a Claude Code (stream-json) cassette is two-way, version 2, with mode \"stream-json\""),
+        "{claude_one_way}"
+    );
+    let pi_as_claude_mode = err(TWO_WAY_HEADER
+        .replace(r#""mode":"rpc""#, r#""mode":"stream-json""#)
+        .as_str());
+    assert!(
+        pi_as_claude_mode.contains("header field `mode`: a pi (delta-only) cassette's two-way protocol is \"rpc\", not \"stream-json\""),
+        "{pi_as_claude_mode}"
+    );
+}
+
+/// Each dialect is one agent's: the registry's rows and `Dialect::agent` agree.
+#[test]
+fn the_dialects_are_the_registrys() {
+    let mut named = 0;
+    for agent in pi_grammar::Agent::ALL {
+        for d in agent.spec().dialects {
+            let dialect: Dialect = serde_json::from_value(Value::String(d.to_string()))
+                .unwrap_or_else(|e| panic!("{agent}'s dialect {d}: {e}"));
+            assert_eq!(dialect.agent(), agent, "{d}");
+            assert_eq!(dialect.to_string(), *d);
+            named += 1;
+        }
+    }
+    let all = [
+        Dialect::SnapshotDelta,
+        Dialect::DeltaOnly,
+        Dialect::SnapshotOnly,
+        Dialect::StreamJson,
+        Dialect::ExecJson,
+        Dialect::GeminiStreamJson,
+    ];
+    assert_eq!(named, all.len(), "a dialect no agent's row names");
 }

@@ -38,19 +38,21 @@ use pi_provider::{
 };
 use pi_wire::message::{FailureReason, Message};
 
-/// Run the reference provider against pi (real or fake) and print the normalized stream.
+/// Run the reference provider against an agent CLI (real or fake) and print the normalized
+/// stream.
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = RUN_HELP)]
 pub struct RunArgs {
     /// The prompt, sent to pi on stdin (`-` reads it from pi-harness's own stdin).
     #[arg(value_name = "PROMPT")]
     pub prompt: String,
-    /// The pi binary [default: `pi` on PATH].
-    #[arg(long, value_name = "PATH")]
-    pub pi: Option<PathBuf>,
-    /// pi's version (`0.73.1`, `0.87.1`) [default: asked with `pi --version`].
-    #[arg(long, value_name = "V")]
-    pub pi_version: Option<String>,
+    /// The agent's executable [default: its name on PATH: the --agent].
+    #[arg(long = "bin", visible_alias = "pi", value_name = "PATH")]
+    pub bin: Option<PathBuf>,
+    /// The agent's version (pi: `0.73.1`, `0.87.1`) [default: pi is asked with `pi
+    /// --version`; the others' command lines are the same on every release].
+    #[arg(long = "agent-version", visible_alias = "pi-version", value_name = "V")]
+    pub agent_version: Option<String>,
     /// The model (`--model` of pi).
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
@@ -110,13 +112,14 @@ pub struct RunArgs {
     /// (stdin closed, SIGTERM after --grace, SIGKILL of everything below pi).
     #[arg(long, conflicts_with_all = ["timeout", "retry"])]
     pub rpc: bool,
-    /// The agent CLI: `pi`, `codex` (`codex exec --json`, the prompt on its stdin; --pi
-    /// then names the codex executable [default: `codex` on PATH]; its sandbox and approval
-    /// policy come from CODEX_HOME/config.toml, passed with --env CODEX_HOME=DIR) or `gemini`
-    /// (`gemini --output-format stream-json`, the prompt on its stdin; its settings come
-    /// from $HOME/.gemini/settings.json, passed with --env HOME=DIR; a cancel signals its
-    /// process group, the only signal it answers, and the orphaned tools are reaped).
-    #[arg(long, value_name = "AGENT", default_value = "pi", value_parser = parse_agent)]
+    /// The agent CLI, as registered: `pi`; `codex` (`codex exec --json`, the prompt on its
+    /// stdin; its sandbox and approval policy come from CODEX_HOME/config.toml, passed with
+    /// --env CODEX_HOME=DIR); `gemini` (`gemini --output-format stream-json`, the prompt on
+    /// its stdin; its settings come from $HOME/.gemini/settings.json, passed with --env
+    /// HOME=DIR; a cancel signals its process group, the only signal it answers, and the
+    /// orphaned tools are reaped). An agent the provider does not run yet (Claude Code) is
+    /// refused by name.
+    #[arg(long, value_name = "AGENT", default_value = "pi", value_parser = crate::agents::agent_parser())]
     pub agent: Agent,
     /// Gemini CLI's approval mode (`--approval-mode`: default, auto_edit, yolo, plan): `yolo`
     /// lets a headless run use tools that would ask first.
@@ -124,22 +127,14 @@ pub struct RunArgs {
     pub approval_mode: Option<String>,
 }
 
-/// `--agent`: the agents `run` drives.
-fn parse_agent(s: &str) -> Result<Agent, String> {
-    match Agent::from_name(s) {
-        Some(a @ (Agent::Pi | Agent::Codex | Agent::Gemini)) => Ok(a),
-        _ => Err(format!("expected pi, codex or gemini, found {s:?}")),
-    }
-}
-
 const RUN_HELP: &str = "Examples:
   pi-harness run --provider openai --model gpt-4o-mini --api-key-env OPENAI_API_KEY 'list the files here'
   pi-harness run --json --session-id demo --exclude-tools bash,edit 'summarize README.md' | jq .type
   echo 'a prompt starting with -' | pi-harness run -
   FAKE_PI_CASSETTE=cassettes/tool_bash.pi87.cassette.jsonl FAKE_PI_SPEED=0 \\
-      pi-harness run --pi target/debug/fake-pi --provider fake --model fake-model 'list files'
+      pi-harness run --bin target/debug/fake-pi --provider fake --model fake-model 'list files'
   FAKE_PI_CASSETTE=cassettes/sigterm_mid_tool.pi87.cassette.jsonl \\
-      pi-harness run --pi target/debug/fake-pi --provider fake --model fake-model --cancel-after 300ms go
+      pi-harness run --bin target/debug/fake-pi --provider fake --model fake-model --cancel-after 300ms go
 
 Ctrl-C cancels in order: pi gets SIGTERM, then after --grace everything below it is killed;
 pi-harness exits once nothing is left. Exit status: 0 completed, 1 failed, 2 usage or input
@@ -162,16 +157,12 @@ pub struct Plan {
     pub rpc: bool,
 }
 
-/// Check the arguments and build the request. `getenv` reads pi-harness's own environment
-/// and `stdin` supplies the prompt when it is `-`.
-pub fn plan(
-    args: RunArgs,
-    getenv: impl Fn(&str) -> Option<String>,
-    stdin: impl FnOnce() -> std::io::Result<String>,
-) -> Result<Plan, CliError> {
-    let pi = match &args.pi {
+/// The agent's executable: `--bin` (a bare name looked up on `PATH`), else the agent's name
+/// on `PATH`; a usage error naming what is wrong with it.
+fn agent_bin(args: &RunArgs) -> Result<PathBuf, CliError> {
+    let found = match &args.bin {
         Some(given) => {
-            // A bare name (`--pi pi87`) is looked up on PATH, like a shell would.
+            // A bare name (`--bin pi87`) is looked up on PATH, like a shell would.
             let bare = !given.as_os_str().as_encoded_bytes().contains(&b'/');
             let p = match bare.then(|| which(&given.to_string_lossy())).flatten() {
                 Some(found) => found,
@@ -180,17 +171,17 @@ pub fn plan(
             let p = &p;
             let meta = std::fs::metadata(p).map_err(|e| {
                 let hint = if bare { " (not on PATH either)" } else { "" };
-                CliError::usage(format!("--pi {}: {}{hint}", p.display(), io_text(&e)))
+                CliError::usage(format!("--bin {}: {}{hint}", p.display(), io_text(&e)))
             })?;
             if meta.is_dir() {
                 return Err(CliError::usage(format!(
-                    "--pi {}: is a directory, not the pi binary",
+                    "--bin {}: is a directory, not the agent's executable",
                     p.display()
                 )));
             }
             if meta.permissions().mode() & 0o111 == 0 {
                 return Err(CliError::usage(format!(
-                    "--pi {}: not executable",
+                    "--bin {}: not executable",
                     p.display()
                 )));
             }
@@ -200,11 +191,30 @@ pub fn plan(
             let name = args.agent.name();
             which(name).ok_or_else(|| {
                 CliError::usage(format!(
-                    "{name} not found on PATH (install {name} or give --pi PATH)"
+                    "{name} not found on PATH (install {name} or give --bin PATH)"
                 ))
             })?
         }
     };
+    Ok(found)
+}
+
+/// Check the arguments and build the request. `getenv` reads pi-harness's own environment
+/// and `stdin` supplies the prompt when it is `-`.
+pub fn plan(
+    args: RunArgs,
+    getenv: impl Fn(&str) -> Option<String>,
+    stdin: impl FnOnce() -> std::io::Result<String>,
+) -> Result<Plan, CliError> {
+    if !pi_provider::drives(args.agent) {
+        return Err(CliError::usage(format!(
+            "--agent {}: the provider runs {}, not {}",
+            args.agent.name(),
+            pi_provider::driven_names(),
+            args.agent.display_name()
+        )));
+    }
+    let pi = agent_bin(&args)?;
     if args.agent != Agent::Pi && args.rpc {
         return Err(CliError::usage(format!(
             "--rpc is pi's RPC mode: {} runs one-way only",
@@ -266,7 +276,7 @@ pub fn plan(
     let request = Request {
         agent: args.agent,
         pi_path: Some(pi),
-        pi_version: args.pi_version.clone(),
+        pi_version: args.agent_version.clone(),
         prompt,
         provider: args.provider.clone(),
         model: args.model.clone(),

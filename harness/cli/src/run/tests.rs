@@ -80,17 +80,17 @@ fn plan_names_what_is_wrong() {
         || unreachable!(),
     )
     .unwrap_err();
-    assert_eq!(e.message, "--pi /no/such/pi: no such file");
+    assert_eq!(e.message, "--bin /no/such/pi: no such file");
     assert_eq!(e.code, EXIT_USAGE);
     let e = plan(
-        args(&["--pi", "no-such-pi-anywhere", "x"]),
+        args(&["--bin", "no-such-pi-anywhere", "x"]),
         |_| None,
         || unreachable!(),
     )
     .unwrap_err();
     assert_eq!(
         e.message,
-        "--pi no-such-pi-anywhere: no such file (not on PATH either)"
+        "--bin no-such-pi-anywhere: no such file (not on PATH either)"
     );
     // A bare name is found on PATH.
     let p = plan(args(&["--pi", "sh", "x"]), |_| None, || unreachable!()).unwrap();
@@ -171,12 +171,26 @@ fn plan_for_codex_refuses_what_codex_cannot_be_asked_as_a_usage_error() {
     };
     assert!(err(&["--tools", "bash", "hi"]).contains("Codex has no flag for the request's tools"));
     assert!(err(&["--rpc", "hi"]).contains("--rpc is pi's RPC mode"));
-    let unknown = Wrap::try_parse_from(["x", "--agent", "claude", "hi"])
+    // Every registered agent is a value; one the provider does not run is refused by name.
+    let claude = plan(
+        args(&["--agent", "claude", "--bin", "/bin/sh", "hi"]),
+        |_| None,
+        || unreachable!(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        claude,
+        "--agent claude: the provider runs pi, Codex and Gemini CLI, not Claude Code"
+    );
+    let unknown = Wrap::try_parse_from(["x", "--agent", "opencode", "hi"])
         .err()
         .unwrap()
         .to_string();
+    let names = pi_grammar::Agent::names();
     assert!(
-        unknown.contains("expected pi, codex or gemini, found \"claude\""),
+        unknown.contains("invalid value 'opencode' for '--agent <AGENT>'")
+            && unknown.contains(&format!("[possible values: {names}]")),
         "{unknown}"
     );
 }

@@ -20,18 +20,17 @@ pub fn render_text(f: &Facts, color: bool) -> String {
     };
     title(&mut page, f);
     page.blank();
-    if f.pi.agent == Agent::Claude {
-        claude_caller(&mut page, f);
-    } else if f.expects.any {
+    if f.expects.any && f.pi.agent != Agent::Claude {
         let heading =
             page.bold("What the caller must send: anything (the cassette has no expectations)");
         page.line(&heading);
-    } else if f.pi.agent == Agent::Codex {
-        codex_caller(&mut page, f);
-    } else if f.pi.agent == Agent::Gemini {
-        gemini_caller(&mut page, f);
     } else {
-        caller(&mut page, &f.expects);
+        match f.pi.agent {
+            Agent::Claude => claude_caller(&mut page, f),
+            Agent::Codex => codex_caller(&mut page, f),
+            Agent::Gemini => gemini_caller(&mut page, f),
+            Agent::Pi => caller(&mut page, &f.expects),
+        }
     }
     page.blank();
     ending(&mut page, f);
@@ -585,9 +584,9 @@ fn processes(page: &mut Page, f: &Facts) {
         return;
     }
     let like = match f.pi.agent {
+        Agent::Pi | Agent::Claude => "like pi's bash tool",
         Agent::Codex => "Codex's command tools",
         Agent::Gemini => "Gemini CLI's shell tool",
-        _ => "like pi's bash tool",
     };
     let heading = page.bold(&format!(
         "Processes it starts ({like}; real processes on replay)"

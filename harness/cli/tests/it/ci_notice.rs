@@ -73,6 +73,16 @@ fn every_pinned_cli_gets_its_notice_and_none_fails() {
     );
     let (out, code) = notice(&[]);
     assert_eq!(code, Some(0), "no answer is not a failure");
+    for agent in pi_grammar::Agent::ALL {
+        let newest = agent.spec().newest().version;
+        assert!(
+            out.contains(&format!(
+                "pinned newest is {} {newest}\n",
+                agent.display_name()
+            )),
+            "{agent} has no row in scripts/check-pi-latest.sh: {out}"
+        );
+    }
     assert_eq!(
         out,
         format!(

@@ -66,7 +66,11 @@ fn without_npm_installing_fails_in_one_line_and_writes_nothing() {
 #[test]
 fn versions_it_cannot_install_are_refused_with_the_ones_it_can() {
     for (tool, version, says) in [
-        ("pi", "0.80.0", "0.73.1, 0.87.1, 1.5.2, or any from 0.99 on"),
+        (
+            "pi",
+            "0.80.0",
+            "0.73.1, 0.87.1, 1.5.2, or any from 0.99.0 on",
+        ),
         ("claude", "2.0.0", "pinned: 2.1.330, 2.1.332"),
         ("codex", "0.170.0", "pinned: 0.169.0"),
         ("gemini", "0.60.0", "pinned: 0.61.0"),
@@ -209,6 +213,8 @@ fn a_version_that_is_not_digits_is_refused_and_never_echoed_raw() {
     let w = World::new("install-bad-version");
     for (version, shown) in [
         ("+1.5.2", "\"+1.5.2\""),
+        // A version parser that trims would take it.
+        (" 1.5.2", "\" 1.5.2\""),
         ("1.5.2\nerror: forged", "\"1.5.2\\nerror: forged\""),
         ("1.5.2\u{1b}[2J", "\"1.5.2\\u{1b}[2J\""),
     ] {

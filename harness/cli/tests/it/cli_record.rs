@@ -282,16 +282,16 @@ fn an_exhausted_script_is_an_error_unless_allowed() {
     assert_nothing_left(&s);
 }
 
-/// A missing --pi is named first (before: "cannot find pi's package.json").
+/// A missing --bin is named first (before: "cannot find pi's package.json").
 #[test]
 fn a_missing_pi_is_named_first() {
     let s = setup();
     let out = s.path().join("x.cassette.jsonl");
     for (pi, want) in [
-        ("/nope/pi", "error: --pi /nope/pi: no such file\n"),
+        ("/nope/pi", "error: --bin /nope/pi: no such file\n"),
         (
             "no-such-pi-anywhere",
-            "error: --pi no-such-pi-anywhere: no such file (not on PATH either)\n",
+            "error: --bin no-such-pi-anywhere: no such file (not on PATH either)\n",
         ),
     ] {
         let a = Command::cargo_bin("pi-harness")
@@ -478,7 +478,7 @@ fn agent_claude_records_a_stream_json_session() {
     );
     let got = Cassette::load(&out).unwrap();
     let want = Cassette::load(&source).unwrap();
-    assert!(got.header.is_claude());
+    assert_eq!(got.header.agent(), pi_grammar::Agent::Claude);
     assert_eq!(got.header.pi.version, "2.1.330");
     assert_eq!(
         got.header.expect, want.header.expect,

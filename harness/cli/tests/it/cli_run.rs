@@ -529,7 +529,7 @@ fn pi_missing_is_one_line() {
         .code(2);
     assert_eq!(
         one_error_line(&a),
-        format!("error: --pi {}: no such file", missing.display())
+        format!("error: --bin {}: no such file", missing.display())
     );
     // Not on PATH either.
     let a = pih()
@@ -539,7 +539,7 @@ fn pi_missing_is_one_line() {
         .code(2);
     assert_eq!(
         one_error_line(&a),
-        "error: pi not found on PATH (install pi or give --pi PATH)"
+        "error: pi not found on PATH (install pi or give --bin PATH)"
     );
     w.assert_none_left();
 }
@@ -582,7 +582,7 @@ fn no_backtrace_even_with_rust_backtrace_set() {
         let a = c.assert().code(2);
         assert_eq!(
             String::from_utf8_lossy(&a.get_output().stderr),
-            "error: --pi /nonexistent/pi: no such file\n"
+            "error: --bin /nonexistent/pi: no such file\n"
         );
     }
 }

@@ -114,7 +114,7 @@ fn the_next_pi_release_simulated_is_recorded_unverified_and_drift_finds_nothing_
         [warning.as_str(), warning.as_str()],
         "one warning per recording: {err}"
     );
-    let tag = pi_grammar::Version::parse(&next).unwrap().tag();
+    let tag = pi_grammar::Agent::Pi.spec().tag_of(&next).unwrap();
     for name in ["text_only", "tool_bash"] {
         let c = Cassette::load(&fresh.join(format!("{name}.{tag}.cassette.jsonl"))).unwrap();
         assert_eq!(c.header.pi.version, next);
@@ -132,7 +132,10 @@ fn the_next_pi_release_simulated_is_recorded_unverified_and_drift_finds_nothing_
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
-    let newest_tag = newest.tag();
+    let newest_tag = pi_grammar::Agent::Pi
+        .spec()
+        .tag_of(&newest.to_string())
+        .unwrap();
     for name in ["text_only", "tool_bash"] {
         let same = format!("same     {name}.{tag}.cassette.jsonl (pi {next}, unverified, grammar of {newest}) vs {name}.{newest_tag}.cassette.jsonl");
         assert!(text.lines().any(|l| l.starts_with(&same)), "{text}");
@@ -150,7 +153,8 @@ fn the_next_claude_code_release_simulated_is_recorded_unverified() {
         return;
     };
     let newest = pi_grammar::claude::Claude::latest().version().to_string();
-    let version = pi_recorder::recorder::claude_version_of(&real).unwrap_or_default();
+    let version =
+        pi_recorder::recorder::version_of(pi_grammar::Agent::Claude, &real).unwrap_or_default();
     if version != newest {
         println!("note: PI_HARNESS_REAL_CLAUDE is {version}, not the newest measured {newest}: the relabelled-Claude Code test is skipped");
         return;

@@ -267,7 +267,7 @@ fn a_newer_claude_code_is_recorded_unverified_and_conform_says_so() {
         "{err}"
     );
     let c = Cassette::load(&out).unwrap();
-    assert!(c.header.is_claude());
+    assert_eq!(c.header.agent(), pi_grammar::Agent::Claude);
     assert_eq!(c.header.pi.version, newer);
     assert_eq!(
         c.header.pi.unverified.as_ref().map(|u| u.grammar.as_str()),

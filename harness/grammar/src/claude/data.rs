@@ -4,8 +4,8 @@
 
 use std::sync::OnceLock;
 
-/// (version, `--version` output, `--help` output, grammar.tsv), oldest first; `build.rs`
-/// lists the directories.
+/// (version, `--version` output, `--help` output, grammar.tsv), one per directory; `build.rs`
+/// lists them (in name order), the registry's row orders them.
 const EMBEDDED: &[(&str, &str, &str, &str)] =
     include!(concat!(env!("OUT_DIR"), "/claude_releases.rs"));
 
@@ -253,14 +253,41 @@ fn release(
     }
 }
 
-/// Every measured release, oldest first (read on first use; a broken data file is a bug
-/// of the build, caught by the tests).
+/// Every measured release, oldest first: each release of Claude Code's row in the registry
+/// with its data (read on first use; a broken data file, or a pinned release without one, is
+/// a bug of the build, caught by the tests).
 pub fn releases() -> &'static [Release] {
     static RELEASES: OnceLock<Vec<Release>> = OnceLock::new();
     RELEASES.get_or_init(|| {
-        EMBEDDED
-            .iter()
-            .map(|&(v, line, help, tsv)| release(v, line, help, tsv))
+        crate::Agent::Claude
+            .spec()
+            .versions()
+            .into_iter()
+            .map(|v| {
+                let &(v, line, help, tsv) =
+                    EMBEDDED.iter().find(|e| e.0 == v).unwrap_or_else(|| {
+                        panic!("Claude Code {v} is pinned, and data/claude/{v}/ is missing")
+                    });
+                release(v, line, help, tsv)
+            })
             .collect()
     })
+}
+
+/// The releases `data/claude/` has a directory for, in name order.
+#[cfg(test)]
+pub(crate) fn data_versions() -> Vec<&'static str> {
+    EMBEDDED.iter().map(|e| e.0).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    /// A release is pinned in the registry and measured in `data/claude/`, or neither.
+    #[test]
+    fn there_is_data_for_exactly_the_pinned_releases() {
+        let mut pinned = crate::Agent::Claude.spec().versions();
+        pinned.sort_unstable();
+        assert_eq!(super::data_versions(), pinned);
+        assert_eq!(super::releases().len(), pinned.len());
+    }
 }

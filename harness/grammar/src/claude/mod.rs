@@ -28,6 +28,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::Version;
+
 mod checks;
 mod commander;
 mod data;
@@ -41,18 +43,20 @@ pub use data::{Check, ClaudeOption, OptionKind, Release};
 #[derive(Debug, Clone, Copy)]
 pub struct Claude {
     release: &'static Release,
-    /// The newer release this one stands for, as `[major, minor, patch]`, when unverified.
-    claimed: Option<[u32; 3]>,
+    /// The newer release this one stands for, when unverified.
+    claimed: Option<Version>,
 }
 
-/// The measured releases, oldest first (`2.1.330`).
+/// The measured releases, oldest first (`2.1.330`): Claude Code's row of the registry
+/// ([`crate::agents`]).
 pub fn known_versions() -> Vec<&'static str> {
-    data::releases().iter().map(|r| r.version).collect()
+    crate::Agent::Claude.spec().versions()
 }
 
-fn version_key(v: &str) -> Option<Vec<u32>> {
-    let key: Option<Vec<u32>> = v.trim().split('.').map(|p| p.parse().ok()).collect();
-    key.filter(|k| k.len() == 3)
+/// The version at the start of `claude --version`'s line (`2.1.330 (Claude Code)`), or of a
+/// bare version.
+fn leading_version(v: &str) -> Option<Version> {
+    Version::parse(v.split_whitespace().next().unwrap_or(""))
 }
 
 impl Claude {
@@ -72,12 +76,12 @@ impl Claude {
     /// marked unverified ([`Claude::borrowed`]); `None` for a measured release, an older
     /// one or no version at all (those stay refused).
     pub fn unverified(version: &str) -> Option<Claude> {
-        let want = version_key(version.split_whitespace().next().unwrap_or(""))?;
-        let newest = Claude::latest();
-        let have = version_key(newest.release.version)?;
-        (want > have).then(|| Claude {
-            release: newest.release,
-            claimed: Some([want[0], want[1], want[2]]),
+        let want = crate::Agent::Claude
+            .spec()
+            .newer_than_pinned(version.split_whitespace().next().unwrap_or(""))?;
+        Some(Claude {
+            release: Claude::latest().release,
+            claimed: Some(want),
         })
     }
 
@@ -96,7 +100,7 @@ impl Claude {
     /// for, newer than [`Claude::version`] when unverified.
     pub fn claimed_version(&self) -> String {
         match self.claimed {
-            Some([a, b, c]) => format!("{a}.{b}.{c}"),
+            Some(v) => v.to_string(),
             None => self.release.version.to_string(),
         }
     }
@@ -104,13 +108,13 @@ impl Claude {
     /// The release closest to any version: the newest measured one not newer than it, else
     /// the oldest (for a version with no data, or none at all).
     pub fn nearest(version: &str) -> Claude {
-        let want = version_key(version.split_whitespace().next().unwrap_or(""));
+        let want = leading_version(version);
         let releases = data::releases();
         let pick = want.and_then(|w| {
             releases
                 .iter()
                 .rev()
-                .find(|r| version_key(r.version).is_some_and(|k| k <= w))
+                .find(|r| Version::parse(r.version).is_some_and(|k| k <= w))
         });
         Claude {
             release: pick.unwrap_or(&releases[0]),

@@ -27,6 +27,8 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
+use crate::Version;
+
 mod clap;
 mod effective;
 pub mod options;
@@ -178,20 +180,13 @@ pub fn join_prompt(plan: &PromptPlan, stdin: &str) -> Option<String> {
         PromptPlan::Stdin { .. } => Some(stdin.to_string()).filter(|s| !s.trim().is_empty()),
     }
 }
-/// The pinned releases, oldest first (`codex --version` prints `codex-cli 0.169.0`).
-const RELEASES: &[&str] = &["0.169.0"];
+/// The pinned releases, oldest first (`codex --version` prints `codex-cli 0.169.0`): Codex's
+/// row of the registry ([`crate::agents`]).
+const RELEASES: &[&str] = &crate::agents::versions_of(&crate::agents::codex::RELEASES);
 
 /// The pinned releases, oldest first.
 pub fn known_versions() -> Vec<&'static str> {
     RELEASES.to_vec()
-}
-
-fn version_key(v: &str) -> Option<[u32; 3]> {
-    let parts: Option<Vec<u32>> = v.trim().split('.').map(|p| p.parse().ok()).collect();
-    match parts?.as_slice() {
-        [a, b, c] => Some([*a, *b, *c]),
-        _ => None,
-    }
 }
 
 /// One Codex release's command line: a pinned release's own, or the newest pinned one's
@@ -200,7 +195,7 @@ fn version_key(v: &str) -> Option<[u32; 3]> {
 pub struct Codex {
     release: &'static str,
     /// The newer release this one stands for, when unverified.
-    claimed: Option<[u32; 3]>,
+    claimed: Option<Version>,
 }
 
 impl Codex {
@@ -216,10 +211,11 @@ impl Codex {
     /// A release newer than every pinned one, read with the newest pinned release and
     /// marked unverified ([`Codex::borrowed`]); `None` otherwise.
     pub fn unverified(version: &str) -> Option<Codex> {
-        let want = version_key(version.trim().trim_start_matches("codex-cli ").trim())?;
-        let newest = Codex::latest();
-        (want > version_key(newest.release)?).then_some(Codex {
-            release: newest.release,
+        let want = crate::Agent::Codex
+            .spec()
+            .newer_than_pinned(version.trim().trim_start_matches("codex-cli "))?;
+        Some(Codex {
+            release: Codex::latest().release,
             claimed: Some(want),
         })
     }
@@ -323,7 +319,7 @@ impl Codex {
     /// The version this grammar answers as: the release it stands for.
     pub fn claimed_version(&self) -> String {
         match self.claimed {
-            Some([a, b, c]) => format!("{a}.{b}.{c}"),
+            Some(v) => v.to_string(),
             None => self.release.to_string(),
         }
     }

@@ -273,3 +273,12 @@ fn jaro_is_clap_s_similarity() {
     assert!((clap::jaro("martha", "marhta") - 0.944).abs() < 0.001);
     assert_eq!(clap::jaro("", "x"), 0.0);
 }
+
+/// Every release of Codex's row in the registry has its texts, in the row's order.
+#[test]
+fn each_pinned_release_has_its_texts() {
+    assert_eq!(super::TEXTS.len(), super::RELEASES.len());
+    for (t, r) in super::TEXTS.iter().zip(super::RELEASES) {
+        assert_eq!(t.version.trim(), format!("codex-cli {r}"));
+    }
+}

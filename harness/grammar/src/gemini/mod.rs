@@ -70,20 +70,12 @@ pub fn join_prompt(argv_prompt: Option<&str>, stdin: Option<&str>) -> Option<Str
     }
 }
 
-/// The pinned releases, oldest first.
-const RELEASES: &[&str] = &["0.61.0"];
+/// The pinned releases, oldest first: Gemini CLI's row of the registry ([`crate::agents`]).
+const RELEASES: &[&str] = &crate::agents::versions_of(&crate::agents::gemini::RELEASES);
 
 /// The pinned releases, oldest first.
 pub fn known_versions() -> Vec<&'static str> {
     RELEASES.to_vec()
-}
-
-fn version_key(v: &str) -> Option<[u32; 3]> {
-    let parts: Option<Vec<u32>> = v.trim().split('.').map(|p| p.parse().ok()).collect();
-    match parts?.as_slice() {
-        [a, b, c] => Some([*a, *b, *c]),
-        _ => None,
-    }
 }
 
 /// One Gemini CLI release: a pinned release's own data, or the newest pinned one's standing
@@ -92,7 +84,7 @@ fn version_key(v: &str) -> Option<[u32; 3]> {
 pub struct Gemini {
     release: &'static str,
     /// The newer release this one stands for, when unverified.
-    claimed: Option<[u32; 3]>,
+    claimed: Option<crate::Version>,
 }
 
 impl Gemini {
@@ -108,10 +100,9 @@ impl Gemini {
     /// A release newer than every pinned one, read with the newest pinned release and
     /// marked unverified ([`Gemini::borrowed`]); `None` otherwise.
     pub fn unverified(version: &str) -> Option<Gemini> {
-        let want = version_key(version)?;
-        let newest = Gemini::latest();
-        (want > version_key(newest.release)?).then_some(Gemini {
-            release: newest.release,
+        let want = crate::Agent::Gemini.spec().newer_than_pinned(version)?;
+        Some(Gemini {
+            release: Gemini::latest().release,
             claimed: Some(want),
         })
     }
@@ -174,7 +165,7 @@ impl Gemini {
     /// The version this release answers as: the release it stands for.
     pub fn claimed_version(&self) -> String {
         match self.claimed {
-            Some([a, b, c]) => format!("{a}.{b}.{c}"),
+            Some(v) => v.to_string(),
             None => self.release.to_string(),
         }
     }

@@ -119,3 +119,12 @@ fn the_prompt_joins_stdin_first() {
     assert_eq!(join_prompt(Some("q"), Some("")).as_deref(), Some("q"));
     assert_eq!(join_prompt(None, None), None);
 }
+
+/// Every release of Gemini CLI's row in the registry has its texts, in the row's order.
+#[test]
+fn each_pinned_release_has_its_texts() {
+    assert_eq!(super::TEXTS.len(), super::RELEASES.len());
+    for (t, r) in super::TEXTS.iter().zip(super::RELEASES) {
+        assert_eq!(t.version.trim(), *r);
+    }
+}

@@ -4,6 +4,7 @@
 //! names it; `pi_data` is pi's flag table against its data per pinned version;
 //! `real_grammar_scripts` runs the grammar scripts on the real CLIs when the variables name them.
 
+mod agent_matches;
 mod argv_props;
 mod claude;
 mod pi_data;

@@ -245,6 +245,41 @@ async fn invalid_request_never_spawns() {
     w.assert_none_left();
 }
 
+/// Every agent the provider does not run is refused before anything starts, by name, with
+/// the ones it runs (from the registry).
+#[tokio::test]
+async fn an_agent_the_provider_does_not_run_is_refused_by_name() {
+    let w = World::new("not_driven");
+    let c = w
+        .cassette("m")
+        .version("0.87.1")
+        .expect("{}")
+        .process(PI_DEFAULTS)
+        .records([ENDS_OK.to_string()])
+        .write();
+    let refused: Vec<_> = pi_provider::Agent::ALL
+        .into_iter()
+        .filter(|a| !pi_provider::drives(*a))
+        .collect();
+    assert!(!refused.is_empty(), "Claude Code is not run yet (issue 43)");
+    assert_eq!(pi_provider::driven_names(), "pi, Codex and Gemini CLI");
+    for agent in refused {
+        let mut req = w.request(&c, "0.87.1", "0");
+        req.agent = agent;
+        let msgs = collect(Provider::new(opts()).execute(req, CancellationToken::new())).await;
+        let f = failed(&msgs);
+        assert_eq!(f.reason, FailureReason::InvalidRequest);
+        assert_eq!(
+            f.message,
+            format!(
+                "the provider runs pi, Codex and Gemini CLI, not {}",
+                agent.display_name()
+            )
+        );
+    }
+    w.assert_none_left();
+}
+
 #[tokio::test]
 async fn cli_error_exit_carries_code_and_redacted_stderr() {
     let w = World::new("exit1");

@@ -16,6 +16,7 @@ pub fn normalized_stream(c: &Cassette) -> Vec<String> {
     let (code, signal) = c.exit_status();
     let end = StreamEnd::recorded(code, signal, &c.stderr_bytes());
     let msgs = match c.header.agent() {
+        pi_grammar::Agent::Pi => map_all(&c.stdout_bytes(), end, MapperOptions::default()),
         pi_grammar::Agent::Claude => {
             pi_wire::claude::map_all(&c.stdout_bytes(), end, MapperOptions::default())
         }
@@ -25,7 +26,6 @@ pub fn normalized_stream(c: &Cassette) -> Vec<String> {
         pi_grammar::Agent::Gemini => {
             pi_wire::gemini::map_all(&c.stdout_bytes(), end, MapperOptions::default())
         }
-        _ => map_all(&c.stdout_bytes(), end, MapperOptions::default()),
     };
     let mut out = Vec::new();
     let mut text = String::new();
@@ -46,7 +46,7 @@ pub fn normalized_stream(c: &Cassette) -> Vec<String> {
                 max_attempts,
                 error,
                 ..
-            } if c.header.is_claude() => out.push(format!(
+            } if c.header.agent() == pi_grammar::Agent::Claude => out.push(format!(
                 "retry.scheduled attempt={attempt} max_attempts={max_attempts} error={}",
                 short(error)
             )),

@@ -288,3 +288,52 @@ fn gemini_runs_are_compared_by_their_events_and_the_gemini_mapper() {
         assert_ne!(normalize(&gemini(&other)), base);
     }
 }
+
+/// A fresh cassette of a release newer than every pinned one is compared with the committed
+/// one of the release it borrows, named with its agent's tag and called by its agent's name
+/// (a Codex or Gemini CLI cassette was paired with a pi tag, `pi169` for `cx0169`, and came
+/// out NEW beside a MISSING one).
+#[test]
+fn an_unverified_fresh_cassette_pairs_with_its_own_agents_borrowed_release() {
+    for agent in pi_grammar::Agent::ALL
+        .into_iter()
+        .filter(|a| a.spec().one_way)
+    {
+        let spec = agent.spec();
+        let newest = spec.newest();
+        let v = pi_grammar::Version::parse(newest.version).unwrap();
+        let next = pi_grammar::Version::new(v.major, v.minor, v.patch + 1).to_string();
+        let next_tag = spec.tag_of(&next).unwrap();
+        let header = |version: &str, mark: &str| {
+            format!(
+                r#"{{"format":"pi-cassette","version":1,"{}":{{"version":"{version}","dialect":"{}"{mark}}},"scenario":{{"name":"x","description":"d"}},"origin":{{"kind":"recorded","timing":"measured"}}}}
+{{"dt_ms":0,"exit":0}}
+"#,
+                spec.header_key,
+                spec.dialects[spec.dialects.len() - 1]
+            )
+        };
+        let committed = tempfile::tempdir().unwrap();
+        let fresh = tempfile::tempdir().unwrap();
+        std::fs::write(
+            committed
+                .path()
+                .join(format!("x.{}.cassette.jsonl", newest.tag)),
+            header(newest.version, ""),
+        )
+        .unwrap();
+        let mark = format!(r#","unverified":{{"grammar":"{}"}}"#, newest.version);
+        std::fs::write(
+            fresh.path().join(format!("x.{next_tag}.cassette.jsonl")),
+            header(&next, &mark),
+        )
+        .unwrap();
+        let report = compare_dirs(committed.path(), fresh.path()).unwrap();
+        let want = format!(
+            "same     x.{next_tag}.cassette.jsonl ({} {next}, unverified, grammar of {}) vs x.{}.cassette.jsonl",
+            spec.display_name, newest.version, newest.tag
+        );
+        assert!(report.clean, "{agent}: {}", report.text);
+        assert!(report.text.starts_with(&want), "{agent}: {}", report.text);
+    }
+}

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use pi_cassette::{Action, Cassette};
+use pi_grammar::Agent;
 use serde_json::Value;
 
 use super::lines::{short, sort_runs};
@@ -68,7 +69,8 @@ pub fn wire_stream(c: &Cassette) -> Vec<String> {
     let mut stderr = String::new();
     // Gemini CLI's answer, printed chunk by chunk (`message` deltas): joined, as their cut
     // depends on the stream's chunks.
-    let gemini = c.header.agent() == pi_grammar::Agent::Gemini;
+    let agent = c.header.agent();
+    let gemini = agent == Agent::Gemini;
     let mut answer = String::new();
     let flush_answer = |answer: &mut String, out: &mut Vec<String>| {
         if !answer.is_empty() {
@@ -79,7 +81,7 @@ pub fn wire_stream(c: &Cassette) -> Vec<String> {
         }
     };
     // pi's `message_update`s, or Claude Code's content_block_delta stream events.
-    let label = if c.header.is_claude() {
+    let label = if agent == Agent::Claude {
         "content_block_delta"
     } else {
         "message_update"
@@ -111,28 +113,30 @@ pub fn wire_stream(c: &Cassette) -> Vec<String> {
                     updates += 1;
                     continue;
                 }
-                if c.header.is_claude() {
-                    if let Some(line) = claude_line(&ty, &v) {
+                match agent {
+                    Agent::Claude => {
+                        if let Some(line) = claude_line(&ty, &v) {
+                            flush(&mut updates, &mut out);
+                            out.push(line);
+                        }
+                    }
+                    Agent::Gemini => {
+                        if v["type"] == "message" && v["role"] == "assistant" {
+                            answer.push_str(v["content"].as_str().unwrap_or_default());
+                            continue;
+                        }
+                        flush_answer(&mut answer, &mut out);
+                        out.push(gemini_line(&ty, &v));
+                    }
+                    Agent::Codex => {
                         flush(&mut updates, &mut out);
-                        out.push(line);
+                        out.push(codex_line(&ty, &v));
                     }
-                    continue;
-                }
-                if gemini {
-                    if v["type"] == "message" && v["role"] == "assistant" {
-                        answer.push_str(v["content"].as_str().unwrap_or_default());
-                        continue;
+                    Agent::Pi => {
+                        flush(&mut updates, &mut out);
+                        pi_line(&ty, &v, &mut out);
                     }
-                    flush_answer(&mut answer, &mut out);
-                    out.push(gemini_line(&ty, &v));
-                    continue;
                 }
-                flush(&mut updates, &mut out);
-                if c.header.agent() == pi_grammar::Agent::Codex {
-                    out.push(codex_line(&ty, &v));
-                    continue;
-                }
-                pi_line(&ty, &v, &mut out);
             }
             Action::Stderr(b) => stderr.push_str(&String::from_utf8_lossy(&b.data)),
             Action::Spawn(s) => {

@@ -1,4 +1,5 @@
-//! One recording of Codex CLI (`codex exec --json`): its version (`codex --version`), the
+//! One recording of Codex CLI (`codex exec --json`): its version (`codex --version`, read as
+//! its row in the registry says), the
 //! sandbox (throwaway `HOME`, `TMPDIR` and `CODEX_HOME` with the run's `config.toml`), the
 //! scripted server standing in for the provider, an unrecorded prelude run in the same
 //! `CODEX_HOME` (for `exec resume`), the run watched by `json_run` (a signal to the wrapper
@@ -7,7 +8,6 @@
 //! `codex`'s pure parts.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use pi_cassette::redact::Redactor;
@@ -15,6 +15,7 @@ use pi_cassette::{
     Action, Cassette, Dialect, Header, Origin, OriginKind, PiSource, Scenario, TimingKind,
     FORMAT_NAME, FORMAT_VERSION,
 };
+use pi_grammar::Agent;
 
 use super::codex::{self, CodexStandIn};
 use super::header::{description, json_source, mark_secrets, scenario_name};
@@ -24,28 +25,6 @@ use super::{json_run, sandbox, write, RecordError, RecordOptions, RecordOutcome}
 use crate::llm_script::Script;
 use crate::llm_server::{LlmServer, ServerOptions};
 use crate::Notices;
-
-/// Codex's version as `codex --version` prints it (`codex-cli 0.169.0` gives `0.169.0`),
-/// run with nothing of the caller's environment but `PATH` and a throwaway `HOME`.
-pub fn codex_version_of(codex: &Path) -> Option<String> {
-    let home = tempfile::Builder::new()
-        .prefix("pi-harness-codex-version-")
-        .tempdir()
-        .ok()?;
-    let out = std::process::Command::new(codex)
-        .arg("--version")
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .env("CODEX_HOME", home.path())
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let v = text.trim().strip_prefix("codex-cli ")?;
-    out.status.success().then(|| v.trim().to_string())
-}
 
 /// The directory Codex is installed in: the parent of the `node_modules` its executable
 /// (followed through links) lives in; `None` for a bare binary.
@@ -57,30 +36,6 @@ fn install_root(codex: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
-/// The version recorded: `--pi-version`, else `codex --version`; a release older than or
-/// between the pinned ones is refused, a newer one warned about (unverified).
-fn version(opts: &RecordOptions, notices: &Notices) -> Result<String, RecordError> {
-    let version = match &opts.pi_version {
-        Some(v) => v.clone(),
-        None => codex_version_of(&opts.pi).ok_or_else(|| {
-            RecordError::UnknownVersion(format!(
-                "{}: `--version` did not print `codex-cli VERSION`; pass --pi-version",
-                opts.pi.display()
-            ))
-        })?,
-    };
-    let source = PiSource::new(&version, Dialect::ExecJson);
-    if let Some(warning) = source.unverified_warning() {
-        notices.line(&warning);
-    } else if pi_grammar::codex::Codex::for_version(&version).is_none() {
-        return Err(RecordError::UnknownVersion(format!(
-            "Codex {version}: pi-harness knows Codex {} and reads a newer release with the newest one's grammar (unverified); an older release, or one between pinned releases, is not read",
-            pi_grammar::codex::known_versions().join(", ")
-        )));
-    }
-    Ok(version)
-}
-
 /// Record one `codex exec` run as the options say (see [`super::record`]).
 pub(crate) async fn record(
     opts: &RecordOptions,
@@ -89,7 +44,7 @@ pub(crate) async fn record(
 ) -> Result<RecordOutcome, RecordError> {
     let capacity = script.capacity();
     let expects_no_request = script.expects_no_request();
-    let version = version(opts, notices)?;
+    let version = super::install::version(opts, notices)?;
     let stand_in = CodexStandIn::new(
         opts.model.as_ref().map(|m| m.provider.as_str()),
         opts.model.as_ref().map(|m| m.id.as_str()),
@@ -130,15 +85,7 @@ pub(crate) async fn record(
     }
     let args = sandbox.substitute(&opts.pi_args);
     let root = install_root(&opts.pi);
-    let redactor = sandbox.redactor_named(
-        "Codex",
-        &key,
-        &opts.secrets(),
-        port,
-        ("<CODEX_HOME>", "CODEX_HOME given to Codex"),
-        root.as_deref()
-            .map(|r| (r, "<CODEX_ROOT>", "Codex's install directory")),
-    );
+    let redactor = sandbox.redactor_for(Agent::Codex, &key, &opts.secrets(), port, root.as_deref());
     let run = json_run::run(opts, &args, &env, notices).await;
     let requests = super::stop(server).await;
     let run = run?;
@@ -232,7 +179,8 @@ pub(crate) fn cassette(
         _ => None,
     });
     if let Some(id) = thread.filter(|id| !args.iter().any(|a| a.contains(id.as_str()))) {
-        redactor.literal(&id, "<THREAD_ID>", "Codex's thread id (a UUID)");
+        let p = Agent::Codex.spec().placeholders.session_id;
+        redactor.literal(&id, p.text, p.means);
     }
     let mut stamped = 0;
     let captured: Vec<(Duration, process::Captured)> = run
@@ -379,7 +327,7 @@ mod tests {
             "codex".into(),
             vec![],
         );
-        opts.agent = super::super::Agent::Codex;
+        opts.agent = pi_grammar::Agent::Codex;
         let args: Vec<String> = ["exec", "--json", "Say hi"].map(String::from).to_vec();
         let si = CodexStandIn::new(Some("openai"), Some("gpt-5.5"));
         let c = cassette(&opts, "0.169.0", &args, &run, redactor, &si).unwrap();

@@ -33,9 +33,9 @@ pub enum RecordError {
     /// The options do not go together (the message says which and what to give).
     #[error("{0}")]
     Options(String),
-    /// The CLI to record (`--pi`) is not there.
+    /// The CLI to record (`--bin`) is not there.
     #[error(
-        "--pi {}: no such file{}",
+        "--bin {}: no such file{}",
         path.display(),
         if *bare_name { " (not on PATH either)" } else { "" }
     )]

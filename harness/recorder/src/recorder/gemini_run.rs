@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use pi_cassette::redact::Redactor;
@@ -16,6 +15,7 @@ use pi_cassette::{
     Action, Cassette, Dialect, Header, Origin, OriginKind, PiSource, Scenario, TimingKind,
     FORMAT_NAME, FORMAT_VERSION,
 };
+use pi_grammar::Agent;
 
 use super::gemini;
 use super::header::{description, json_source, mark_secrets, scenario_name};
@@ -25,29 +25,6 @@ use super::{json_run, sandbox, write, RecordError, RecordOptions, RecordOutcome}
 use crate::llm_script::Script;
 use crate::llm_server::{LlmServer, ServerOptions};
 use crate::Notices;
-
-/// Gemini CLI's version as `gemini --version` prints it (`0.61.0`), run with nothing of the
-/// caller's environment but `PATH` and a throwaway `HOME`.
-pub fn gemini_version_of(gemini: &Path) -> Option<String> {
-    let home = tempfile::Builder::new()
-        .prefix("pi-harness-gemini-version-")
-        .tempdir()
-        .ok()?;
-    let out = std::process::Command::new(gemini)
-        .arg("--version")
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .env("GEMINI_CLI_NO_RELAUNCH", "1")
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let v = text.trim();
-    let looks = !v.is_empty() && v.split('.').all(|p| p.parse::<u32>().is_ok());
-    (out.status.success() && looks).then(|| v.to_string())
-}
 
 /// The directory Gemini CLI is installed in: the parent of the `node_modules` its executable
 /// (followed through links) lives in; `None` for a bare script.
@@ -59,30 +36,6 @@ fn install_root(gemini: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
-/// The version recorded: `--pi-version`, else `gemini --version`; a release older than or
-/// between the pinned ones is refused, a newer one warned about (unverified).
-fn version(opts: &RecordOptions, notices: &Notices) -> Result<String, RecordError> {
-    let version = match &opts.pi_version {
-        Some(v) => v.clone(),
-        None => gemini_version_of(&opts.pi).ok_or_else(|| {
-            RecordError::UnknownVersion(format!(
-                "{}: `--version` did not print a version; pass --pi-version",
-                opts.pi.display()
-            ))
-        })?,
-    };
-    let source = PiSource::new(&version, Dialect::GeminiStreamJson);
-    if let Some(warning) = source.unverified_warning() {
-        notices.line(&warning);
-    } else if pi_grammar::gemini::Gemini::for_version(&version).is_none() {
-        return Err(RecordError::UnknownVersion(format!(
-            "Gemini CLI {version}: pi-harness knows Gemini CLI {} and reads a newer release with the newest one's grammar (unverified); an older release, or one between pinned releases, is not read",
-            pi_grammar::gemini::known_versions().join(", ")
-        )));
-    }
-    Ok(version)
-}
-
 /// Record one Gemini CLI run as the options say (see [`super::record`]).
 pub(crate) async fn record(
     opts: &RecordOptions,
@@ -91,7 +44,7 @@ pub(crate) async fn record(
 ) -> Result<RecordOutcome, RecordError> {
     let capacity = script.capacity();
     let expects_no_request = script.expects_no_request();
-    let version = version(opts, notices)?;
+    let version = super::install::version(opts, notices)?;
     // Read the command line before anything runs: one not understood is an error here.
     gemini::parse_call(&opts.pi_args).map_err(RecordError::Expect)?;
     let sandbox = sandbox::Sandbox::create(&opts.script_path, &script.files)?;
@@ -137,15 +90,8 @@ pub(crate) async fn record(
     }
     let args = sandbox.substitute(&opts.pi_args);
     let root = install_root(&opts.pi);
-    let redactor = sandbox.redactor_named(
-        "Gemini CLI",
-        &key,
-        &opts.secrets(),
-        port,
-        ("<AGENT_DIR>", "the recording's unused agent dir"),
-        root.as_deref()
-            .map(|r| (r, "<GEMINI_ROOT>", "Gemini CLI's install directory")),
-    );
+    let redactor =
+        sandbox.redactor_for(Agent::Gemini, &key, &opts.secrets(), port, root.as_deref());
     let run = json_run::run(opts, &args, &env, notices).await;
     let requests = super::stop(server).await;
     let run = run?;
@@ -262,7 +208,8 @@ fn redact_run_ids(run: &JsonRun, args: &[String], redactor: &mut Redactor) {
             _ => None,
         });
     if let Some(id) = session.filter(|id| !args.iter().any(|a| a.contains(id.as_str()))) {
-        redactor.literal(&id, "<SESSION_ID>", "Gemini CLI's session id (a UUID)");
+        let p = Agent::Gemini.spec().placeholders.session_id;
+        redactor.literal(&id, p.text, p.means);
     }
     // The shell tool's random temp dir, in its command line (spawns, notes, output).
     let mut texts: Vec<String> = run
@@ -511,7 +458,7 @@ mod tests {
             "gemini".into(),
             vec![],
         );
-        o.agent = super::super::Agent::Gemini;
+        o.agent = pi_grammar::Agent::Gemini;
         o
     }
 

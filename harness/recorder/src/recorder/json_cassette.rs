@@ -335,7 +335,8 @@ pub(crate) fn cassette(
 ) -> Result<Cassette, RecordError> {
     if let Some(id) = session_id(&run.captured) {
         if !args.iter().any(|a| a.contains(&id)) {
-            redactor.literal(&id, "<SESSION_ID>", "pi's session id");
+            let p = pi_grammar::Agent::Pi.spec().placeholders.session_id;
+            redactor.literal(&id, p.text, p.means);
         }
     }
     let (spawns, process, end, notes) = ending_shape(run);

@@ -138,8 +138,13 @@ pub struct RecordOptions {
     /// Record an RPC session (`--mode rpc`) driven by this client script (see
     /// [`crate::client_script`]): a version 2 cassette.
     pub client_script: Option<PathBuf>,
-    /// Which CLI `pi` is: pi itself, or Claude Code (stream-json, driven by the client script).
-    pub agent: Agent,
+    /// Which CLI `pi` is (the registry's agent): pi itself; Claude Code (stream-json, driven
+    /// by the client script, against the scripted server as an Anthropic API); Codex
+    /// (`codex exec --json`, one-way, against the server as a Responses API provider of a
+    /// throwaway `CODEX_HOME/config.toml`); Gemini CLI (`gemini --output-format stream-json
+    /// -p ...`, one-way, against the server as Google's Gemini API). Each but pi runs with a
+    /// throwaway `HOME` and `TMPDIR` and nothing else from the environment but `PATH`.
+    pub agent: pi_grammar::Agent,
     /// Give Claude Code a terminal on stdin (a pseudo-terminal, kept open and never
     /// written), as a bridge that runs it from its own terminal does: the CLI then answers
     /// the prompt in argv at once. The client script may only signal (none is needed).
@@ -221,53 +226,12 @@ impl RecordOptions {
             allow_exhausted: false,
             api: Api::OpenAi,
             client_script: None,
-            agent: Agent::Pi,
+            agent: pi_grammar::Agent::Pi,
             stdin_terminal: false,
             retries: None,
             agent_settings: Vec::new(),
             agent_env: Vec::new(),
             secret_env: Vec::new(),
-        }
-    }
-}
-
-/// The CLI a recording runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Agent {
-    /// pi, with its agent dir pointing at the scripted server.
-    #[default]
-    Pi,
-    /// Claude Code, in stream-json mode, against the scripted server as an Anthropic API
-    /// (`ANTHROPIC_BASE_URL`), with a throwaway `HOME` and `TMPDIR` and nothing else from
-    /// the environment but `PATH`.
-    Claude,
-    /// Codex CLI (`codex exec --json`, one-way), against the scripted server as a named
-    /// Responses API provider of a throwaway `CODEX_HOME/config.toml`, with a throwaway
-    /// `HOME` and `TMPDIR` and nothing else from the environment but `PATH`.
-    Codex,
-    /// Gemini CLI (`gemini --output-format stream-json -p ...`, one-way), against the
-    /// scripted server as Google's Gemini API (`GOOGLE_GEMINI_BASE_URL`), with a throwaway
-    /// `HOME` (its `.gemini/settings.json`) and `TMPDIR` and nothing else from the
-    /// environment but `PATH`.
-    Gemini,
-}
-
-impl Agent {
-    /// The two-way protocol a client script speaks to it (Codex has none: pi's is given).
-    pub fn protocol(self) -> pi_cassette::two_way::Protocol {
-        match self {
-            Agent::Pi | Agent::Codex | Agent::Gemini => pi_cassette::two_way::Protocol::Rpc,
-            Agent::Claude => pi_cassette::two_way::Protocol::StreamJson,
-        }
-    }
-
-    /// How messages name it.
-    pub fn display_name(self) -> &'static str {
-        match self {
-            Agent::Pi => "pi",
-            Agent::Claude => "Claude Code",
-            Agent::Codex => "Codex",
-            Agent::Gemini => "Gemini CLI",
         }
     }
 }

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use pi_cassette::redact::Redactor;
+use pi_grammar::Agent;
 use serde_json::Value;
 
 use super::install::node_bin_dir;
@@ -142,7 +143,8 @@ impl Sandbox {
     }
 
     /// The redactions every recording applies: the key, the run's directories, pi's install
-    /// directory and the server's port.
+    /// directory, the server's port and the values of `secrets` (pi's placeholders, also for
+    /// Claude Code's recordings).
     pub(crate) fn redactor(
         &self,
         key: &str,
@@ -150,28 +152,22 @@ impl Sandbox {
         port: u16,
         secrets: &[(String, String)],
     ) -> Redactor {
-        self.redactor_named(
-            "pi",
-            key,
-            secrets,
-            port,
-            ("<AGENT_DIR>", "PI_CODING_AGENT_DIR"),
-            pi_root.map(|r| (r, "<PI_ROOT>", "pi's install directory")),
-        )
+        self.redactor_for(Agent::Pi, key, secrets, port, pi_root)
     }
 
-    /// [`Sandbox::redactor`] for `cli` (named in the descriptions), with the agent dir's and
-    /// the install directory's placeholders and descriptions given (Codex: `<CODEX_HOME>`,
+    /// [`Sandbox::redactor`] for `agent`: named in the descriptions, with its row's
+    /// placeholders for the agent dir and the install directory (Codex: `<CODEX_HOME>`,
     /// `<CODEX_ROOT>`).
-    pub(crate) fn redactor_named(
+    pub(crate) fn redactor_for(
         &self,
-        cli: &str,
+        agent: Agent,
         key: &str,
         secrets: &[(String, String)],
         port: u16,
-        agent: (&str, &str),
-        root: Option<(&Path, &str, &str)>,
+        root: Option<&Path>,
     ) -> Redactor {
+        let spec = agent.spec();
+        let cli = spec.display_name;
         let mut redactor = Redactor::new();
         redactor.literal(key, "<API_KEY>", &format!("the API key given to {cli}"));
         for (name, value) in secrets {
@@ -186,7 +182,9 @@ impl Sandbox {
             "<CWD>",
             &format!("{cli}'s working directory"),
         );
-        redactor.literal(&self.agent.display().to_string(), agent.0, agent.1);
+        if let Some(p) = spec.placeholders.home {
+            redactor.literal(&self.agent.display().to_string(), p.text, p.means);
+        }
         redactor.literal(
             &self.home.display().to_string(),
             "<HOME>",
@@ -204,8 +202,8 @@ impl Sandbox {
                 "the temp dir's name (inside encoded paths)",
             );
         }
-        if let Some((root, placeholder, description)) = root {
-            redactor.literal(&root.display().to_string(), placeholder, description);
+        if let (Some(root), Some(p)) = (root, spec.placeholders.install_root) {
+            redactor.literal(&root.display().to_string(), p.text, p.means);
         }
         for host in ["127.0.0.1", "localhost"] {
             redactor.literal(

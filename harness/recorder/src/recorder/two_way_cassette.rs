@@ -17,7 +17,8 @@ use super::header::{
     claude_expect, description, expect_from_args, scenario_name, session_use, two_way_source,
 };
 use super::process::{ms, Captured, Ending};
-use super::{Agent, RecordError, RecordOptions};
+use super::{RecordError, RecordOptions};
+use pi_grammar::Agent;
 
 /// What happened in an RPC recording, in order: the client's actions and pi's output.
 #[derive(Debug, Clone)]
@@ -61,7 +62,8 @@ fn claude_redactions(timeline: &[(Duration, Timed)], redactor: &mut Redactor) {
         if let Ok(v) = serde_json::from_str::<Value>(&text) {
             if v["type"] == "system" && v["subtype"] == "init" {
                 if let Some(id) = v["session_id"].as_str() {
-                    redactor.literal(id, "<SESSION_ID>", "Claude Code's session id");
+                    let p = Agent::Claude.spec().placeholders.session_id;
+                    redactor.literal(id, p.text, p.means);
                     session = Some(id.to_string());
                 }
             }
@@ -204,7 +206,8 @@ pub(crate) fn cassette(
 ) -> Result<Cassette, RecordError> {
     let claude = opts.agent == Agent::Claude;
     if let Some(id) = rpc_session_id(&run.timeline) {
-        redactor.literal(&id, "<SESSION_ID>", "pi's session id");
+        let p = Agent::Pi.spec().placeholders.session_id;
+        redactor.literal(&id, p.text, p.means);
     }
     if claude {
         claude_redactions(&run.timeline, &mut redactor);
@@ -236,7 +239,12 @@ pub(crate) fn cassette(
             requests: Some((Path::new("(the request log)"), log.as_bytes())),
             ending: None,
             spawn_tools: true,
-            protocol: opts.agent.protocol(),
+            protocol: opts
+                .agent
+                .spec()
+                .two_way
+                .and_then(pi_cassette::two_way::Protocol::of_mode)
+                .unwrap_or_default(),
         },
     )
     .map_err(RecordError::Import)?;

@@ -8,6 +8,7 @@
 //! cassette carries a 4 MiB tool output); the invariants are checked on the full output.
 
 use pi_cassette::Cassette;
+use pi_grammar::Agent;
 use pi_wire::mapper::{map_all, MapperOptions, StreamEnd};
 use pi_wire::message::{ExitInfo, Message};
 use serde_json::Value;
@@ -67,10 +68,12 @@ fn mapper_output_for_every_cassette() {
             return; // an RPC session: its stdout answers commands, not one json-mode run
         }
         let agent = c.header.agent();
-        let out = match agent.name() {
-            "codex" => map_and_check_codex(&c),
-            "gemini" => map_and_check_gemini(&c),
-            _ => map_and_check(&c),
+        let out = match agent {
+            Agent::Pi => map_and_check(&c),
+            Agent::Codex => map_and_check_codex(&c),
+            Agent::Gemini => map_and_check_gemini(&c),
+            // Every Claude Code cassette is two-way, left out above.
+            Agent::Claude => panic!("{}: a one-way Claude Code cassette", path.display()),
         };
         let out = out.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let mut shown = out;
