@@ -9,7 +9,8 @@
 //! stops comparing), [`leftovers`] (the leftover-process check),
 //! [`serve_llm`] (the scripted LLM server), [`record_mode`] (`record --record-mode`: record
 //! when missing, re-record into a pending file) and [`review`] (`cassette review`),
-//! [`install`] (real pi and Claude Code from npm).
+//! [`install`] (real pi and Claude Code from npm), [`timeline`] (a run as one HTML page:
+//! `cassette show --html`) and [`html_out`] (writing it, never through a link).
 //! What they share has a module each: [`exit`] (the exit-status table), [`error`] (the one
 //! user error, [`CliError`], and clap's errors as one line), [`values`] (durations and `K=V`
 //! pairs) and [`stdout`] (printing through a closed pipe, colour).
@@ -32,6 +33,7 @@ pub mod cassette_cmd;
 pub mod error;
 pub mod exit;
 pub mod fds;
+pub mod html_out;
 pub mod install;
 pub mod leftovers;
 pub mod map;
@@ -43,6 +45,7 @@ pub mod run;
 pub mod serve_llm;
 pub mod show;
 pub mod stdout;
+pub mod timeline;
 pub mod values;
 
 pub use app::main;
