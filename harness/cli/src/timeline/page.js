@@ -92,7 +92,10 @@
       ['section', s.title], ['time', ms(it[0])], ['line', it[2]],
       ['bytes', it[4] > shown ? it[4] + ' (the first ' + shown + ' shown)' : it[4]]
     ]));
-    detail.appendChild(el('pre', null, it[3]));
+    var pre = el('pre', null, it[3]);
+    pre.tabIndex = 0;
+    pre.setAttribute('aria-label', 'the text of line ' + it[2]);
+    detail.appendChild(pre);
   }
   function showBulk(s, b) {
     return el('li', 'bulk', b[5] + ' records of ' + kindText(s, b[2]) + ', ' + ms(b[0]) + ' to ' + ms(b[1]) +
@@ -119,10 +122,9 @@
     list.setAttribute('aria-label', count + ' records');
     members.forEach(function (n) {
       var li = el('li');
-      var b = el('button', 'mb', ms(s.items[n][0]) + '  ' + s.kinds[s.items[n][1]][1] + '  (line ' + s.items[n][2] + ')');
+      var b = el('button', 'mb', recordLabel(s, n));
       b.type = 'button';
       b.dataset.line = s.items[n][2];
-      b.setAttribute('aria-label', recordLabel(s, n));
       b.addEventListener('click', function () {
         showRecord(s, n);
         var back = el('button', null, 'Back to the ' + count + ' records');
@@ -233,8 +235,10 @@
       } else {
         var count = g.members.length;
         g.bulks.forEach(function (b) { count += s.bulks[b][5]; });
-        node = button('ag L-' + lane, count + ' records of ' + laneLabel(s, lane) + ', ' + ms(g.t0) + ' to ' + ms(g.t1) +
-          ': press to list them', function () { showGroup(s, lane, g.members, g.bulks, g.t0, g.t1, node); });
+        var shortCount = short(count);
+        node = button('ag L-' + lane, shortCount + (shortCount === String(count) ? '' : ' (' + count + ')') + ' records of ' +
+          laneLabel(s, lane) + ', ' + ms(g.t0) + ' to ' + ms(g.t1) + ': press to list them',
+        function () { showGroup(s, lane, g.members, g.bulks, g.t0, g.t1, node); });
         node.textContent = short(count);
         node.dataset.count = count;
         node.dataset.t = g.t0;
@@ -364,6 +368,7 @@
         arrowRows(box, s, w);
       }
     });
+    if (!body.dataset.ready) { body.dataset.readyMs = performance.now().toFixed(1); }
     body.dataset.ready = '1';
   }
 

@@ -107,7 +107,7 @@ impl<W: Write> Page<W> {
              <header class=\"top\"><h1 id=\"tl-title\">pi-harness timeline</h1><p id=\"tl-sub\"></p></header>\n\
              <noscript><p>This page draws its timeline with JavaScript. `pi-harness cassette show FILE` prints the same facts as text.</p></noscript>\n\
              <main id=\"tl-main\"><div id=\"tl-col\"><div id=\"tl-sections\"></div></div>\n\
-             <aside id=\"tl-side\"><section id=\"tl-detail\" aria-labelledby=\"tl-detail-h\"><h2 id=\"tl-detail-h\">Selected</h2>\
+             <aside id=\"tl-side\" tabindex=\"0\" aria-label=\"The selected record and what the caller must send\"><section id=\"tl-detail\" aria-labelledby=\"tl-detail-h\"><h2 id=\"tl-detail-h\">Selected</h2>\
              <div id=\"tl-detail-body\" aria-live=\"polite\"><p>Hover over a mark, or focus one and press Enter, to see its record.</p></div></section>\n\
              <section id=\"tl-facts\" aria-labelledby=\"tl-facts-h\"><h2 id=\"tl-facts-h\">What the caller must send</h2><div id=\"tl-facts-body\"></div></section></aside>\n\
              </main>\n"

@@ -36,4 +36,6 @@ mod real_gemini_record;
 mod real_pi_faults;
 mod real_pi_record;
 mod real_unverified;
+mod timeline;
+mod timeline_browser;
 mod unverified;
