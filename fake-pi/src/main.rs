@@ -15,7 +15,8 @@
 //! [`agent`] (pi's agent dir), [`client`] (a two-way replay's client), [`replay`] (the
 //! records in time), [`values`] (realistic values for placeholders), [`signals`] and
 //! [`child`] (real signals and processes), [`environ`] and [`exit`] (the environment read,
-//! the statuses given), [`report`] (fake-pi's own lines also in `FAKE_PI_REPORT`), [`hints`] (what to do, on
+//! the statuses given), [`report`] (fake-pi's own lines also in `FAKE_PI_REPORT`), [`timeline`] (what a
+//! start did in time, in `FAKE_PI_TIMELINE`, opt-in), [`hints`] (what to do, on
 //! stderr only; `FAKE_PI_HINTS=0` turns them off).
 
 // A command-line program: what it has to say goes to its stdout and stderr.
@@ -42,6 +43,7 @@ mod report;
 mod session;
 mod signals;
 mod source;
+mod timeline;
 mod values;
 
 use std::ffi::OsString;
@@ -62,6 +64,7 @@ fn main() {
     }
     let code = run();
     report::finish(code);
+    timeline::finish(code);
     std::process::exit(code);
 }
 
@@ -78,6 +81,7 @@ fn run() -> i32 {
     let argv: Vec<String> = args
         .map(|a: OsString| a.to_string_lossy().into_owned())
         .collect();
+    timeline::call(&argv);
     let settings = match source::settings(&environ::var, &argv0) {
         Ok(s) => s,
         Err(e) => return fail(exit::NO_CASSETTE, e),
@@ -87,6 +91,7 @@ fn run() -> i32 {
         Err((code, e)) => return fail(code, e),
     };
     report::cassette(&path);
+    timeline::cassette(&path);
     if let Some(e) = source::not_a_file(&path) {
         return fail(exit::NO_CASSETTE, e);
     }
@@ -110,6 +115,7 @@ fn run() -> i32 {
         Err(e) => return exit::cassette_failure(e),
     };
     let header = first.header().clone();
+    timeline::header(&header);
     hints::unverified(&header);
     if header.agent() == pi_grammar::Agent::Codex {
         drop(first);

@@ -20,4 +20,5 @@ mod replay_corpus;
 mod report;
 mod rpc;
 mod streaming;
+mod timeline;
 mod util;

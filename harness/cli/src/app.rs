@@ -47,6 +47,9 @@ enum Command {
     /// Run a command and report (and kill) every process it left running; or find the live
     /// processes that carry a test's marker.
     Leftovers(crate::leftovers::LeftoversArgs),
+    /// Draw a replay as it happened beside its cassette's run: one HTML page (a failing
+    /// test's world writes one with PI_HARNESS_HTML=DIR).
+    Report(crate::report_cmd::ReportArgs),
     /// Map a captured pi stdout or a cassette to the normalized stream.
     Map(crate::map::MapArgs),
     /// Serve a scripted LLM (OpenAI chat completions, OpenAI Responses, Anthropic messages and Gemini streaming) on 127.0.0.1.
@@ -424,6 +427,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Cassette(command) => cassette(command),
         Command::Run(args) => Ok(crate::run::run_command(*args)),
         Command::Leftovers(args) => Ok(crate::leftovers::leftovers_command(args)),
+        Command::Report(args) => Ok(crate::report_cmd::report_command(&args)),
         Command::Map(args) => Ok(crate::map::map_command(args)),
         Command::ServeLlm { script, port, log } => {
             Ok(crate::serve_llm::serve_llm_command(&script, port, log))

@@ -40,6 +40,7 @@ pub mod map;
 pub mod record_mode;
 pub mod relax;
 pub mod render;
+pub mod report_cmd;
 pub mod review;
 pub mod run;
 pub mod serve_llm;

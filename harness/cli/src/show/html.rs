@@ -1,21 +1,25 @@
 //! `cassette show FILE --html OUT`: the cassette read once, each record drawn as it comes
 //! ([`crate::timeline`]) while `show`'s facts are gathered, the page written to a new file
-//! put in place at the end ([`crate::html_out`]).
+//! put in place at the end ([`crate::html_out`]). [`draw_cassette`] is that drawing, which
+//! `pi-harness report --html` shares.
 
 use std::io::{BufRead, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use pi_cassette::{CassetteReader, Header};
+use serde_json::Value;
 
 use crate::html_out::NewFile;
-use crate::timeline::{secrets, CassetteView, Mask, Page};
+use crate::timeline::{secrets, CassetteView, End, Mask, Page};
 use crate::CliError;
 
 use super::{facts, render_json, Recording};
 
 /// Why a page was not drawn: the cassette, or the writing.
-enum Failure {
+pub enum Failure {
+    /// The input (a cassette, a report): its one-line error.
     Input(CliError),
+    /// Writing the page.
     Write(std::io::Error),
 }
 
@@ -25,14 +29,34 @@ impl From<std::io::Error> for Failure {
     }
 }
 
+/// What drawing a cassette gives besides its section: `show`'s facts (as `--json` prints
+/// them) and how the recorded run ends.
+pub struct Drawn {
+    /// The facts, as JSON.
+    pub facts: Value,
+    /// When and how the run ends.
+    pub ending: Option<(f64, End)>,
+}
+
 /// Write the page of the cassette `file` to `out`; one line on stdout says where it is.
 pub fn write_page(file: &Path, out: &Path) -> Result<(), CliError> {
     let reader = Recording::open(file).map_err(|e| CliError::usage(e.to_string()))?;
-    let path = (file != Path::new("-"))
-        .then(|| std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()));
+    let path = absolute(file);
     let inputs: Vec<&Path> = path.as_deref().into_iter().collect();
     let mut dest = NewFile::create(out, &inputs)?;
-    match draw(reader, file, path.as_deref(), dest.writer()) {
+    let drawn = (|| -> Result<(), Failure> {
+        let header = reader.header().clone();
+        let mut page = Page::start(dest.writer(), mask(&header), &title(&header))?;
+        let drawn = draw_cassette(&mut page, reader, file, path.as_deref(), "recorded run")?;
+        page.finish(&drawn.facts, &header.scenario.description)?;
+        Ok(())
+    })();
+    finish(drawn, dest, out)
+}
+
+/// Put the page in place, or say why not; the line that says where it is.
+pub fn finish(drawn: Result<(), Failure>, dest: NewFile, out: &Path) -> Result<(), CliError> {
+    match drawn {
         Ok(()) => {}
         Err(Failure::Input(e)) => return Err(e),
         Err(Failure::Write(e)) => return Err(dest.write_error(&e)),
@@ -47,6 +71,18 @@ pub fn write_page(file: &Path, out: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `file` made absolute; `None` for stdin (`-`).
+pub fn absolute(file: &Path) -> Option<PathBuf> {
+    (file != Path::new("-"))
+        .then(|| std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()))
+}
+
+/// The mask for a cassette's page: its `never_in_argv` literals, and the values this
+/// environment gives its variables.
+pub fn mask(header: &Header) -> Mask {
+    Mask::new(secrets(header, |name| std::env::var(name).ok()))
+}
+
 /// The page's title: the scenario, the CLI and its release.
 pub fn title(header: &Header) -> String {
     format!(
@@ -57,22 +93,21 @@ pub fn title(header: &Header) -> String {
     )
 }
 
-/// Read the cassette once, drawing each record and gathering the facts, into `w`.
-fn draw<R: BufRead>(
+/// Draw the cassette as a section of `page` named `section`, reading it once; its facts.
+pub fn draw_cassette<R: BufRead, W: Write>(
+    page: &mut Page<W>,
     reader: CassetteReader<R>,
     file: &Path,
     path: Option<&Path>,
-    w: impl Write,
-) -> Result<(), Failure> {
+    section: &str,
+) -> Result<Drawn, Failure> {
     let header = reader.header().clone();
-    let mask = Mask::new(secrets(&header, |name| std::env::var(name).ok()));
-    let mut page = Page::start(w, mask, &title(&header))?;
-    page.section("recorded run")?;
+    page.section(section)?;
     let mut view = CassetteView::new(&header);
     let mut failed = None;
     let recording = Recording::from_reader(reader, |r| {
         if failed.is_none() {
-            failed = view.record(&mut page, r).err();
+            failed = view.record(page, r).err();
         }
     })
     .map_err(|e| Failure::Input(CliError::usage(e.to_string())))?;
@@ -87,7 +122,10 @@ fn draw<R: BufRead>(
         "{} stdout lines, {} stderr bytes",
         recording.stdout_lines, recording.stderr_bytes
     );
+    let ending = view.ending();
     page.end_section(view.end(summary))?;
-    page.finish(&render_json(&facts), &header.scenario.description)?;
-    Ok(())
+    Ok(Drawn {
+        facts: render_json(&facts),
+        ending,
+    })
 }

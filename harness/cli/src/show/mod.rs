@@ -30,7 +30,7 @@ use crate::{use_color, CliError};
 mod codex;
 mod gather;
 mod gemini;
-mod html;
+pub mod html;
 mod model;
 mod read;
 mod replay;

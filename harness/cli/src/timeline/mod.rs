@@ -9,6 +9,8 @@
 //!   [`script_json`]);
 //! - `page`: the page itself ([`Page`]), its policy, style (`page.css`) and script
 //!   (`page.js`);
+//! - `replay`: a replay as it happened, as a section ([`Replay`]: fake-pi's starts, what it
+//!   said, what was left over);
 //! - this module: a cassette's records as a section of a page ([`CassetteView`]).
 
 use std::io::{self, Write};
@@ -19,6 +21,7 @@ mod kinds;
 mod model;
 mod page;
 mod procs;
+mod replay;
 mod text;
 
 pub use kinds::{Classifier, Kind};
@@ -27,6 +30,7 @@ pub use page::{
     tenth, Page, SectionEnd, BULK_SIZE, MAX_ITEMS, PREVIEW_BUDGET, PREVIEW_BYTES, PREVIEW_SHORT,
 };
 pub use procs::{secrets, End, Procs};
+pub use replay::{Ended, Received, Replay, Said, Start};
 pub use text::{escape_for_script, script_json, shown, Mask, MASKED};
 
 /// A cassette's records drawn as one section of a page, one record at a time.
@@ -130,6 +134,11 @@ impl CassetteView {
         page.item(t, lane, &kind, line, &text)
     }
 
+    /// When and how the run ends, once its ending was drawn.
+    pub fn ending(&self) -> Option<(f64, End)> {
+        self.ending.as_ref().map(|(t, end, _)| (*t, end.clone()))
+    }
+
     /// The section's end: its length, processes and signals.
     pub fn end(self, summary: String) -> SectionEnd {
         let (t, end, line) = self.ending.unwrap_or((tenth(self.t), End::Hang, 0));
@@ -139,6 +148,7 @@ impl CassetteView {
             procs,
             arrows,
             summary,
+            order: 0,
         }
     }
 }

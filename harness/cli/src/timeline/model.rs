@@ -30,6 +30,8 @@ pub enum Lane {
     Result,
     /// Replies to the client's commands.
     Reply,
+    /// Signals a replay received.
+    Signal,
     /// Output of a kind the page does not know (never dropped).
     Other,
     /// stderr.
@@ -44,7 +46,7 @@ pub enum Lane {
 
 impl Lane {
     /// Every lane, in the page's order.
-    pub const ALL: [Lane; 16] = [
+    pub const ALL: [Lane; 17] = [
         Lane::Call,
         Lane::Mismatch,
         Lane::Client,
@@ -56,6 +58,7 @@ impl Lane {
         Lane::Retry,
         Lane::Result,
         Lane::Reply,
+        Lane::Signal,
         Lane::Other,
         Lane::Stderr,
         Lane::Process,
@@ -77,6 +80,7 @@ impl Lane {
             Lane::Retry => "retry",
             Lane::Result => "result / terminal",
             Lane::Reply => "reply to the client",
+            Lane::Signal => "signals received",
             Lane::Other => "other stdout",
             Lane::Stderr => "stderr",
             Lane::Process => "spawn / reap",

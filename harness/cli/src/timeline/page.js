@@ -42,6 +42,7 @@
     });
     return s;
   });
+  var drawOrder = sections.slice().sort(function (a, b) { return (a.order - b.order) || (a.index - b.index); });
   var span = 1;
   sections.forEach(function (s) {
     span = Math.max(span, s.duration);
@@ -345,7 +346,7 @@
   function render() {
     select(null);
     while (holder.firstChild) { holder.removeChild(holder.firstChild); }
-    sections.forEach(function (s) {
+    drawOrder.forEach(function (s) {
       var box = el('section', 'sec');
       var h = el('h2', null, s.title);
       h.id = 'tl-sec-' + s.index;
@@ -396,7 +397,7 @@
     var pairs = [];
     flat(f[k], '', pairs);
     if (!pairs.length) { return; }
-    if (k !== 'expects') { fb.appendChild(el('h3', null, names[k] || k)); }
+    if (k !== 'expects' || fb.firstChild) { fb.appendChild(el('h3', null, names[k] || k)); }
     fb.appendChild(dl(pairs.map(function (p) { return [p[0] || k, p[1]]; })));
   });
   if (!fb.firstChild) { fb.appendChild(el('p', null, 'nothing')); }

@@ -86,6 +86,8 @@ pub struct SectionEnd {
     pub arrows: Vec<Arrow>,
     /// A short line under the section's title.
     pub summary: String,
+    /// Where the page draws the section: by this, then in the order written.
+    pub order: i32,
 }
 
 impl<W: Write> Page<W> {
@@ -228,6 +230,7 @@ impl<W: Write> Page<W> {
             "title": s.title,
             "summary": self.mask.value(&Value::String(end.summary)),
             "duration": tenth(end.duration),
+            "order": end.order,
             "records": s.records,
             "lanes": lanes,
             "kinds": kinds,

@@ -200,7 +200,7 @@ impl Procs {
         let p = &mut self.procs[index];
         p.lines.push(line);
         if p.end.is_none() {
-            close(p, t, "reaped", format!("gone at {t} ms: the tool ended or {name} killed it (its process group SIGKILLed if still there)"));
+            close(p, t, "reaped", format!("gone at {t:.1} ms: the tool ended or {name} killed it (its process group SIGKILLed if still there)"));
         }
         if let Some((g, own_session)) = grandchild {
             if own_group && !own_session {
@@ -261,7 +261,7 @@ impl Procs {
                         &mut self.procs[i],
                         t,
                         "exited",
-                        format!("exits {code} at {t} ms"),
+                        format!("exits {code} at {t:.1} ms"),
                     );
                 }
                 self.orphan_tools(t, &format!("{name} exited"));
@@ -273,7 +273,7 @@ impl Procs {
                         &mut self.procs[i],
                         t,
                         "died",
-                        format!("dies by {sig} at {t} ms"),
+                        format!("dies by {sig} at {t:.1} ms"),
                     );
                 }
                 let hits = self.orphan_tools(t, &format!("{name} died by {sig}"));
@@ -290,7 +290,7 @@ impl Procs {
                 for &i in &self.cli.clone() {
                     let p = &mut self.procs[i];
                     p.lines.push(line);
-                    p.how = format!("hangs from {t} ms: alive and silent, stdout open, until a signal ends it (the arrows say what each does)");
+                    p.how = format!("hangs from {t:.1} ms: alive and silent, stdout open, until a signal ends it (the arrows say what each does)");
                 }
                 for sig in ["SIGTERM", "SIGINT", "SIGHUP"] {
                     let arrow = self.if_sent(t, sig);
@@ -315,7 +315,7 @@ impl Procs {
             if let Some(e) = tool.ends_by_itself.filter(|e| *e <= t) {
                 let p = &mut self.procs[tool.index];
                 if p.end.is_none() {
-                    close(p, e, "exited", format!("exits by itself at {e} ms"));
+                    close(p, e, "exited", format!("exits by itself at {e:.1} ms"));
                 }
             }
         }
@@ -336,9 +336,9 @@ impl Procs {
                 p.how = match (i == tool.index, own_end) {
                     (true, Some(e)) => {
                         p.end = Some(e);
-                        format!("orphaned at {t} ms ({why}); exits by itself at {e} ms")
+                        format!("orphaned at {t:.1} ms ({why}); exits by itself at {e:.1} ms")
                     }
-                    _ => format!("orphaned at {t} ms ({why}): still running, a leftover unless the caller kills it"),
+                    _ => format!("orphaned at {t:.1} ms ({why}): still running, a leftover unless the caller kills it"),
                 };
                 hits.push((i, "orphaned: keeps running".to_string()));
             }

@@ -408,3 +408,168 @@ fn the_page_is_written_only_to_the_path_given_never_through_a_link() {
         "{names:?}"
     );
 }
+
+/// `pi-harness report --html OUT ARGS...`.
+fn report(args: &[&std::ffi::OsStr]) -> Output {
+    let mut c = pih();
+    c.arg("report").args(args);
+    c.output().unwrap()
+}
+
+#[test]
+fn a_replay_is_drawn_beside_its_recording_with_what_departed_and_what_was_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = cassettes().join("sigint_mid_tool.pi73.cassette.jsonl");
+    let tl = dir.path().join("tl.jsonl");
+    std::fs::write(
+        &tl,
+        concat!(
+            r#"{"fake_pi_timeline":1,"pid":11,"started_unix_ms":1000.0,"cassette":"c","argv":["--mode","json","--model","wrong"],"signals":[],"ended":{"t_ms":8.0,"exit":99}}"#,
+            "\n",
+            r#"{"fake_pi_timeline":1,"pid":12,"started_unix_ms":1010.0,"cassette":"c","argv":["--mode","json","go"],"signals":[{"signal":"SIGINT","t_ms":30.5,"answer":"die"}],"ended":{"t_ms":30.5,"signal":"SIGINT"}}"#,
+            "\n"
+        ),
+    )
+    .unwrap();
+    let rep = dir.path().join("rep.jsonl");
+    std::fs::write(
+        &rep,
+        r#"{"fake_pi_report":1,"pid":11,"exit":99,"cassette":"c","lines":["fake-pi: expectation mismatch: expect.effective.model: expected \"fake-model\", got \"wrong\""]}"#,
+    )
+    .unwrap();
+    let left = dir.path().join("left.jsonl");
+    std::fs::write(
+        &left,
+        "{\"what\":\"4242 sleep 300 (session 4241, parent 1)\"}\n",
+    )
+    .unwrap();
+    let out = dir.path().join("r.html");
+    let o = report(&[
+        "--html".as_ref(),
+        out.as_os_str(),
+        "--cassette".as_ref(),
+        cassette.as_os_str(),
+        "--fake-pi-report".as_ref(),
+        rep.as_os_str(),
+        "--fake-pi-timeline".as_ref(),
+        tl.as_os_str(),
+        "--leftovers".as_ref(),
+        left.as_os_str(),
+        "--failure".as_ref(),
+        "AssertionError: cancelled too early".as_ref(),
+        "--name".as_ref(),
+        "test_cancel".as_ref(),
+    ]);
+    ok(&o);
+    let html = std::fs::read_to_string(&out).unwrap();
+    let meta = data(&html, "tl-meta");
+    assert_eq!(meta["title"], "test_cancel: sigint_mid_tool · pi 0.73.1");
+    let [recording, replay] = &meta["sections"].as_array().unwrap()[..] else {
+        panic!("two sections")
+    };
+    assert_eq!(recording["records"], expected_counts(&cassette).0 as u64);
+    assert!(
+        replay["order"].as_i64().unwrap() < recording["order"].as_i64().unwrap(),
+        "the replay is drawn first"
+    );
+    let items = data(&html, "tl-items-1");
+    let kinds = replay["kinds"].as_array().unwrap();
+    let shown: Vec<(String, String, String)> = items
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            let k = &kinds[i[1].as_u64().unwrap() as usize];
+            (
+                k[0].as_str().unwrap().to_string(),
+                k[1].as_str().unwrap().to_string(),
+                i[3].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let has = |lane: &str, kind: &str, text: &str| {
+        shown
+            .iter()
+            .any(|(l, k, t)| l == lane && k == kind && t.contains(text))
+    };
+    assert!(
+        has("call", "the call", "pi --mode json --model wrong"),
+        "{shown:?}"
+    );
+    assert!(
+        has(
+            "mismatch",
+            "fake-pi said",
+            "expected \"fake-model\", got \"wrong\""
+        ),
+        "{shown:?}"
+    );
+    // The first start exited 99 where the recording hangs until a signal: departed.
+    assert!(
+        has(
+            "mismatch",
+            "departed from the recording",
+            "this start exited 99 8.0 ms after it began; the recording hangs from 105.0 ms"
+        ),
+        "{shown:?}"
+    );
+    // The second died by the SIGINT it received, as the recording's hang allows: no departure.
+    assert_eq!(
+        shown
+            .iter()
+            .filter(|s| s.1 == "departed from the recording")
+            .count(),
+        1
+    );
+    assert!(
+        has(
+            "signal",
+            "SIGINT received",
+            "SIGINT received at 40.5 ms; the cassette's answer: die"
+        ),
+        "{shown:?}"
+    );
+    assert!(has("note", "left over", "4242 sleep 300"), "{shown:?}");
+    assert!(
+        has("note", "the test failed", "cancelled too early"),
+        "{shown:?}"
+    );
+    let procs = replay["procs"].as_array().unwrap();
+    assert_eq!(procs.len(), 3);
+    assert_eq!(procs[1]["state"], "died");
+    assert_eq!(procs[2]["state"], "orphaned");
+    assert_eq!(procs[2]["end"], Value::Null);
+    assert_eq!(replay["arrows"][0]["from"], "received");
+    assert_eq!(
+        meta["facts"]["report"]["left over"][0],
+        "4242 sleep 300 (session 4241, parent 1)"
+    );
+
+    // A malformed input is named by its line; one over 16 MiB is refused.
+    std::fs::write(&rep, "{\"fake_pi_report\":1}\nnot json\n").unwrap();
+    let o = report(&[
+        "--html".as_ref(),
+        out.as_os_str(),
+        "--cassette".as_ref(),
+        cassette.as_os_str(),
+        "--fake-pi-report".as_ref(),
+        rep.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with(&format!("error: {}:2: not a JSON line", rep.display())),
+        "{err}"
+    );
+    std::fs::write(&rep, vec![b' '; (16 << 20) + 1]).unwrap();
+    let o = report(&[
+        "--html".as_ref(),
+        out.as_os_str(),
+        "--cassette".as_ref(),
+        cassette.as_os_str(),
+        "--fake-pi-report".as_ref(),
+        rep.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("more than 16777216 bytes"));
+}

@@ -136,6 +136,46 @@ fn every_page_loads_in_one_chromium_with_every_record_reachable() {
         "name": "hostile", "html": html, "records": records, "procs": procs,
         "axe": true, "tab": true, "hostile": HOSTILE_SHOWN,
     }));
+    // A replay's page: the recording beside a replay whose failure and leftover hold markup.
+    let tl = dir.path().join("tl.jsonl");
+    std::fs::write(&tl, r#"{"fake_pi_timeline":1,"pid":7,"started_unix_ms":5.0,"argv":["--mode","json","<img src=x onerror=alert(1)>"],"signals":[{"signal":"SIGINT","t_ms":3.0,"answer":"die"}],"ended":{"t_ms":3.0,"signal":"SIGINT"}}"#).unwrap();
+    let left = dir.path().join("left.txt");
+    std::fs::write(
+        &left,
+        "99 </script><script>window.__pwned='leftover'</script>\n",
+    )
+    .unwrap();
+    let html = dir.path().join("report.html");
+    let out = crate::util::pih()
+        .arg("report")
+        .arg("--html")
+        .arg(&html)
+        .arg("--cassette")
+        .arg(&hostile)
+        .arg("--fake-pi-timeline")
+        .arg(&tl)
+        .arg("--leftovers")
+        .arg(&left)
+        .args(["--failure", "<script>window.__pwned='failure'</script>"])
+        .env("PI_HARNESS_TIMELINE_TEST_KEY", ENV_SECRET)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    let items = crate::timeline::data(&page, "tl-items-1")
+        .as_array()
+        .unwrap()
+        .len();
+    pages.push(json!({
+        "name": "report", "html": html, "records": records + items, "procs": procs + 2,
+        "lines": false, "axe": true, "tab": true,
+        "hostile": ["<script>window.__pwned='failure'</script>", "</script><script>window.__pwned='leftover'</script>"],
+    }));
     let rendered = started.elapsed();
     let manifest = dir.path().join("manifest.json");
     std::fs::write(&manifest, json!({"pages": pages}).to_string()).unwrap();
