@@ -86,6 +86,9 @@ pub struct Output<'a> {
     /// The JUnit XML report (`--junit FILE`), written when the run ends; a write that fails
     /// is an error, unlike the report's.
     pub junit: Option<&'a mut dyn Write>,
+    /// A page for each failed case (`pi-harness conform --junit`: its timeline), made from
+    /// the case's result and cassette; the path it returns is linked from the JUnit report.
+    pub pages: Option<&'a mut dyn FnMut(&CaseResult, &Path) -> Option<PathBuf>>,
 }
 
 /// The bundled suite's (cassettes, expected) directories: embedded in this binary and
@@ -161,6 +164,8 @@ pub fn conform(opts: &ConformOptions, out: Output<'_>) -> Result<bool, String> {
         );
     }
     let mut results = Vec::new();
+    let mut pages = Vec::new();
+    let mut make_page = out.pages;
     for case in &cases {
         let start = Instant::now();
         let expected = match &expected_dir {
@@ -184,12 +189,17 @@ pub fn conform(opts: &ConformOptions, out: Output<'_>) -> Result<bool, String> {
             let _ = writeln!(out.json, "{line}");
         }
         let _ = out.report.write_all(case_text(&r).as_bytes());
+        if let (Some(make), Verdict::Failed { .. }) = (make_page.as_mut(), &r.verdict) {
+            if let Some(page) = make(&r, &case.cassette) {
+                pages.push((r.case.clone(), page.display().to_string()));
+            }
+        }
         results.push(r);
     }
     let text = summary(&name, &reproduce_command(opts), &results);
     let _ = out.report.write_all(text.as_bytes());
     if let Some(w) = out.junit {
-        w.write_all(crate::junit::junit(&name, &results).as_bytes())
+        w.write_all(crate::junit::junit_with_pages(&name, &results, &pages).as_bytes())
             .and_then(|()| w.flush())
             .map_err(|e| format!("the JUnit report: {e}"))?;
     }

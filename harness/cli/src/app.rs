@@ -682,11 +682,17 @@ fn conform(a: ConformArgs) -> anyhow::Result<i32> {
         )),
         None => None,
     };
+    // With --junit FILE, each failed case's timeline goes beside it (FILE's name .pages/).
+    let pages_dir = a.junit.as_deref().map(crate::report_cmd::pages_dir);
+    let mut page = |r: &conformance::verdict::CaseResult, cassette: &Path| {
+        crate::report_cmd::case_page(pages_dir.as_deref()?, r, cassette)
+    };
     let output = conformance::conform::Output {
         report: &mut report,
         json: &mut crate::stdout::Stdout,
         notes: &mut std::io::stderr(),
         junit: junit.as_mut().map(|w| w as &mut dyn std::io::Write),
+        pages: pages_dir.is_some().then_some(&mut page as _),
     };
     let ok = conformance::conform::conform(
         &conformance::conform::ConformOptions {

@@ -8,7 +8,7 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use crate::html_out::NewFile;
-use crate::show::html::{absolute, draw_cassette, finish, mask, title, Failure};
+use crate::show::html::{absolute, draw_cassette, finish, mask, say_written, title, Failure};
 use crate::show::Recording;
 use crate::timeline::{Page, Replay, Said};
 use crate::CliError;
@@ -71,30 +71,43 @@ fn write(args: &ReportArgs) -> Result<(), CliError> {
         leftovers: leftovers(args.leftovers.as_deref())?,
         failure: args.failure.clone(),
     };
-    let file = &args.cassette;
-    let reader = Recording::open(file).map_err(|e| CliError::usage(e.to_string()))?;
-    let path = absolute(file);
-    let mut inputs: Vec<&Path> = path.as_deref().into_iter().collect();
-    for p in [
+    let inputs: Vec<&Path> = [
         &args.fake_pi_report,
         &args.fake_pi_timeline,
         &args.leftovers,
     ]
     .into_iter()
     .flatten()
-    {
-        inputs.push(p);
-    }
-    let mut dest = NewFile::create(&args.html, &inputs)?;
+    .map(PathBuf::as_path)
+    .collect();
+    let name = args.name.as_deref().unwrap_or("a replay");
+    let len = write_page(&args.html, &args.cassette, &replay, name, &inputs)?;
+    say_written(&args.html, len);
+    Ok(())
+}
+
+/// Write the page of `replay` beside the run of `cassette` to `out` (named `name`); its size.
+/// `inputs` are files the page must not overwrite.
+pub fn write_page(
+    out: &Path,
+    cassette: &Path,
+    replay: &Replay,
+    name: &str,
+    inputs: &[&Path],
+) -> Result<u64, CliError> {
+    let reader = Recording::open(cassette).map_err(|e| CliError::usage(e.to_string()))?;
+    let path = absolute(cassette);
+    let mut all: Vec<&Path> = path.as_deref().into_iter().collect();
+    all.extend_from_slice(inputs);
+    let mut dest = NewFile::create(out, &all)?;
     let drawn = (|| -> Result<(), Failure> {
         let header = reader.header().clone();
-        let name = args.name.as_deref().unwrap_or("a replay");
         let page_title = format!("{name}: {}", title(&header));
         let mut page = Page::start(dest.writer(), mask(&header), &page_title)?;
         let drawn = draw_cassette(
             &mut page,
             reader,
-            file,
+            cassette,
             path.as_deref(),
             "the recording (the cassette)",
         )?;
@@ -115,7 +128,7 @@ fn write(args: &ReportArgs) -> Result<(), CliError> {
         page.finish(&facts, &subtitle)?;
         Ok(())
     })();
-    finish(drawn, dest, &args.html)
+    finish(drawn, dest)
 }
 
 /// A bounded input's text; `None` when not given.
@@ -179,4 +192,48 @@ fn leftovers(file: Option<&Path>) -> Result<Vec<String>, CliError> {
                 .unwrap_or_else(|| l.to_string())
         })
         .collect())
+}
+
+/// Where `conform --junit FILE` puts the pages of failed cases: `FILE` without its
+/// extension, `.pages`, beside it.
+pub fn pages_dir(junit: &Path) -> PathBuf {
+    junit.with_extension("pages")
+}
+
+/// The page of a failed conformance case in `dir` (its cassette's run, the case's report as
+/// the failure); its path, or `None` (said on stderr) when it could not be written.
+pub fn case_page(
+    dir: &Path,
+    r: &conformance::verdict::CaseResult,
+    cassette: &Path,
+) -> Option<PathBuf> {
+    let file: String = r
+        .case
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let out = dir.join(format!("{file}.html"));
+    let replay = Replay {
+        failure: Some(conformance::report::case_text(r)),
+        ..Replay::default()
+    };
+    let made = std::fs::create_dir_all(dir)
+        .map_err(|e| CliError::usage(format!("{}: {e}", dir.display())))
+        .and_then(|()| write_page(&out, cassette, &replay, &r.case, &[]));
+    match made {
+        Ok(_) => Some(std::path::absolute(&out).unwrap_or(out)),
+        Err(e) => {
+            eprintln!(
+                "warning: the timeline of {} was not written: {}",
+                r.case, e.message
+            );
+            None
+        }
+    }
 }

@@ -51,24 +51,29 @@ pub fn write_page(file: &Path, out: &Path) -> Result<(), CliError> {
         page.finish(&drawn.facts, &header.scenario.description)?;
         Ok(())
     })();
-    finish(drawn, dest, out)
+    let len = finish(drawn, dest)?;
+    say_written(out, len);
+    Ok(())
 }
 
-/// Put the page in place, or say why not; the line that says where it is.
-pub fn finish(drawn: Result<(), Failure>, dest: NewFile, out: &Path) -> Result<(), CliError> {
+/// Put the page in place, or say why not; its size.
+pub fn finish(drawn: Result<(), Failure>, dest: NewFile) -> Result<u64, CliError> {
     match drawn {
         Ok(()) => {}
         Err(Failure::Input(e)) => return Err(e),
         Err(Failure::Write(e)) => return Err(dest.write_error(&e)),
     }
-    let len = dest.commit()?;
+    dest.commit()
+}
+
+/// The line on stdout that says where the page is.
+pub fn say_written(out: &Path, len: u64) {
     let abs = std::path::absolute(out).unwrap_or_else(|_| out.to_path_buf());
     println!(
         "wrote {} ({len} bytes): open file://{} in a browser",
         out.display(),
         abs.display()
     );
-    Ok(())
 }
 
 /// `file` made absolute; `None` for stdin (`-`).
