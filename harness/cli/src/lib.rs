@@ -37,6 +37,7 @@ pub mod html_out;
 pub mod install;
 pub mod leftovers;
 pub mod map;
+pub mod map_html;
 pub mod record_mode;
 pub mod relax;
 pub mod render;

@@ -11,6 +11,7 @@
 //!   (`page.js`);
 //! - `replay`: a replay as it happened, as a section ([`Replay`]: fake-pi's starts, what it
 //!   said, what was left over);
+//! - `stream`: the normalized stream's messages in the same rows (`map --html`);
 //! - this module: a cassette's records as a section of a page ([`CassetteView`]).
 
 use std::io::{self, Write};
@@ -22,6 +23,7 @@ mod model;
 mod page;
 mod procs;
 mod replay;
+mod stream;
 mod text;
 
 pub use kinds::{Classifier, Kind};
@@ -31,6 +33,7 @@ pub use page::{
 };
 pub use procs::{secrets, End, Procs};
 pub use replay::{Ended, Received, Replay, Said, Start};
+pub use stream::lane_of as stream_lane;
 pub use text::{escape_for_script, script_json, shown, Mask, MASKED};
 
 /// A cassette's records drawn as one section of a page, one record at a time.

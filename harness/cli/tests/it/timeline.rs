@@ -573,3 +573,66 @@ fn a_replay_is_drawn_beside_its_recording_with_what_departed_and_what_was_left()
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("more than 16777216 bytes"));
 }
+
+#[test]
+fn map_html_draws_the_normalized_stream_on_the_recordings_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in [
+        "tool_bash.pi87.cassette.jsonl",
+        "retry_then_success.pi73.cassette.jsonl",
+        "recorded/long_answer.pi73.cassette.jsonl.zst",
+    ] {
+        let cassette = cassettes().join(name);
+        let out = dir.path().join("map.html");
+        ok(&pih()
+            .arg("map")
+            .arg(&cassette)
+            .arg("--html")
+            .arg(&out)
+            .output()
+            .unwrap());
+        let json = pih()
+            .args(["map", "--json"])
+            .arg(&cassette)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&json.stdout).into_owned();
+        let want: Vec<&str> = stdout.lines().collect();
+        let html = std::fs::read_to_string(&out).unwrap();
+        let items = data(&html, "tl-items-0");
+        let items = items.as_array().unwrap();
+        assert_eq!(items.len(), want.len(), "{name}: one mark per message");
+        let mut last = 0.0;
+        for (i, w) in items.iter().zip(&want) {
+            let t = i[0].as_f64().unwrap();
+            assert!(t >= last, "{name}: in time");
+            last = t;
+            // The preview is the message's JSON (cut at 1 KiB while the budget lasts).
+            let text = i[3].as_str().unwrap();
+            assert!(w.starts_with(text), "{name}: {text} vs {w}");
+        }
+        let meta = data(&html, "tl-meta");
+        let kinds = meta["sections"][0]["kinds"].as_array().unwrap();
+        let last_kind = &kinds[items.last().unwrap()[1].as_u64().unwrap() as usize];
+        assert_eq!(
+            last_kind[0], "result",
+            "{name}: the terminal closes the stream"
+        );
+    }
+    // A raw capture has no times: refused in one line.
+    let raw = dir.path().join("raw.jsonl");
+    std::fs::write(&raw, "{\"type\":\"session\"}\n").unwrap();
+    let o = pih()
+        .arg("map")
+        .arg(&raw)
+        .arg("--html")
+        .arg(dir.path().join("r.html"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("a raw capture has no times") && err.lines().count() == 1,
+        "{err}"
+    );
+}

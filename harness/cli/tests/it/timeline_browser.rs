@@ -176,6 +176,29 @@ fn every_page_loads_in_one_chromium_with_every_record_reachable() {
         "lines": false, "axe": true, "tab": true,
         "hostile": ["<script>window.__pwned='failure'</script>", "</script><script>window.__pwned='leftover'</script>"],
     }));
+    // The normalized stream of a tool run (map --html).
+    let html = dir.path().join("map.html");
+    let out = crate::util::pih()
+        .arg("map")
+        .arg(repo().join("cassettes/tool_bash.pi87.cassette.jsonl"))
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let messages = crate::timeline::data(&std::fs::read_to_string(&html).unwrap(), "tl-items-0")
+        .as_array()
+        .unwrap()
+        .len();
+    pages.push(json!({
+        "name": "map", "html": html, "records": messages, "procs": 0,
+        "lines": false, "axe": true, "tab": true, "hostile": null,
+    }));
     let rendered = started.elapsed();
     let manifest = dir.path().join("manifest.json");
     std::fs::write(&manifest, json!({"pages": pages}).to_string()).unwrap();
