@@ -73,6 +73,9 @@ pub struct ConformOptions {
     pub partition: Option<crate::junit::Partition>,
 }
 
+/// Makes the page of a failed case from its result and cassette; the page's path.
+pub type PageMaker<'a> = dyn FnMut(&CaseResult, &Path) -> Option<PathBuf> + 'a;
+
 /// Where [`conform`] writes, chosen by its caller (`pi-harness conform`: the report on
 /// stdout, or on stderr when stdout carries the `--json` lines; notes on stderr). A write
 /// that fails (a closed stdout) is dropped: the verdict is still the return value.
@@ -88,7 +91,7 @@ pub struct Output<'a> {
     pub junit: Option<&'a mut dyn Write>,
     /// A page for each failed case (`pi-harness conform --junit`: its timeline), made from
     /// the case's result and cassette; the path it returns is linked from the JUnit report.
-    pub pages: Option<&'a mut dyn FnMut(&CaseResult, &Path) -> Option<PathBuf>>,
+    pub pages: Option<&'a mut PageMaker<'a>>,
 }
 
 /// The bundled suite's (cassettes, expected) directories: embedded in this binary and

@@ -136,69 +136,8 @@ fn every_page_loads_in_one_chromium_with_every_record_reachable() {
         "name": "hostile", "html": html, "records": records, "procs": procs,
         "axe": true, "tab": true, "hostile": HOSTILE_SHOWN,
     }));
-    // A replay's page: the recording beside a replay whose failure and leftover hold markup.
-    let tl = dir.path().join("tl.jsonl");
-    std::fs::write(&tl, r#"{"fake_pi_timeline":1,"pid":7,"started_unix_ms":5.0,"argv":["--mode","json","<img src=x onerror=alert(1)>"],"signals":[{"signal":"SIGINT","t_ms":3.0,"answer":"die"}],"ended":{"t_ms":3.0,"signal":"SIGINT"}}"#).unwrap();
-    let left = dir.path().join("left.txt");
-    std::fs::write(
-        &left,
-        "99 </script><script>window.__pwned='leftover'</script>\n",
-    )
-    .unwrap();
-    let html = dir.path().join("report.html");
-    let out = crate::util::pih()
-        .arg("report")
-        .arg("--html")
-        .arg(&html)
-        .arg("--cassette")
-        .arg(&hostile)
-        .arg("--fake-pi-timeline")
-        .arg(&tl)
-        .arg("--leftovers")
-        .arg(&left)
-        .args(["--failure", "<script>window.__pwned='failure'</script>"])
-        .env("PI_HARNESS_TIMELINE_TEST_KEY", ENV_SECRET)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let page = std::fs::read_to_string(&html).unwrap();
-    let items = crate::timeline::data(&page, "tl-items-1")
-        .as_array()
-        .unwrap()
-        .len();
-    pages.push(json!({
-        "name": "report", "html": html, "records": records + items, "procs": procs + 2,
-        "lines": false, "axe": true, "tab": true,
-        "hostile": ["<script>window.__pwned='failure'</script>", "</script><script>window.__pwned='leftover'</script>"],
-    }));
-    // The normalized stream of a tool run (map --html).
-    let html = dir.path().join("map.html");
-    let out = crate::util::pih()
-        .arg("map")
-        .arg(repo().join("cassettes/tool_bash.pi87.cassette.jsonl"))
-        .arg("--html")
-        .arg(&html)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let messages = crate::timeline::data(&std::fs::read_to_string(&html).unwrap(), "tl-items-0")
-        .as_array()
-        .unwrap()
-        .len();
-    pages.push(json!({
-        "name": "map", "html": html, "records": messages, "procs": 0,
-        "lines": false, "axe": true, "tab": true, "hostile": null,
-    }));
+    pages.push(report_page(dir.path(), &hostile, records, procs));
+    pages.push(map_page(dir.path()));
     let rendered = started.elapsed();
     let manifest = dir.path().join("manifest.json");
     std::fs::write(&manifest, json!({"pages": pages}).to_string()).unwrap();
@@ -226,4 +165,75 @@ fn every_page_loads_in_one_chromium_with_every_record_reachable() {
         report.contains(&format!("timeline pages: {} checked", pages.len())),
         "{report}"
     );
+}
+
+/// A replay's page: the hostile cassette's recording beside a replay whose failure and
+/// leftover hold markup.
+fn report_page(dir: &Path, hostile: &Path, records: usize, procs: usize) -> serde_json::Value {
+    // A replay's page: the recording beside a replay whose failure and leftover hold markup.
+    let tl = dir.join("tl.jsonl");
+    std::fs::write(&tl, r#"{"fake_pi_timeline":1,"pid":7,"started_unix_ms":5.0,"argv":["--mode","json","<img src=x onerror=alert(1)>"],"signals":[{"signal":"SIGINT","t_ms":3.0,"answer":"die"}],"ended":{"t_ms":3.0,"signal":"SIGINT"}}"#).unwrap();
+    let left = dir.join("left.txt");
+    std::fs::write(
+        &left,
+        "99 </script><script>window.__pwned='leftover'</script>\n",
+    )
+    .unwrap();
+    let html = dir.join("report.html");
+    let out = crate::util::pih()
+        .arg("report")
+        .arg("--html")
+        .arg(&html)
+        .arg("--cassette")
+        .arg(hostile)
+        .arg("--fake-pi-timeline")
+        .arg(&tl)
+        .arg("--leftovers")
+        .arg(&left)
+        .args(["--failure", "<script>window.__pwned='failure'</script>"])
+        .env("PI_HARNESS_TIMELINE_TEST_KEY", ENV_SECRET)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    let items = crate::timeline::data(&page, "tl-items-1")
+        .as_array()
+        .unwrap()
+        .len();
+    json!({
+        "name": "report", "html": html, "records": records + items, "procs": procs + 2,
+        "lines": false, "axe": true, "tab": true,
+        "hostile": ["<script>window.__pwned='failure'</script>", "</script><script>window.__pwned='leftover'</script>"],
+    })
+}
+
+/// The normalized stream of a tool run (`map --html`).
+fn map_page(dir: &Path) -> serde_json::Value {
+    let html = dir.join("map.html");
+    let out = crate::util::pih()
+        .arg("map")
+        .arg(repo().join("cassettes/tool_bash.pi87.cassette.jsonl"))
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let messages = crate::timeline::data(&std::fs::read_to_string(&html).unwrap(), "tl-items-0")
+        .as_array()
+        .unwrap()
+        .len();
+    json!({
+        "name": "map", "html": html, "records": messages, "procs": 0,
+        "lines": false, "axe": true, "tab": true, "hostile": null,
+    })
 }
