@@ -19,6 +19,8 @@ pub struct NewFile {
     temp: PathBuf,
     dest: PathBuf,
     file: Option<BufWriter<File>>,
+    /// Put in place: the temp file is no longer ours to remove.
+    done: bool,
 }
 
 impl NewFile {
@@ -76,6 +78,7 @@ impl NewFile {
                         temp,
                         dest: dest.to_path_buf(),
                         file: Some(BufWriter::with_capacity(256 << 10, f)),
+                        done: false,
                     })
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
@@ -103,14 +106,25 @@ impl NewFile {
     /// Put the complete page in place (flushed, then renamed over the destination); its
     /// size. A failure leaves no temp file.
     pub fn commit(mut self) -> Result<u64, CliError> {
-        let file = self.file.take().expect("committed once");
+        let file = self.file.take().expect("the writer was not taken");
+        self.commit_writer(file)
+    }
+
+    /// The writer itself, for a page written by a task that owns it (`run --html`); it comes
+    /// back with [`NewFile::commit_writer`]. Until then, dropping this removes the temp file.
+    pub fn take_writer(&mut self) -> BufWriter<File> {
+        self.file.take().expect("the writer is taken once")
+    }
+
+    /// As [`NewFile::commit`], with the writer [`NewFile::take_writer`] gave.
+    pub fn commit_writer(mut self, file: BufWriter<File>) -> Result<u64, CliError> {
         let done = file
             .into_inner()
             .map_err(|e| e.into_error())
             .and_then(|f| f.metadata().map(|m| m.len()))
             .and_then(|len| std::fs::rename(&self.temp, &self.dest).map(|()| len));
+        self.done = done.is_ok();
         done.map_err(|e| {
-            let _ = std::fs::remove_file(&self.temp);
             failed(format!(
                 "{}: cannot write the page: {e}",
                 self.dest.display()
@@ -137,7 +151,7 @@ fn failed(message: String) -> CliError {
 
 impl Drop for NewFile {
     fn drop(&mut self) {
-        if self.file.is_some() {
+        if !self.done {
             self.file = None;
             let _ = std::fs::remove_file(&self.temp);
         }

@@ -12,7 +12,7 @@ use pi_wire::message::{ExitInfo, Message};
 use crate::html_out::NewFile;
 use crate::show::html::{absolute, finish, mask, say_written, title, Failure};
 use crate::show::Recording;
-use crate::timeline::{stream_lane, tenth, Page, SectionEnd};
+use crate::timeline::{tenth, Page, SectionEnd, StreamSection};
 use crate::CliError;
 
 /// Draw the normalized stream of `file` into `out`.
@@ -60,16 +60,11 @@ fn draw<R: std::io::BufRead, W: std::io::Write>(
         ..MapperOptions::default()
     });
     let mut out: Vec<Message> = Vec::new();
-    let (mut t, mut n, mut exit) = (0.0, 0usize, None);
+    let (mut t, mut exit) = (0.0, None);
+    let mut section = StreamSection::default();
     let mut emit = |page: &mut Page<W>, t: f64, out: &mut Vec<Message>| -> std::io::Result<()> {
         for m in out.drain(..) {
-            n += 1;
-            let json = serde_json::to_string(&m).unwrap_or_default();
-            let ty = serde_json::from_str::<serde_json::Value>(&json)
-                .ok()
-                .and_then(|v| v["type"].as_str().map(str::to_string))
-                .unwrap_or_else(|| "message".into());
-            page.item(t, stream_lane(&ty), &ty, n, json.as_bytes())?;
+            section.message(page, t, &m)?;
         }
         Ok(())
     };
@@ -111,7 +106,10 @@ fn draw<R: std::io::BufRead, W: std::io::Write>(
     emit(page, tenth(t), &mut out)?;
     Ok(SectionEnd {
         duration: tenth(t),
-        summary: format!("{n} messages, each at the time of the record it came from"),
+        summary: format!(
+            "{} messages, each at the time of the record it came from",
+            section.count()
+        ),
         ..SectionEnd::default()
     })
 }

@@ -11,7 +11,7 @@
 //!   (`page.js`);
 //! - `replay`: a replay as it happened, as a section ([`Replay`]: fake-pi's starts, what it
 //!   said, what was left over);
-//! - `stream`: the normalized stream's messages in the same rows (`map --html`);
+//! - `stream`: the normalized stream's messages in the same rows (`map --html`, `run --html`);
 //! - this module: a cassette's records as a section of a page ([`CassetteView`]).
 
 use std::io::{self, Write};
@@ -33,7 +33,7 @@ pub use page::{
 };
 pub use procs::{secrets, End, Procs};
 pub use replay::{Ended, Received, Replay, Said, Start};
-pub use stream::lane_of as stream_lane;
+pub use stream::{lane_of as stream_lane, StreamSection};
 pub use text::{escape_for_script, script_json, shown, Mask, MASKED};
 
 /// A cassette's records drawn as one section of a page, one record at a time.

@@ -636,3 +636,53 @@ fn map_html_draws_the_normalized_stream_on_the_recordings_clock() {
         "{err}"
     );
 }
+
+#[test]
+fn run_html_draws_the_stream_as_it_came_and_refuses_a_link_before_the_run() {
+    let w = pi_testkit::World::new("timeline-run-html");
+    let cassette = cassettes().join("tool_bash.pi87.cassette.jsonl");
+    let run = |extra: &[&std::ffi::OsStr]| {
+        let mut c = std::process::Command::new(crate::util::bin());
+        c.env(pi_testkit::MARKER_VAR, w.marker())
+            .env("FAKE_PI_CASSETTE", &cassette)
+            .env("FAKE_PI_SPEED", "1")
+            .env("PI_CODING_AGENT_DIR", w.agent_dir())
+            .arg("run")
+            .arg("--pi")
+            .arg(pi_testkit::fake_pi())
+            .args(["--provider", "fake", "--model", "fake-model", "--json"])
+            .args(extra)
+            .arg("list files")
+            .stdin(std::process::Stdio::null());
+        c.output().unwrap()
+    };
+    let out = w.path().join("run.html");
+    let o = run(&["--html".as_ref(), out.as_os_str()]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let lines: Vec<&str> = std::str::from_utf8(&o.stdout).unwrap().lines().collect();
+    let html = std::fs::read_to_string(&out).unwrap();
+    let items = data(&html, "tl-items-0");
+    let items = items.as_array().unwrap();
+    assert_eq!(items.len(), lines.len(), "one mark per message printed");
+    let times: Vec<f64> = items.iter().map(|i| i[0].as_f64().unwrap()).collect();
+    assert!(times.windows(2).all(|p| p[0] <= p[1]), "{times:?}");
+    // Replayed at recorded speed, the last message comes over 200 ms in.
+    assert!(*times.last().unwrap() > 200.0, "{times:?}");
+    for (i, l) in items.iter().zip(&lines) {
+        assert_eq!(i[3].as_str().unwrap(), *l);
+    }
+    // A link at OUT: refused before pi is started.
+    let link = w.path().join("link.html");
+    std::os::unix::fs::symlink(w.path().join("elsewhere.html"), &link).unwrap();
+    let o = run(&["--html".as_ref(), link.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty(), "no run");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is a symbolic link"));
+    assert!(!w.path().join("elsewhere.html").exists());
+    w.assert_none_left();
+}
