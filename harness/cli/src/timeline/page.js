@@ -103,7 +103,7 @@
       ', lines ' + b[3] + ' to ' + b[4] + ' (past the page\u2019s ' + meta.limits.max_items +
       ' records drawn one by one: counted here; `pi-harness cassette show` reads them all)');
   }
-  function showGroup(s, lane, members, bulks, t0, t1, node) {
+  function showGroup(s, lane, members, bulks, t0, t1, node, pressed) {
     clear();
     var count = members.length;
     bulks.forEach(function (b) { count += s.bulks[b][5]; });
@@ -130,7 +130,7 @@
         showRecord(s, n);
         var back = el('button', null, 'Back to the ' + count + ' records');
         back.type = 'button';
-        back.addEventListener('click', function () { showGroup(s, lane, members, bulks, t0, t1, node); });
+        back.addEventListener('click', function () { showGroup(s, lane, members, bulks, t0, t1, node, true); });
         detail.insertBefore(back, detail.firstChild);
       });
       li.appendChild(b);
@@ -142,7 +142,12 @@
       list.appendChild(li);
     });
     detail.appendChild(list);
-    if (node) { node.setAttribute('aria-expanded', 'true'); }
+    if (node) {
+      node.setAttribute('aria-expanded', 'true');
+      // The list is where the keyboard goes next; Escape comes back to the aggregate.
+      var first = list.querySelector('button');
+      if (first && pressed) { first.focus(); }
+    }
   }
   function procName(s, i) { return s.procs[i] ? s.procs[i].name : '#' + i; }
   function showProc(s, i) {
@@ -175,9 +180,9 @@
     var b = el('button', cls);
     b.type = 'button';
     b.setAttribute('aria-label', label);
-    b.addEventListener('click', function () { select(b); onShow(); });
-    b.addEventListener('mouseenter', onShow);
-    b.addEventListener('focus', onShow);
+    b.addEventListener('click', function () { select(b); onShow(true); });
+    b.addEventListener('mouseenter', function () { onShow(false); });
+    b.addEventListener('focus', function () { onShow(false); });
     return b;
   }
   function row(parent, label, count, cls) {
@@ -239,7 +244,7 @@
         var shortCount = short(count);
         node = button('ag L-' + lane, shortCount + (shortCount === String(count) ? '' : ' (' + count + ')') + ' records of ' +
           laneLabel(s, lane) + ', ' + ms(g.t0) + ' to ' + ms(g.t1) + ': press to list them',
-        function () { showGroup(s, lane, g.members, g.bulks, g.t0, g.t1, node); });
+        function (pressed) { showGroup(s, lane, g.members, g.bulks, g.t0, g.t1, node, pressed); });
         node.textContent = short(count);
         node.dataset.count = count;
         node.dataset.t = g.t0;
@@ -410,6 +415,10 @@
     var next = e.key === 'ArrowRight' ? t.nextElementSibling : t.previousElementSibling;
     while (next && next.tagName !== 'BUTTON') { next = e.key === 'ArrowRight' ? next.nextElementSibling : next.previousElementSibling; }
     if (next) { next.focus(); e.preventDefault(); }
+  });
+  // Escape in the side panel goes back to the mark that was pressed.
+  doc.getElementById('tl-side').addEventListener('keydown', function (e) {
+    if (e.key === 'Escape' && selected && selected.isConnected) { selected.focus(); e.preventDefault(); }
   });
   var resize = null;
   window.addEventListener('resize', function () {

@@ -10,7 +10,8 @@
 // in an aggregate whose list, once pressed, holds exactly its records (the lines of all
 // adding up to the cassette's records, each once); every process is a bar; every mark is a
 // button with a label naming its kind and time, at least 24 px square, in the tab order
-// (and, where the manifest asks, really reached with Tab); axe-core finds no WCAG 2.x A/AA
+// (and, where the manifest asks, really reached with Tab, an aggregate opened with Enter and
+// left with Escape); axe-core finds no WCAG 2.x A/AA
 // violation; a hostile page shows its text as text and holds no element or handler of its
 // own. Screenshots go where the manifest says. One line per problem; exit 1 if any.
 
@@ -134,6 +135,15 @@ async function tabWalk(page, problems) {
     if (k !== undefined && k !== null) { reached.add(k); }
   }
   if (reached.size !== total) { problems.push(`Tab reached ${reached.size} of ${total} marks`); }
+  // Enter on an aggregate lists its records and goes there; Escape comes back.
+  const hasAgg = await page.evaluate(() => { const a = document.querySelector('#tl-sections .ag'); if (a) { a.focus(); } return Boolean(a); });
+  if (hasAgg) {
+    await page.keyboard.press('Enter');
+    const inList = await page.evaluate(() => document.activeElement.classList.contains('mb'));
+    await page.keyboard.press('Escape');
+    const back = await page.evaluate(() => document.activeElement.classList.contains('ag'));
+    if (!inList || !back) { problems.push(`an aggregate by keyboard: list focused ${inList}, back with Escape ${back}`); }
+  }
   return reached.size;
 }
 
