@@ -74,6 +74,9 @@ pub struct ConformOptions {
     pub partition: Option<crate::junit::Partition>,
 }
 
+/// Makes the page of a failed case from its result and cassette; the page's path.
+pub type PageMaker<'a> = dyn FnMut(&CaseResult, &Path) -> Option<PathBuf> + 'a;
+
 /// Where [`conform`] writes, chosen by its caller (`pi-harness conform`: the report on
 /// stdout, or on stderr when stdout carries the `--json` lines; notes on stderr). A write
 /// that fails (a closed stdout) is dropped: the verdict is still the return value.
@@ -87,6 +90,9 @@ pub struct Output<'a> {
     /// The JUnit XML report (`--junit FILE`), written when the run ends; a write that fails
     /// is an error, unlike the report's.
     pub junit: Option<&'a mut dyn Write>,
+    /// A page for each failed case (`pi-harness conform --junit`: its timeline), made from
+    /// the case's result and cassette; the path it returns is linked from the JUnit report.
+    pub pages: Option<&'a mut PageMaker<'a>>,
 }
 
 /// The bundled suite's (cassettes, expected) directories: embedded in this binary and
@@ -151,6 +157,8 @@ pub fn conform(opts: &ConformOptions, out: Output<'_>) -> Result<bool, String> {
         );
     }
     let mut results = Vec::new();
+    let mut pages = Vec::new();
+    let mut make_page = out.pages;
     for case in &cases {
         let start = Instant::now();
         let expected = match &expected_dir {
@@ -174,12 +182,17 @@ pub fn conform(opts: &ConformOptions, out: Output<'_>) -> Result<bool, String> {
             let _ = writeln!(out.json, "{line}");
         }
         let _ = out.report.write_all(case_text(&r).as_bytes());
+        if let (Some(make), Verdict::Failed { .. }) = (make_page.as_mut(), &r.verdict) {
+            if let Some(page) = make(&r, &case.cassette) {
+                pages.push((r.case.clone(), page.display().to_string()));
+            }
+        }
         results.push(r);
     }
     let text = summary(&name, &reproduce_command(opts), &results);
     let _ = out.report.write_all(text.as_bytes());
     if let Some(w) = out.junit {
-        w.write_all(crate::junit::junit(&name, &results).as_bytes())
+        w.write_all(crate::junit::junit_with_pages(&name, &results, &pages).as_bytes())
             .and_then(|()| w.flush())
             .map_err(|e| format!("the JUnit report: {e}"))?;
     }

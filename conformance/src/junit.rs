@@ -81,6 +81,13 @@ fn seconds(ms: u64) -> String {
 /// `testsuite` named `conform` with one `testcase` per result (its `classname` the case's
 /// directory: `conform.recorded`, `conform.rpc`, `conform.claude`, or `conform`).
 pub fn junit(name: &str, results: &[CaseResult]) -> String {
+    junit_with_pages(name, results, &[])
+}
+
+/// As [`junit`], with a page for some failed cases (`(case, path)`: its timeline), linked from
+/// its `testcase`: a `timeline` property and, in `system-out`, `timeline: PATH` and the
+/// `[[ATTACHMENT|PATH]]` line CI servers (Jenkins, GitLab) show as an attachment.
+pub fn junit_with_pages(name: &str, results: &[CaseResult], pages: &[(String, String)]) -> String {
     let failures = results
         .iter()
         .filter(|r| matches!(r.verdict, Verdict::Failed { .. }))
@@ -134,9 +141,19 @@ pub fn junit(name: &str, results: &[CaseResult]) -> String {
                         "the stream differs from the expected one ({n} or more differences)"
                     ),
                 };
+                let page = pages
+                    .iter()
+                    .find(|(case, _)| *case == r.case)
+                    .map(|(_, p)| escape(p));
+                let properties = page.as_ref().map_or(String::new(), |p| {
+                    format!("\n      <properties>\n        <property name=\"timeline\" value=\"{p}\"/>\n      </properties>")
+                });
+                let out = page.as_ref().map_or(String::new(), |p| {
+                    format!("\n      <system-out>timeline: {p}\n[[ATTACHMENT|{p}]]</system-out>")
+                });
                 writeln!(
                     s,
-                    "{open}>\n      <failure message=\"{}\" type=\"mismatch\">{}</failure>\n    </testcase>",
+                    "{open}>{properties}\n      <failure message=\"{}\" type=\"mismatch\">{}</failure>{out}\n    </testcase>",
                     escape(&message),
                     escape(&case_text(r))
                 )

@@ -16,7 +16,8 @@
 //! client), [`replay`] (the records in time), [`values`] (realistic values for
 //! placeholders), [`signals`] and [`child`] (real signals and processes), [`environ`] and
 //! [`exit`] (the environment read, the statuses given), [`report`] (fake-pi's own lines also
-//! in `FAKE_PI_REPORT`), [`hints`] (what to do, in the report; on stderr too only with
+//! in `FAKE_PI_REPORT`), [`timeline`] (what a start did in time, in `FAKE_PI_TIMELINE`,
+//! opt-in), [`hints`] (what to do, in the report; on stderr too only with
 //! `FAKE_PI_HINTS=1`), [`files`] (the files read and written, bounded, never through a link
 //! where fake-pi writes).
 
@@ -46,6 +47,7 @@ mod report;
 mod session;
 mod signals;
 mod source;
+mod timeline;
 mod values;
 
 use std::ffi::OsString;
@@ -66,6 +68,7 @@ fn main() {
     }
     let code = run();
     report::finish(code);
+    timeline::finish(code);
     std::process::exit(code);
 }
 
@@ -82,6 +85,7 @@ fn run() -> i32 {
     let argv: Vec<String> = args
         .map(|a: OsString| a.to_string_lossy().into_owned())
         .collect();
+    timeline::call(&argv);
     let settings = match source::settings(&environ::var, &argv0) {
         Ok(s) => s,
         Err(e) => return fail(exit::NO_CASSETTE, e),
@@ -94,6 +98,7 @@ fn run() -> i32 {
         Err((code, e)) => return fail(code, e),
     };
     report::cassette(&path);
+    timeline::cassette(&path);
     if let Some(e) = source::not_a_file(&path) {
         return fail(exit::NO_CASSETTE, e);
     }
@@ -118,6 +123,7 @@ fn run() -> i32 {
     };
     let header = first.header().clone();
     exit::keep_secrets(&header);
+    timeline::header(&header);
     hints::unverified(&header);
     match header.agent() {
         pi_grammar::Agent::Pi => pi::run(&header, first, &argv, &path, &file, &settings),

@@ -95,12 +95,16 @@ pub(crate) fn start(behaviour: ProcessBehaviour) -> std::io::Result<()> {
                 continue;
             }
             // An RPC client's signal the replay waits for: the cassette says what follows.
-            s if crate::client::take_awaited(s) => continue,
+            s if crate::client::take_awaited(s) => {
+                crate::timeline::signal(s, None);
+                continue;
+            }
             Signal::SIGTERM => &behaviour.on_sigterm,
             Signal::SIGINT => &behaviour.on_sigint,
             Signal::SIGHUP => &behaviour.on_sighup,
             _ => continue,
         };
+        crate::timeline::signal(sig, Some(action));
         act(action, sig);
     })
     .map(|_| ())

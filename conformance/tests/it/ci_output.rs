@@ -178,7 +178,38 @@ fn junit_is_the_common_xml_an_independent_reader_takes() {
             out.contains(body.lines().nth(1).unwrap()),
             "the same lines as the report"
         );
+        // Its timeline page, beside the report, is linked: a property and an attachment.
+        let page = c
+            .descendants()
+            .find(|n| n.has_tag_name("property") && attr(*n, "name") == "timeline")
+            .map(|n| attr(n, "value").to_string())
+            .expect("a timeline property");
+        assert_eq!(
+            std::path::Path::new(&page).parent().unwrap(),
+            w.path().join("conform.pages")
+        );
+        let system_out = c
+            .children()
+            .find(|n| n.has_tag_name("system-out"))
+            .and_then(|n| n.text())
+            .expect("system-out");
+        assert_eq!(
+            system_out,
+            format!("timeline: {page}\n[[ATTACHMENT|{page}]]")
+        );
+        let html = std::fs::read_to_string(&page).unwrap();
+        assert!(
+            html.contains("the replay, as it happened")
+                && html.contains("FAIL  recorded/text_only.pi87")
+        );
     }
+    // Only the failed case has a page.
+    assert_eq!(
+        std::fs::read_dir(w.path().join("conform.pages"))
+            .unwrap()
+            .count(),
+        1
+    );
     w.assert_none_left();
 }
 

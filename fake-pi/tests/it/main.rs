@@ -24,4 +24,5 @@ mod secrets;
 mod shape;
 mod signal_masks;
 mod streaming;
+mod timeline;
 mod util;

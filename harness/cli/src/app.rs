@@ -40,6 +40,9 @@ enum Command {
     /// Run a command and report (and kill) every process it left running; or find the live
     /// processes that carry a test's marker.
     Leftovers(crate::leftovers::LeftoversArgs),
+    /// Draw a replay as it happened beside its cassette's run: one HTML page (a failing
+    /// test's world writes one with PI_HARNESS_HTML=DIR).
+    Report(crate::report_cmd::ReportArgs),
     /// Map a captured pi stdout or a cassette to the normalized stream.
     Map(crate::map::MapArgs),
     /// Serve a scripted LLM (OpenAI chat completions, OpenAI Responses, Anthropic messages and Gemini streaming) on 127.0.0.1.
@@ -435,6 +438,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Cassette(command) => cassette(command),
         Command::Run(args) => Ok(crate::run::run_command(*args)),
         Command::Leftovers(args) => Ok(crate::leftovers::leftovers_command(args)),
+        Command::Report(args) => Ok(crate::report_cmd::report_command(&args)),
         Command::Map(args) => Ok(crate::map::map_command(args)),
         Command::ServeLlm { script, port, log } => {
             Ok(crate::serve_llm::serve_llm_command(&script, port, log))
@@ -686,11 +690,17 @@ fn conform(a: ConformArgs) -> anyhow::Result<i32> {
         )),
         None => None,
     };
+    // With --junit FILE, each failed case's timeline goes beside it (FILE's name .pages/).
+    let pages_dir = a.junit.as_deref().map(crate::report_cmd::pages_dir);
+    let mut page = |r: &conformance::verdict::CaseResult, cassette: &Path| {
+        crate::report_cmd::case_page(pages_dir.as_deref()?, r, cassette)
+    };
     let output = conformance::conform::Output {
         report: &mut report,
         json: &mut crate::stdout::Stdout,
         notes: &mut std::io::stderr(),
         junit: junit.as_mut().map(|w| w as &mut dyn std::io::Write),
+        pages: pages_dir.is_some().then_some(&mut page as _),
     };
     let ok = conformance::conform::conform(
         &conformance::conform::ConformOptions {

@@ -9,7 +9,8 @@
 //! stops comparing), [`leftovers`] (the leftover-process check),
 //! [`serve_llm`] (the scripted LLM server), [`record_mode`] (`record --record-mode`: record
 //! when missing, re-record into a pending file) and [`review`] (`cassette review`),
-//! [`install`] (the real agent CLIs from npm, as the registry's rows say).
+//! [`install`] (the real agent CLIs from npm, as the registry's rows say), [`timeline`] (a run
+//! as one HTML page: `cassette show --html`) and [`html_out`] (writing it, never through a link).
 //! What they share has a module each: [`exit`] (the exit-status table), [`error`] (the one
 //! user error, [`CliError`], and clap's errors as one line), [`values`] (durations and `K=V`
 //! pairs), [`agents`] (`--agent`'s values and the help texts that list agents, from the
@@ -34,18 +35,22 @@ pub mod cassette_cmd;
 pub mod error;
 pub mod exit;
 pub mod fds;
+pub mod html_out;
 pub mod install;
 pub mod leftovers;
 pub mod map;
+pub mod map_html;
 pub mod pinned;
 pub mod record_mode;
 pub mod relax;
 pub mod render;
+pub mod report_cmd;
 pub mod review;
 pub mod run;
 pub mod serve_llm;
 pub mod show;
 pub mod stdout;
+pub mod timeline;
 pub mod values;
 
 pub use app::main;

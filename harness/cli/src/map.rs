@@ -38,6 +38,10 @@ pub struct MapArgs {
     /// The stream continues an existing session (`session.resumed` instead of `session.started`).
     #[arg(long)]
     pub resumed: bool,
+    /// Draw the stream of a json-mode cassette as one HTML page to this file instead (each
+    /// message at the time of the record it came from; `cassette show --html` draws the records).
+    #[arg(long, value_name = "OUT.html", conflicts_with = "json")]
+    pub html: Option<PathBuf>,
 }
 
 const MAP_HELP: &str = "Examples:
@@ -295,6 +299,13 @@ pub fn peak_rss_kib() -> Option<u64> {
 
 /// `pi-harness map`: returns the exit status.
 pub fn map_command(args: MapArgs) -> i32 {
+    if let Some(out) = &args.html {
+        let input = args.input.clone().unwrap_or_else(|| PathBuf::from("-"));
+        return match crate::map_html::write_page(&input, out, args.resumed) {
+            Ok(()) => EXIT_OK,
+            Err(e) => e.report(),
+        };
+    }
     let stdin_name = PathBuf::from("<stdin>");
     let (name, input): (PathBuf, Box<dyn Read + Send>) = match &args.input {
         Some(p) if p.as_os_str() != "-" => match std::fs::File::open(p) {

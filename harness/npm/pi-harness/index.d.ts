@@ -4,6 +4,8 @@
 export const MARKER_VAR: 'PI_HARNESS_TEST_MARKER';
 /** The environment variable naming fake-pi's report file. */
 export const REPORT_VAR: 'FAKE_PI_REPORT';
+/** Set to a directory, a failing test's world writes its replay page there (`pi-harness report --html`). */
+export const HTML_VAR: 'PI_HARNESS_HTML';
 /** Record modes: `none` (replay only; always when CI is set), `once` (record a missing cassette), `all` (record again, changes wait for review). */
 export const RECORD_MODES: readonly ['none', 'once', 'all'];
 /** This package's version: the workspace's, as `pi-harness --version` says. */
@@ -71,6 +73,15 @@ export class PiWorld {
   readonly recording: { script: string; pi: string } | null;
   /** Re-recordings of the cassette waiting for `pi-harness cassette review`. */
   pending(): string[];
+  /** `$PI_HARNESS_HTML` made absolute, or null: where replay pages go. */
+  readonly htmlDir: string | null;
+  /** The replay page this world wrote last, or null. */
+  readonly html: string | null;
+  /**
+   * Write the replay page (the replay as it happened, what fake-pi said, `leftovers`, `failure`,
+   * beside the cassette's own run) into `$PI_HARNESS_HTML`; its path, or null when unset or not written.
+   */
+  writeHtml(options?: { failure?: string; leftovers?: string[] }): string | null;
   readonly agent: Agent;
   /** The world's temp dir (removed by close()). */
   readonly path: string;

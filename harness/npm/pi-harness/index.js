@@ -13,6 +13,10 @@ const { version } = require('./package.json');
 
 const MARKER_VAR = 'PI_HARNESS_TEST_MARKER';
 const REPORT_VAR = 'FAKE_PI_REPORT';
+// Opt-in: a directory where a failing test's world writes its replay page (pi-harness report --html).
+const HTML_VAR = 'PI_HARNESS_HTML';
+// What fake-pi writes of each start for that page.
+const TIMELINE_VAR = 'FAKE_PI_TIMELINE';
 const RECORD_MODES = ['none', 'once', 'all'];
 const SCRIPT_SUFFIX = '.llm.json';
 const DEFAULT_PI_VERSION = '1.5.2';
@@ -460,6 +464,12 @@ class PiWorld {
       [MARKER_VAR]: this.marker,
       [REPORT_VAR]: this.reportFile,
     };
+    // PI_HARNESS_HTML=DIR: the leftover check (and a failing test, where the runner tells) writes
+    // the replay page there; fake-pi then writes what each start did for it. Unset: nothing.
+    this.htmlDir = process.env[HTML_VAR] ? path.resolve(process.env[HTML_VAR]) : null;
+    this.html = null;
+    this.name = clean;
+    if (this.htmlDir) this.variables[TIMELINE_VAR] = path.join(this.path, 'fake-pi-timeline.jsonl');
     this.env = { ...process.env, ...this.variables };
     this.needle = `${MARKER_VAR}=${this.marker}`;
     const procs = allPids().map((pid) => readProc(pid, false)).filter(Boolean);
@@ -490,6 +500,31 @@ class PiWorld {
       return e.code === 'ENOENT' ? [] : [{ lines: [`pi-harness: ${this.reportFile}: cannot read it: ${e.code || e.message}`] }];
     }
     return parseReport(data, this.reportFile);
+  }
+
+  /**
+   * Write this world's replay page (`pi-harness report --html`: the replay as it happened, what
+   * fake-pi said, `leftovers`, `failure`, beside the cassette's own run) into $PI_HARNESS_HTML;
+   * its path, or null when the variable is unset or the page could not be written (said on stderr).
+   */
+  writeHtml({ failure, leftovers = [] } = {}) {
+    if (!this.htmlDir || !fs.existsSync(this.path)) return null;
+    fs.mkdirSync(this.htmlDir, { recursive: true });
+    const out = path.join(this.htmlDir, `${this.name}-${this.marker.slice(-8)}.html`);
+    const left = path.join(this.path, 'leftovers.txt');
+    fs.writeFileSync(left, leftovers.map((l) => `${l}\n`).join(''));
+    const args = ['report', '--html', out, '--cassette', this.cassette, '--leftovers', left, '--name', this.name];
+    const timeline = path.join(this.path, 'fake-pi-timeline.jsonl');
+    if (isFile(this.reportFile)) args.push('--fake-pi-report', this.reportFile);
+    if (isFile(timeline)) args.push('--fake-pi-timeline', timeline);
+    if (failure) args.push('--failure', String(failure).slice(0, 4000));
+    const r = spawnSync(binaries().piHarness, args, { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+    if (r.status !== 0) {
+      process.stderr.write(`pi-harness: the replay page was not written: ${(r.stderr || r.error || '').toString().trim()}\n`);
+      return null;
+    }
+    this.html = out;
+    return out;
   }
 
   /** Re-recordings of this world's cassette waiting for `pi-harness cassette review`. */
@@ -615,6 +650,8 @@ class PiWorld {
       const how = evasive ? '; evasive: new ones kept starting while they were being killed' : '';
       message = `${what} the test started still running at its end (killed now${how}):\n${killed.map((p) => `  leftover: ${describe(p)}`).join('\n')}`;
     }
+    const page = this.writeHtml({ failure: message, leftovers: killed.map(describe) });
+    if (page) message += `\n  timeline: ${page}`;
     const e = new LeftoverError(message, killed, evasive);
     e.stack = `${e.name}: ${e.message}`;
     throw e;
@@ -655,6 +692,12 @@ function piWorld(context, options) {
     // node:test: what fake-pi said of its own becomes the test's diagnostics.
     context.after(async () => {
       for (const line of world.mismatches()) context.diagnostic(line);
+      // node:test does not tell an after hook whether the test failed: the page is written
+      // when fake-pi said something of its own (a mismatch), and by the leftover check.
+      if (world.htmlDir && world.mismatches().length) {
+        const page = world.writeHtml({ failure: world.mismatches().join('\n') });
+        if (page) context.diagnostic(`pi-harness timeline: ${page}`);
+      }
       for (const p of world.pending()) context.diagnostic(`re-recorded, waiting for pi-harness cassette review: ${p}`);
       await world.close();
     });
@@ -662,9 +705,13 @@ function piWorld(context, options) {
     context.onTestFinished(() => world.close());
   }
   if (context && typeof context.onTestFailed === 'function') {
-    context.onTestFailed(() => {
+    context.onTestFailed((result) => {
       const lines = world.mismatches();
       if (lines.length) process.stderr.write(`fake-pi report:\n${lines.join('\n')}\n`);
+      const errors = (result && (result.errors || (result.result && result.result.errors))) || [];
+      const failure = errors.map((e) => (e && e.message) || String(e)).join('\n') || lines.join('\n') || 'the test failed';
+      const page = world.writeHtml({ failure, leftovers: world.alive().map(describe) });
+      if (page) process.stderr.write(`pi-harness timeline: ${page}\n`);
     });
   }
   return world;
@@ -681,6 +728,7 @@ module.exports = {
   version,
   MARKER_VAR,
   REPORT_VAR,
+  HTML_VAR,
   RECORD_MODES,
   LeftoverError,
   CassetteNotFoundError,

@@ -297,6 +297,43 @@ def test_leaky_prompt(pi_world):
     assert key not in output and key[:16] not in output
 
 
+def test_with_pi_harness_html_a_failing_test_names_its_replay_page(pytester, wrapper_source, tmp_path):
+    pytester.makepyfile(wrapper=wrapper_source)
+    pytester.makepyfile(
+        test_pages="""
+import pytest
+from wrapper import ask
+
+@pytest.mark.pi_cassette("recorded/text_only.pi87")
+def test_other_model(pi_world):
+    code, text = ask("Say hello.", model="other-model")
+    assert text == "Hello, world!"
+
+@pytest.mark.pi_cassette("recorded/text_only.pi87")
+def test_passes(pi_world):
+    assert ask("Say hello.") == (0, "Hello, world!")
+"""
+    )
+    pages = tmp_path / "pages"
+    os.environ[pi_harness.HTML_VAR] = str(pages)
+    try:
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    finally:
+        del os.environ[pi_harness.HTML_VAR]
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*- pi-harness timeline -*", f"the replay, beside its cassette: {pages}/test_other_model-*.html"])
+    [page] = list(pages.iterdir())
+    assert page.name.startswith("test_other_model-"), "the passing test wrote nothing"
+    html = page.read_text(encoding="utf-8")
+    assert "AssertionError: assert" in html and "fake-pi said" in html and "other-model" in html
+
+    # Unset: no page, no section.
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1, passed=1)
+    assert "pi-harness timeline" not in result.stdout.str()
+    assert len(list(pages.iterdir())) == 1
+
+
 @pytest.mark.pi_cassette("claude/claude_bridge_default.cc21332")
 def test_a_claude_cassette_is_replayed_as_claude(pi_world):
     assert pi_world.agent == "claude"

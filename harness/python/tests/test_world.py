@@ -4,8 +4,11 @@ version, and the one line said where there is no binary."""
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 import uuid
@@ -133,6 +136,51 @@ class WorldTest(unittest.TestCase):
         [left] = caught.exception.leftovers
         self.assertIsNone(_procs.read_proc(left.pid), "killed and reaped")
         self.assertFalse(w.path.exists())
+
+    def test_with_pi_harness_html_a_cancel_too_early_writes_the_replay_page_and_names_it(self) -> None:
+        out_dir = tempfile.mkdtemp(prefix="pih-html-")
+        self.addCleanup(shutil.rmtree, out_dir, True)
+        with mock.patch.dict(os.environ, {pi_harness.HTML_VAR: out_dir}):
+            w = pi_harness.World("recorded/sigint_mid_tool.pi87", name="cancel-early", grace=0.2)
+        # A call the cassette does not expect, then one the wrapper cancels mid-tool with
+        # SIGINT (pi dies at once, its tool's processes live on).
+        wrong = subprocess.run(
+            ["pi", "--mode", "json", "--provider", "fake", "--model", "other-model", "Run it."],
+            env=w.env, stdin=subprocess.DEVNULL, capture_output=True, timeout=30,
+        )
+        self.assertEqual(wrong.returncode, 99)
+        p = run_pi(w, "Run it.")
+        for line in p.stdout:
+            if b"tool_execution_update" in line:
+                break
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=30)
+        with self.assertRaises(pi_harness.LeftoverError) as caught:
+            w.close()
+        message = str(caught.exception)
+        self.assertRegex(message, r"\n  timeline: .*\.html$")
+        page = message.rsplit("timeline: ", 1)[1]
+        self.assertEqual(os.path.dirname(page), out_dir)
+        self.assertEqual(str(w.html), page)
+        with open(page, encoding="utf-8") as f:
+            html = f.read()
+        for shown in ("the replay, as it happened", "fake-pi said", "got", "other-model",
+                      "SIGINT received", "left over", "sleep 300"):
+            self.assertIn(shown, html)
+        self.assertEqual(os.listdir(out_dir), [os.path.basename(page)])
+
+    def test_without_pi_harness_html_nothing_is_written(self) -> None:
+        with mock.patch.dict(os.environ, {}, clear=False):
+            os.environ.pop(pi_harness.HTML_VAR, None)
+            w = pi_harness.World("recorded/text_only.pi87", name="no-html", grace=0.1)
+        self.assertNotIn("FAKE_PI_TIMELINE", w.env)
+        secs = f"{300 + uuid.uuid4().int % 1000}.{os.getpid()}"
+        subprocess.run(["sh", "-c", f"(sleep {secs} </dev/null >/dev/null 2>&1 &)"], env=w.env, check=True)
+        with self.assertRaises(pi_harness.LeftoverError) as caught:
+            w.close()
+        self.assertNotIn("timeline:", str(caught.exception))
+        self.assertIsNone(w.html)
+        self.assertIsNone(w.write_html("anything"))
 
     def test_the_marker_finds_a_process_that_carries_it(self) -> None:
         w = pi_harness.World("recorded/text_only.pi87", name="marked", grace=0.1)

@@ -24,6 +24,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio_stream::StreamExt;
 use tokio_util::sync::CancellationToken;
 
+mod html;
 mod rpc;
 mod writer;
 
@@ -107,6 +108,10 @@ pub struct RunArgs {
     /// Print the normalized messages as JSON lines.
     #[arg(long)]
     pub json: bool,
+    /// Also draw the stream as one HTML page to this file, each message at the time it
+    /// arrived (as `map --html` draws a cassette's); a link there is refused.
+    #[arg(long, value_name = "OUT.html")]
+    pub html: Option<PathBuf>,
     /// Run pi in RPC mode (`--mode rpc`, pi >= 0.87 in practice): one session, the prompt sent
     /// as a `prompt` command, the same normalized stream; then the session is shut down
     /// (stdin closed, SIGTERM after --grace, SIGKILL of everything below pi).
@@ -155,6 +160,8 @@ pub struct Plan {
     pub json: bool,
     /// Through an RPC session instead of one json-mode run.
     pub rpc: bool,
+    /// `--html`: the page the stream is also drawn into.
+    pub html: Option<PathBuf>,
 }
 
 /// The agent's executable: `--bin` (a bare name looked up on `PATH`), else the agent's name
@@ -329,6 +336,7 @@ pub fn plan(
         cancel_after: args.cancel_after,
         json: args.json,
         rpc: args.rpc,
+        html: args.html.clone(),
     })
 }
 
@@ -419,6 +427,13 @@ async fn execute(plan: Plan, color: bool) -> i32 {
         )),
         None => Box::pin(provider.execute(plan.request, cancel.clone())),
     };
+    let mut page = match &plan.html {
+        Some(out) => match html::RunPage::create(out, &format!("pi-harness run ({agent})")) {
+            Ok(p) => Some(p),
+            Err(e) => return e.report(),
+        },
+        None => None,
+    };
     let output = Output::spawn(cancel.clone());
     let mut renderer = Renderer::new(color);
     let mut terminal: Option<Message> = None;
@@ -440,6 +455,9 @@ async fn execute(plan: Plan, color: bool) -> i32 {
                 let mut text = Vec::new();
                 let mut next = Some(m);
                 while let Some(m) = next.take() {
+                    if let Some(p) = page.as_mut() {
+                        p.message(&m);
+                    }
                     if plan.json {
                         serde_json::to_writer(&mut text, &m).expect("a message always serializes");
                         text.push(b'\n');
@@ -475,6 +493,9 @@ async fn execute(plan: Plan, color: bool) -> i32 {
             );
             cancel.cancel();
         }
+    }
+    if let Some(p) = page {
+        p.finish();
     }
     // The run is over and nothing of it is left. Let the output finish; a signal now, or a
     // reader that does not read after a signal-cancel, ends pi-harness at once.

@@ -30,6 +30,7 @@ use crate::{use_color, CliError};
 mod codex;
 mod gather;
 mod gemini;
+pub mod html;
 mod model;
 mod read;
 mod replay;
@@ -54,14 +55,19 @@ pub struct ShowArgs {
     #[arg(value_name = "FILE|-")]
     pub file: PathBuf,
     /// Print the same facts as one JSON object (its fields are listed below).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "html")]
     pub json: bool,
+    /// Write the run as one self-contained HTML page with one time axis (records by kind,
+    /// processes, signals, what the caller must send) to this file, instead of printing.
+    #[arg(long, value_name = "OUT.html")]
+    pub html: Option<PathBuf>,
 }
 
 const SHOW_HELP: &str = "Examples:
   pi-harness cassette show cassettes/recorded/text_only.pi87.cassette.jsonl
   pi-harness cassette show --json cassettes/recorded/session_resume.pi152.cassette.jsonl | jq .replay.command
   zcat x.cassette.jsonl.gz | pi-harness cassette show -
+  pi-harness cassette show cassettes/recorded/tool_bash.pi87.cassette.jsonl --html tool_bash.html
 
 What the caller must send is compared by meaning (cassettes/FORMAT.md, the matching
 contract): flag order, aliases and whether the prompt comes on stdin or in argv do not matter,
@@ -101,16 +107,34 @@ unless the cassette says `syntax: true`. The replay command runs fake-pi (on PAT
                 command writes into a fresh GEMINI_CLI_HOME's .gemini; else null),
                 hangs, notes: [...]}
 
+--html OUT.html writes one page (no network, nothing fetched: open it in any browser): a
+row of marks per kind of record (session, assistant text, thinking, tool call/result,
+retry, result, stderr, the client's lines, model requests, ...), each process as a bar from
+its start to its end with how it ended, each signal as an arrow with what it did (at a hang:
+what each would do), and what the caller must send beside it. Hover over a mark or press it
+for its record's text (the first 1 KiB of each while the page's 2 MiB of previews last, then
+96 bytes; past 20000 records the rest are counted in aggregates). Marks closer than a cell
+are drawn as one aggregate with their count; press it to list them. The header's
+never_in_argv values (a literal, or the variable's value in this environment) are masked.
+OUT is replaced whole (a new file renamed into place), never written through a link.
+
 The cassette is read one record at a time, in constant memory whatever its size: at most
 1000 processes and 1000 client actions (1 MiB of their command lines or lines) are listed,
 and a note says how many more there are. A FIFO or a device is refused (use `-` for a pipe).
 
-Exit status: 0 printed; 2 missing or unreadable file, a FIFO or device, invalid cassette
-(FILE:LINE: what), a line or input past the limits (PI_HARNESS_MAX_LINE_BYTES,
-PI_HARNESS_MAX_INPUT_BYTES).";
+Exit status: 0 printed (or the page written); 1 the page could not be written; 2 missing
+or unreadable file, a FIFO or device, invalid cassette (FILE:LINE: what), a line or input
+past the limits (PI_HARNESS_MAX_LINE_BYTES, PI_HARNESS_MAX_INPUT_BYTES), an OUT.html that
+is a symbolic link, a directory or not a regular file, or the cassette itself.";
 
 /// Run `pi-harness cassette show`; returns the exit status.
 pub fn show_command(args: &ShowArgs) -> i32 {
+    if let Some(out) = &args.html {
+        return match html::write_page(&args.file, out) {
+            Ok(()) => EXIT_OK,
+            Err(e) => e.report(),
+        };
+    }
     let (cassette, path) = match load(&args.file) {
         Ok(x) => x,
         Err(e) => return e.report(),

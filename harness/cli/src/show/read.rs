@@ -96,17 +96,26 @@ impl Recording {
     /// Read the cassette at `file` (`-`: stdin, named `<stdin>`) to its end. A path that is
     /// not a regular file (a FIFO, a device) is refused at once.
     pub fn read(file: &Path) -> Result<Recording, CassetteError> {
-        if file == Path::new("-") {
-            let reader = CassetteReader::from_read(Path::new("<stdin>"), std::io::stdin())?;
-            return Recording::from_reader(reader);
-        }
-        pi_cassette::input::require_regular_file(file)?;
-        Recording::from_reader(CassetteReader::open(file)?)
+        Recording::from_reader(Recording::open(file)?, |_| ())
     }
 
-    /// Every record of `reader`, in order, into what `show` keeps.
+    /// The reader `show` reads `file` with (`-`: stdin, named `<stdin>`), its header read.
+    /// A path that is not a regular file (a FIFO, a device) is refused at once.
+    pub fn open(
+        file: &Path,
+    ) -> Result<CassetteReader<Box<dyn std::io::BufRead + Send>>, CassetteError> {
+        if file == Path::new("-") {
+            return CassetteReader::from_read(Path::new("<stdin>"), std::io::stdin());
+        }
+        pi_cassette::input::require_regular_file(file)?;
+        CassetteReader::open(file)
+    }
+
+    /// Every record of `reader`, in order, into what `show` keeps; each is also handed to
+    /// `each` (`show --html` draws it), so the cassette is read once.
     pub fn from_reader<R: std::io::BufRead>(
         mut reader: CassetteReader<R>,
+        mut each: impl FnMut(&pi_cassette::RecordRef<'_>),
     ) -> Result<Recording, CassetteError> {
         let header = reader.header().clone();
         let wants_session = header.expect.session == Some(SessionUse::Resumed);
@@ -124,6 +133,7 @@ impl Recording {
         let mut t = 0.0;
         while let Some(record) = reader.next_ref() {
             let record = record?;
+            each(&record);
             t += record.dt_ms;
             // To a tenth: no float noise such as 835.5999999999999.
             let at_ms = (t * 10.0).round() / 10.0;

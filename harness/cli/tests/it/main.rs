@@ -40,4 +40,6 @@ mod real_pi_faults;
 mod real_pi_record;
 mod real_unverified;
 mod record_secrets;
+mod timeline;
+mod timeline_browser;
 mod unverified;

@@ -293,6 +293,52 @@ fn show_stays_bounded() {
     assert!(processes_with_marker(test).is_empty());
 }
 
+/// `cassette show --html`: a bomb is refused at its line and leaves no file; many records
+/// draw the first ones, count the rest, and the page stays small.
+#[test]
+fn show_html_stays_bounded() {
+    let test = "memory-show-html";
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("page.html");
+    let cbomb = dir.path().join("bomb.cassette.jsonl.zst");
+    bomb(&cbomb, format!("{HEADER}\n").as_bytes(), 2 << 30);
+    let args = ["cassette", "show", path(&cbomb), "--html", path(&page)];
+    let m = run(&pih(test, &args, false), None, false);
+    assert_bounded(
+        "show --html on a cassette bomb (zstd)",
+        &m,
+        2,
+        &format!("error: {}:2: {LINE_LIMIT}", cbomb.display()),
+        LINE,
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+
+    let many = dir.path().join("many.cassette.jsonl.gz");
+    let record = format!("{{\"dt_ms\":0.5,\"stdout\":{}}}\n", pi_line().trim_end());
+    let n = compressed_lines(
+        &many,
+        &format!("{HEADER}\n"),
+        &record,
+        MANY,
+        "{\"dt_ms\":0,\"exit\":0}\n",
+    );
+    let args = ["cassette", "show", path(&many), "--html", path(&page)];
+    let m = run(&pih(test, &args, false), None, true);
+    assert_bounded("show --html on many records", &m, 0, "", LINE);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.len() < 8 << 20, "a page of {} bytes", html.len());
+    assert!(
+        html.contains(&format!("\"records\":{}", n + 1)),
+        "{n} records counted"
+    );
+    assert!(processes_with_marker(test).is_empty());
+}
+
 /// `cassette import ARGS INPUT --out OUT` with the options every import here takes.
 fn import(test: &str, input: &str, out: &Path, extra: &[&str]) -> Command {
     let mut args = vec!["cassette", "import", input, "--out", path(out)];

@@ -43,6 +43,30 @@ function nodeTest(file, env = {}) {
   return { status: r.status, output: r.stdout + r.stderr };
 }
 
+test('with PI_HARNESS_HTML a wrapper that cancels too early writes the replay page, named in the failure', () => {
+  const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'pih-html-'));
+  try {
+    const r = nodeTest('cancel_early.js', { PI_HARNESS_HTML: dir });
+    assert.notEqual(r.status, 0, r.output);
+    const named = r.output.match(/timeline: (\S+\.html)/);
+    assert.ok(named, r.output);
+    assert.equal(path.dirname(named[1]), dir);
+    const html = fs.readFileSync(named[1], 'utf8');
+    for (const shown of ['the replay, as it happened', 'fake-pi said', 'other-model', 'SIGINT received', 'left over', 'sleep 300']) {
+      assert.ok(html.includes(shown), shown);
+    }
+    assert.match(r.output, /leftover: \d+ .*sleep 300/);
+    // Unset: the same failure, no page.
+    const again = nodeTest('cancel_early.js', { PI_HARNESS_HTML: '' });
+    assert.notEqual(again.status, 0);
+    assert.match(again.output, /leftover: \d+ .*sleep 300/);
+    assert.doesNotMatch(again.output, /timeline: /);
+    assert.deepEqual(fs.readdirSync(dir), [path.basename(named[1])]);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('ten lines replay a bundled cassette through a wrapper', async (t) => {
   const w = piWorld(t, 'recorded/text_only.pi87');
   const r = await ask('Say hello.', { env: w.env });

@@ -21,6 +21,7 @@ from ._bins import pi_harness as pi_harness_path
 from ._bins import version as _version
 from ._procs import Proc
 from ._world import (
+    HTML_VAR,
     MARKER_VAR,
     RECORD_MODES,
     REPORT_VAR,
@@ -34,6 +35,7 @@ from ._world import (
 __version__ = _version()
 
 __all__ = [
+    "HTML_VAR",
     "MARKER_VAR",
     "RECORD_MODES",
     "REPORT_VAR",

@@ -9,15 +9,20 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from . import _bins, _procs
 
 MARKER_VAR = "PI_HARNESS_TEST_MARKER"
 REPORT_VAR = "FAKE_PI_REPORT"
+# Opt-in: a directory where a failing test's world writes its replay page (pi-harness report --html).
+HTML_VAR = "PI_HARNESS_HTML"
+# What fake-pi writes of each start for that page.
+TIMELINE_VAR = "FAKE_PI_TIMELINE"
 RECORD_MODES = ("none", "once", "all")
 SCRIPT_SUFFIX = ".llm.json"
 DEFAULT_PI_VERSION = "1.5.2"
@@ -292,6 +297,13 @@ class World:
             # Gemini CLI reads GEMINI_CLI_HOME/.gemini/settings.json (not HOME's): none, so only
             # the caller's flags and environment count.
             self.variables["GEMINI_CLI_HOME"] = str(self.agent_dir)
+        # PI_HARNESS_HTML=DIR: a failing test (and the leftover check) writes its replay page
+        # there; fake-pi then writes what each start did for it. Unset: nothing is written.
+        self.html_dir: Optional[Path] = Path(os.environ[HTML_VAR]).absolute() if os.environ.get(HTML_VAR) else None
+        self.html: Optional[Path] = None
+        self._name = clean
+        if self.html_dir is not None:
+            self.variables[TIMELINE_VAR] = str(self.path / "fake-pi-timeline.jsonl")
         self.env: Dict[str, str] = {**os.environ, **self.variables}
         self._watch = _procs.Watch(MARKER_VAR, self.marker, subreaper=subreaper)
         self._closed = False
@@ -364,6 +376,32 @@ class World:
         """Every line fake-pi said of its own, in order (``fake-pi: expectation mismatch: ...``)."""
         return [line for entry in self.report() for line in entry.get("lines", [])]
 
+    def write_html(self, failure: Optional[str] = None, leftovers: Sequence[str] = ()) -> Optional[Path]:
+        """Write this world's replay page (``pi-harness report --html``: the replay as it
+        happened, what fake-pi said, ``leftovers``, ``failure``, beside the cassette's own run)
+        into ``$PI_HARNESS_HTML``; its path, or ``None`` when the variable is unset or the page
+        could not be written (said on stderr). The pytest plugin calls it for a failing test,
+        :meth:`check_none_left` for leftovers."""
+        if self.html_dir is None or not self.path.exists():
+            return None
+        self.html_dir.mkdir(parents=True, exist_ok=True)
+        out = self.html_dir / f"{self._name}-{self.marker[-8:]}.html"
+        left = self.path / "leftovers.txt"
+        left.write_text("".join(f"{line}\n" for line in leftovers), encoding="utf-8")
+        args = [str(_bins.pi_harness()), "report", "--html", str(out), "--cassette", str(self.cassette),
+                "--leftovers", str(left), "--name", self._name]
+        for flag, f in (("--fake-pi-report", self.report_file), ("--fake-pi-timeline", self.path / "fake-pi-timeline.jsonl")):
+            if f.is_file():
+                args += [flag, str(f)]
+        if failure:
+            args += ["--failure", failure[:4000]]
+        p = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.stderr.write(f"pi-harness: the replay page was not written: {p.stderr.strip()}\n")
+            return None
+        self.html = out
+        return out
+
     def alive(self) -> List[_procs.Proc]:
         """The processes the test started that are alive now."""
         return self._watch.alive()
@@ -378,18 +416,19 @@ class World:
         if not killed and not evasive:
             return
         if not killed:
-            raise LeftoverError(
+            message = (
                 "processes the test started kept starting and ending at its end, and none was caught alive"
-                " (evasive: something below this process forks and exits at once)",
-                killed,
-                evasive,
+                " (evasive: something below this process forks and exits at once)"
             )
-        what = "1 process" if len(killed) == 1 else f"{len(killed)} processes"
-        how = "; evasive: new ones kept starting while they were being killed" if evasive else ""
-        lines = "\n".join(f"  leftover: {p.describe()}" for p in killed)
-        raise LeftoverError(
-            f"{what} the test started still running at its end (killed now{how}):\n{lines}", killed, evasive
-        )
+        else:
+            what = "1 process" if len(killed) == 1 else f"{len(killed)} processes"
+            how = "; evasive: new ones kept starting while they were being killed" if evasive else ""
+            lines = "\n".join(f"  leftover: {p.describe()}" for p in killed)
+            message = f"{what} the test started still running at its end (killed now{how}):\n{lines}"
+        page = self.write_html(failure=message, leftovers=[p.describe() for p in killed])
+        if page is not None:
+            message += f"\n  timeline: {page}"
+        raise LeftoverError(message, killed, evasive)
 
     def close(self) -> None:
         """The end of the test: the leftover check (:meth:`check_none_left`), then the temp

@@ -7,7 +7,10 @@ test (fake-pi first on ``PATH`` as ``pi`` or ``claude``, the cassette, instant r
 empty agent dir, the marker, fake-pi's report file), so a wrapper that inherits the
 environment finds it. When the test fails, fake-pi's own lines (exit 99 mismatches) are shown
 in a ``fake-pi report`` section; when a process the test started outlives it, the test errors
-at teardown naming it (it has been killed).
+at teardown naming it (it has been killed). With ``PI_HARNESS_HTML=DIR`` set, a failing test
+(and a leftover) also writes its replay page there (``pi-harness report --html``: the replay
+as it happened beside its cassette's run) and names it in a ``pi-harness timeline`` section
+(the leftover error's last line); a passing test writes nothing.
 
 ``--pi-record-mode`` (else ``$PI_HARNESS_RECORD_MODE``, else the ``pi_record_mode`` ini value;
 the marker's ``record_mode=`` for one test):
@@ -134,6 +137,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     lines = world.mismatches()
     if lines:
         report.sections.append(("fake-pi report", "\n".join(lines)))
+    # PI_HARNESS_HTML=DIR: the replay page of the failing test, its path in the failure.
+    if report.when == "call" and world.html_dir is not None:
+        failure = None
+        if call.excinfo is not None:
+            failure = f"{call.excinfo.typename}: {call.excinfo.value}"
+        page = world.write_html(failure=failure, leftovers=[p.describe() for p in world.alive()])
+        if page is not None:
+            report.sections.append(("pi-harness timeline", f"the replay, beside its cassette: {page}"))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
