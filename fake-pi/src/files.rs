@@ -4,8 +4,9 @@
 //! sequences), followed through a link as the CLIs follow it, but only a regular file and at
 //! most [`CONFIG_MAX_BYTES`]; a file of fake-pi's own ([`read_own`], [`replace_own`]: Codex's
 //! last thread), never through a link; and a file it appends to ([`open_append`]:
-//! `FAKE_PI_REPORT`), only a regular one and never through a link. A FIFO is never waited on
-//! (opened without blocking, then refused), a device such as `/dev/zero` never read.
+//! `FAKE_PI_REPORT`, `FAKE_PI_TIMELINE`), only a regular one and never through a link. A FIFO
+//! is never waited on (opened without blocking, then refused), a device such as `/dev/zero`
+//! never read.
 
 use std::fs::File;
 use std::io::{Read, Write};

@@ -123,7 +123,7 @@ fn run() -> i32 {
     };
     let header = first.header().clone();
     exit::keep_secrets(&header);
-    timeline::header(&header);
+    timeline::header_read();
     hints::unverified(&header);
     match header.agent() {
         pi_grammar::Agent::Pi => pi::run(&header, first, &argv, &path, &file, &settings),

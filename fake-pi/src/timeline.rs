@@ -8,8 +8,9 @@
 //! "argv":["--mode","json",...],"signals":[{"signal":"SIGINT","t_ms":4.2,"answer":"die"}],
 //! "ended":{"t_ms":4.3,"exit":130}}` (or `"signal":"SIGINT"` for a death by a signal).
 //! `argv` is what the call sent, with every `never_in_argv` value of the cassette (a
-//! literal, or the value the environment gives its variable) masked; `null` when the
-//! cassette's header was never read (nothing says what to mask). `answer` is the cassette's
+//! literal, or the value the environment gives its variable) masked as every line of
+//! fake-pi's own is ([`crate::exit::masked`]: `[REDACTED]`); `null` when the cassette's header
+//! was never read (nothing says what to mask). `answer` is the cassette's
 //! answer to the signal (`awaited` for a two-way client's signal the replay waited for).
 
 use std::io::Write as _;
@@ -17,20 +18,18 @@ use std::sync::Mutex;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use nix::sys::signal::Signal;
-use pi_cassette::{Header, Secret, SignalAction};
+use pi_cassette::SignalAction;
 
 /// The variable naming the file.
 pub(crate) const TIMELINE_ENV: &str = "FAKE_PI_TIMELINE";
-
-/// What stands in the line for a masked secret.
-const MASKED: &str = "[masked: never_in_argv]";
 
 struct State {
     start: Instant,
     started_unix_ms: f64,
     cassette: Option<String>,
     argv: Vec<String>,
-    secrets: Option<Vec<String>>,
+    /// Whether the header was read (its secrets kept: [`crate::exit::keep_secrets`]).
+    header_read: bool,
     signals: Vec<serde_json::Value>,
     written: bool,
 }
@@ -59,7 +58,7 @@ pub(crate) fn call(argv: &[String]) {
             .map_or(0.0, |d| d.as_secs_f64() * 1000.0),
         cassette: None,
         argv: argv.to_vec(),
-        secrets: None,
+        header_read: false,
         signals: Vec::new(),
         written: false,
     });
@@ -70,22 +69,10 @@ pub(crate) fn cassette(path: &std::path::Path) {
     with(|s| s.cassette = Some(path.display().to_string()));
 }
 
-/// The header is read: what must be masked in the call's arguments.
-pub(crate) fn header(header: &Header) {
-    with(|s| {
-        s.secrets = Some(
-            header
-                .expect
-                .never_in_argv
-                .iter()
-                .filter_map(|secret| match secret {
-                    Secret::Literal(l) => Some(l.clone()),
-                    Secret::Env(name) => std::env::var(name).ok(),
-                })
-                .filter(|v| !v.is_empty())
-                .collect(),
-        )
-    });
+/// The header is read, and its secrets kept ([`crate::exit::keep_secrets`], called first):
+/// the call's arguments can be written masked.
+pub(crate) fn header_read() {
+    with(|s| s.header_read = true);
 }
 
 /// A signal taken by the signal thread, answered with `action` (`None`: a two-way client's
@@ -138,14 +125,10 @@ fn write(s: &mut State, ended: serde_json::Value) {
         return;
     }
     s.written = true;
-    let argv = s.secrets.as_ref().map(|secrets| {
+    let argv = s.header_read.then(|| {
         s.argv
             .iter()
-            .map(|a| {
-                secrets
-                    .iter()
-                    .fold(a.clone(), |a, secret| a.replace(secret.as_str(), MASKED))
-            })
+            .map(|a| crate::exit::masked(a))
             .collect::<Vec<_>>()
     });
     let mut line = serde_json::json!({
@@ -162,11 +145,9 @@ fn write(s: &mut State, ended: serde_json::Value) {
     let Some(file) = std::env::var_os(TIMELINE_ENV) else {
         return;
     };
-    let written = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&file)
-        .and_then(|mut f| f.write_all(line.as_bytes()));
+    // Only a regular file, never through a link, never waiting (as `FAKE_PI_REPORT`).
+    let written = crate::files::open_append(std::path::Path::new(&file))
+        .and_then(|mut f| f.write_all(line.as_bytes()).map_err(|e| e.to_string()));
     if let Err(e) = written {
         eprintln!(
             "fake-pi: {TIMELINE_ENV} {}: cannot append the timeline: {e}",

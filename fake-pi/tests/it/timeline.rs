@@ -145,7 +145,53 @@ fn a_secret_the_call_puts_in_argv_is_masked() {
     let [start] = &lines(&file)[..] else {
         panic!("{text}")
     };
-    assert_eq!(start["argv"][3], "[masked: never_in_argv]");
-    assert_eq!(start["argv"][4], "key=[masked: never_in_argv]");
+    // Masked as every line of fake-pi's own masks it (its report, its mismatches).
+    assert_eq!(start["argv"][3], "[REDACTED]");
+    assert_eq!(start["argv"][4], "key=[REDACTED]");
+    w.assert_none_left();
+}
+
+/// `FAKE_PI_TIMELINE` is appended to as `FAKE_PI_REPORT` is: only a regular file, never
+/// through a symbolic link (it wrote through one, into whatever the link named) and never
+/// waiting on a FIFO; what it could not write is said in one line and changes no status.
+#[test]
+fn the_timeline_is_never_written_through_a_link_or_into_a_fifo() {
+    let w = World::new("timeline-link");
+    let text_only = repo_cassette("recorded/text_only.pi87.cassette.jsonl");
+    let target = w.path().join("target.txt");
+    std::fs::write(&target, "mine\n").unwrap();
+    let link = w.path().join("timeline.jsonl");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let fifo = w.path().join("fifo.jsonl");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    for (file, what) in [
+        (&link, "a symbolic link, not a regular file"),
+        (&fifo, "a FIFO, not a regular file"),
+    ] {
+        let out = w
+            .fake_pi(&text_only)
+            .env("FAKE_PI_TIMELINE", file)
+            .args([
+                "--mode",
+                "json",
+                "--provider",
+                "fake",
+                "--model",
+                "fake-model",
+                "Say hello.",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{what}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            err,
+            format!(
+                "fake-pi: FAKE_PI_TIMELINE {}: cannot append the timeline: {what}\n",
+                file.display()
+            )
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "mine\n");
     w.assert_none_left();
 }

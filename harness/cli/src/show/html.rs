@@ -10,7 +10,7 @@ use pi_cassette::{CassetteReader, Header};
 use serde_json::Value;
 
 use crate::html_out::NewFile;
-use crate::timeline::{secrets, CassetteView, End, Mask, Page};
+use crate::timeline::{CassetteView, End, Mask, Page};
 use crate::CliError;
 
 use super::{facts, render_json, Recording};
@@ -85,7 +85,10 @@ pub fn absolute(file: &Path) -> Option<PathBuf> {
 /// The mask for a cassette's page: its `never_in_argv` literals, and the values this
 /// environment gives its variables.
 pub fn mask(header: &Header) -> Mask {
-    Mask::new(secrets(header, |name| std::env::var(name).ok()))
+    Mask::new(pi_cassette::matching::secret_values(
+        &header.expect,
+        &|name| std::env::var(name).ok(),
+    ))
 }
 
 /// The page's title: the scenario, the CLI and its release.

@@ -31,7 +31,7 @@ pub use model::{Arrow, Lane, Proc};
 pub use page::{
     tenth, Page, SectionEnd, BULK_SIZE, MAX_ITEMS, PREVIEW_BUDGET, PREVIEW_BYTES, PREVIEW_SHORT,
 };
-pub use procs::{secrets, End, Procs};
+pub use procs::{End, Procs};
 pub use replay::{Ended, Received, Replay, Said, Start};
 pub use stream::{lane_of as stream_lane, StreamSection};
 pub use text::{escape_for_script, script_json, shown, Mask, MASKED};

@@ -6,7 +6,7 @@
 //! (the header's `process` answers, as fake-pi plays them). Bounded: a cassette holds at
 //! most 1024 `spawn` records (the reader refuses more).
 
-use pi_cassette::{Header, Secret, SignalAction, Spawn};
+use pi_cassette::{Header, SignalAction, Spawn};
 use pi_grammar::Agent;
 
 use super::model::{Arrow, Proc};
@@ -420,18 +420,4 @@ fn agent_name(agent: Agent) -> &'static str {
         Agent::Gemini => "gemini",
         _ => "pi",
     }
-}
-
-/// The secrets of a header's `never_in_argv`: its literals, and the values the environment
-/// gives its variables (4 bytes or longer: a shorter value would mask ordinary text).
-pub fn secrets(header: &Header, env: impl Fn(&str) -> Option<String>) -> Vec<String> {
-    header
-        .expect
-        .never_in_argv
-        .iter()
-        .filter_map(|s| match s {
-            Secret::Literal(l) => Some(l.clone()),
-            Secret::Env(name) => env(name).filter(|v| v.len() >= 4),
-        })
-        .collect()
 }

@@ -1,5 +1,6 @@
 //! Text that goes into a timeline page, made safe to show: [`Mask`] (the header's
-//! `never_in_argv` values never reach the page), [`shown`] (bytes as text a person can read:
+//! `never_in_argv` values never reach the page, masked as every line of fake-pi's and the
+//! tools' masks them: `pi_cassette::redact::mask`), [`shown`] (bytes as text a person can read:
 //! invalid UTF-8 as `\xNN`, bidi and other invisible controls as `[U+202E]`, so a record
 //! cannot reorder or hide what the page shows), bounded previews ([`Mask::preview`]), and
 //! [`script_json`]: JSON that can sit inside `<script type="application/json">` whatever
@@ -7,15 +8,19 @@
 
 use serde_json::Value;
 
-/// What stands in the page for a masked secret.
-pub const MASKED: &str = "[masked: never_in_argv]";
+/// What stands in the page for a masked secret (the one mask of fake-pi's lines and the
+/// tools' messages).
+pub const MASKED: &str = pi_cassette::redact::MASK;
 
 /// The shortest piece of a secret masked at a preview's edge (a record that starts or ends
 /// inside a secret, or a preview cut inside one).
 const EDGE_MIN: usize = 3;
 
 /// The secrets a page must not show: the header's `never_in_argv` literals, and the values
-/// the caller's environment gives its `{"env": NAME}` entries.
+/// the caller's environment gives its `{"env": NAME}` entries
+/// (`pi_cassette::matching::secret_values`). Each is masked as `pi_cassette::redact::mask`
+/// masks it (raw and JSON-escaped; one shorter than `MASK_ANYWHERE_BYTES` only as a whole
+/// word, so that a dummy key does not mask ordinary text).
 #[derive(Debug, Clone, Default)]
 pub struct Mask {
     secrets: Vec<String>,
@@ -41,15 +46,9 @@ impl Mask {
         self.secrets.first().map_or(0, String::len)
     }
 
-    /// `text` with every secret replaced by [`MASKED`].
+    /// `text` with every secret replaced by [`MASKED`] (`pi_cassette::redact::mask`).
     pub fn apply(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for s in &self.secrets {
-            if out.contains(s.as_str()) {
-                out = out.replace(s.as_str(), MASKED);
-            }
-        }
-        out
+        pi_cassette::redact::mask(text, &self.secrets)
     }
 
     /// Every string in `v` (keys too) masked and [`shown`].
@@ -81,8 +80,13 @@ impl Mask {
             masked.truncate(end);
         }
         // A record that starts or ends inside a secret (a stderr chunk cut there), or a
-        // preview cut inside one, shows none of it.
-        for s in &self.secrets {
+        // preview cut inside one, shows none of it. (A secret masked only as a whole word is
+        // too short for its pieces to be told from ordinary text.)
+        for s in self
+            .secrets
+            .iter()
+            .filter(|s| s.len() >= pi_cassette::redact::MASK_ANYWHERE_BYTES)
+        {
             masked = mask_edges(&masked, s);
         }
         masked
@@ -203,6 +207,28 @@ mod tests {
         assert!(p.starts_with("0123456789"), "{p}");
         // Nothing is masked where there is no secret, however short the pieces.
         assert_eq!(m.preview(b"sk is fine", 100), "sk is fine");
+    }
+
+    /// The page masks as fake-pi's lines do (`pi_cassette::redact::mask`): a secret inside a
+    /// JSON record's text, where it stands escaped, is masked too (the page's own masker
+    /// replaced only the raw form, so a key holding a quote or a backslash was shown), and a
+    /// secret too short to be told from ordinary text only as a whole word.
+    #[test]
+    fn the_page_masks_as_fake_pis_lines_do() {
+        let key = r#"sk-"quoted"\back"#.to_string();
+        let m = Mask::new([key.clone(), "x".to_string()]);
+        let record = serde_json::json!({"text": format!("the key {key} and x")}).to_string();
+        assert!(record.contains(r#"sk-\"quoted\"\\back"#), "{record}");
+        let shown = m.preview(record.as_bytes(), 1000);
+        assert_eq!(
+            shown,
+            format!(r#"{{"text":"the key {MASKED} and {MASKED}"}}"#)
+        );
+        assert_eq!(
+            m.apply("exec x"),
+            pi_cassette::redact::mask("exec x", &[key, "x".into()])
+        );
+        assert_eq!(m.apply("exec x"), format!("exec {MASKED}"));
     }
 
     #[test]
