@@ -7,7 +7,7 @@
 //! most 1024 `spawn` records (the reader refuses more).
 
 use pi_cassette::{Header, SignalAction, Spawn};
-use pi_grammar::Agent;
+use pi_grammar::agents::{Parent, ParentSignal};
 
 use super::model::{Arrow, Proc};
 use super::text::Mask;
@@ -25,8 +25,8 @@ pub struct Procs {
     /// ends by itself).
     tools: Vec<Tool>,
     arrows: Vec<Arrow>,
-    agent: Agent,
-    relaunch: bool,
+    /// The parent the caller starts, when another process runs the session (its row's).
+    parent: Option<Parent>,
     process: pi_cassette::ProcessBehaviour,
     name: &'static str,
 }
@@ -52,44 +52,33 @@ pub enum End {
 }
 
 impl Procs {
-    /// The CLI's processes for the header's agent: pi and Claude Code are one; Codex a node
-    /// wrapper and its native binary; Gemini CLI a relaunch parent and the child that runs
-    /// the session (one process when the call must set `GEMINI_CLI_NO_RELAUNCH`).
+    /// The CLI's processes for the header's agent, as its row's process shape says: one
+    /// process (pi, Claude Code), or a parent and the child that runs the session (Codex's
+    /// node wrapper and native binary, Gemini CLI's relaunch parent and child), one process
+    /// again when the call must set a variable the row names for that
+    /// (`GEMINI_CLI_NO_RELAUNCH`).
     pub fn new(header: &Header) -> Procs {
         let agent = header.agent();
-        let relaunch = agent == Agent::Gemini
-            && !header
-                .expect
-                .env
-                .iter()
-                .any(|e| e == "GEMINI_CLI_NO_RELAUNCH" || e == "SANDBOX");
-        let names: Vec<(String, Vec<String>)> = match agent {
-            Agent::Codex => vec![
+        let spec = agent.spec();
+        let one_process = header
+            .expect
+            .env
+            .iter()
+            .find(|e| spec.process.one_process.contains(&e.as_str()));
+        let parent = spec.process.parent.filter(|_| one_process.is_none());
+        let names: Vec<(String, Vec<String>)> = match (parent, one_process) {
+            (Some(p), _) => vec![
                 (
-                    "codex (node wrapper)".into(),
-                    vec!["forwards SIGINT, SIGTERM and SIGHUP to the native binary".into()],
+                    format!("{} ({})", spec.name, p.role),
+                    vec![parent_signals(&p)],
                 ),
                 (
-                    "codex (native binary)".into(),
+                    format!("{} ({})", spec.name, p.child_role),
                     vec!["runs the session and its tools".into()],
                 ),
             ],
-            Agent::Gemini if relaunch => vec![
-                (
-                    "gemini (relaunch parent)".into(),
-                    vec!["ignores SIGTERM and SIGINT; ends as its child ends".into()],
-                ),
-                (
-                    "gemini (relaunched child)".into(),
-                    vec!["runs the session and its tools".into()],
-                ),
-            ],
-            Agent::Gemini => vec![(
-                "gemini (GEMINI_CLI_NO_RELAUNCH: one process)".into(),
-                Vec::new(),
-            )],
-            Agent::Claude => vec![("claude".into(), Vec::new())],
-            _ => vec![("pi".into(), Vec::new())],
+            (None, Some(var)) => vec![(format!("{} ({var}: one process)", spec.name), Vec::new())],
+            (None, None) => vec![(spec.name.to_string(), Vec::new())],
         };
         let procs: Vec<Proc> = names
             .into_iter()
@@ -112,10 +101,9 @@ impl Procs {
             procs,
             tools: Vec::new(),
             arrows: Vec::new(),
-            agent,
-            relaunch,
+            parent,
             process: header.process.clone(),
-            name: agent_name(agent),
+            name: spec.name,
         }
     }
 
@@ -351,13 +339,21 @@ impl Procs {
         let name = self.name;
         let action = self.answer(sig).cloned().unwrap_or(SignalAction::Die);
         let mut what = format!("if sent now: {name} {}", action_text(&action, sig));
-        if self.agent == Agent::Gemini && self.relaunch && sig != "SIGHUP" {
-            what = format!("to the relaunch parent alone: ignored; to the process group or the child: {name} {}", action_text(&action, sig));
-        }
-        if self.agent == Agent::Codex {
-            what.push_str(
-                " (the node wrapper forwards it to the native binary and ends as it ends)",
-            );
+        if let Some(p) = self.parent {
+            match parent_answer(&p, sig) {
+                Some(ParentSignal::Ignore) => {
+                    what = format!(
+                        "to the {} alone: ignored; to the process group or the child: {name} {}",
+                        p.role,
+                        action_text(&action, sig)
+                    );
+                }
+                Some(ParentSignal::Forward) => what.push_str(&format!(
+                    " (the {} forwards it to the {} and ends as it ends)",
+                    p.role, p.child_role
+                )),
+                Some(ParentSignal::Die) | None => {}
+            }
         }
         let mut hits: Vec<(usize, String)> = Vec::new();
         if action != SignalAction::Ignore {
@@ -412,12 +408,130 @@ fn close(p: &mut Proc, t: f64, state: &'static str, how: String) {
     p.how = how;
 }
 
-/// The CLI's name in the words of the page.
-fn agent_name(agent: Agent) -> &'static str {
-    match agent {
-        Agent::Claude => "claude",
-        Agent::Codex => "codex",
-        Agent::Gemini => "gemini",
-        _ => "pi",
+/// What the parent `p` does with `sig` (`SIGTERM`, `SIGINT`, `SIGHUP`), as its row says.
+fn parent_answer(p: &Parent, sig: &str) -> Option<ParentSignal> {
+    match sig {
+        "SIGTERM" => Some(p.on_sigterm),
+        "SIGINT" => Some(p.on_sigint),
+        "SIGHUP" => Some(p.on_sighup),
+        _ => None,
+    }
+}
+
+/// What the parent `p` does with the signals a caller sends, in words, from its row:
+/// `forwards SIGTERM, SIGINT and SIGHUP to the native binary; ends as its child ends`.
+fn parent_signals(p: &Parent) -> String {
+    let sigs = ["SIGTERM", "SIGINT", "SIGHUP"];
+    let with = |a: ParentSignal| -> Option<String> {
+        let named: Vec<&str> = sigs
+            .into_iter()
+            .filter(|s| parent_answer(p, s) == Some(a))
+            .collect();
+        match named.split_last() {
+            None => None,
+            Some((last, [])) => Some((*last).to_string()),
+            Some((last, rest)) => Some(format!("{} and {last}", rest.join(", "))),
+        }
+    };
+    let mut parts = Vec::new();
+    if let Some(s) = with(ParentSignal::Forward) {
+        parts.push(format!("forwards {s} to the {}", p.child_role));
+    }
+    if let Some(s) = with(ParentSignal::Ignore) {
+        parts.push(format!("ignores {s}"));
+    }
+    if let Some(s) = with(ParentSignal::Die) {
+        parts.push(format!(
+            "dies by {s}, leaving the {} orphaned",
+            p.child_role
+        ));
+    }
+    parts.push("ends as its child ends".into());
+    parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(agent: &str, expect: &str) -> Header {
+        let text = format!(
+            r#"{{"format":"pi-cassette","version":1,{agent},"scenario":{{"name":"s","description":"d"}},"expect":{expect},"origin":{{"kind":"hand-made","timing":"synthetic"}}}}
+{{"dt_ms":0,"hang":true}}
+"#
+        );
+        pi_cassette::Cassette::parse(std::path::Path::new("c"), text.as_bytes())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .header
+    }
+
+    /// The bars and what a signal at a hang would do, as each row's process shape says.
+    fn drawn(h: &Header) -> (Vec<(String, Vec<String>)>, Vec<String>) {
+        let (procs, arrows) = Procs::new(h).finish(1.0, &End::Hang, 2);
+        (
+            procs.into_iter().map(|p| (p.name, p.attrs)).collect(),
+            arrows.into_iter().map(|a| a.what).collect(),
+        )
+    }
+
+    /// Each agent's processes come from its row: Codex's node wrapper forwards every signal
+    /// to its native binary, Gemini CLI's relaunch parent ignores SIGTERM and SIGINT and
+    /// dies by SIGHUP, and is one process when the call sets a variable its row names.
+    #[test]
+    fn each_agents_processes_are_its_rows() {
+        let codex = header(
+            r#""codex":{"version":"0.169.0","dialect":"exec-json"}"#,
+            "{}",
+        );
+        let (bars, arrows) = drawn(&codex);
+        assert_eq!(
+            bars,
+            [
+                (
+                    "codex (node wrapper)".to_string(),
+                    vec!["forwards SIGTERM, SIGINT and SIGHUP to the native binary; ends as its child ends".to_string()]
+                ),
+                (
+                    "codex (native binary)".to_string(),
+                    vec!["runs the session and its tools".to_string()]
+                ),
+            ]
+        );
+        assert!(
+            arrows.iter().all(|a| a.ends_with(
+                "(the node wrapper forwards it to the native binary and ends as it ends)"
+            )),
+            "{arrows:?}"
+        );
+        let gemini = header(
+            r#""gemini":{"version":"0.61.0","dialect":"gemini-stream-json"}"#,
+            "{}",
+        );
+        let (bars, arrows) = drawn(&gemini);
+        assert_eq!(bars[0].0, "gemini (relaunch parent)");
+        assert_eq!(
+            bars[0].1,
+            ["ignores SIGTERM and SIGINT; dies by SIGHUP, leaving the relaunched child orphaned; ends as its child ends"]
+        );
+        assert_eq!(bars[1].0, "gemini (relaunched child)");
+        assert!(arrows[0].starts_with("to the relaunch parent alone: ignored; "));
+        assert!(arrows[1].starts_with("to the relaunch parent alone: ignored; "));
+        assert!(arrows[2].starts_with("if sent now: gemini "), "{arrows:?}");
+        let one = header(
+            r#""gemini":{"version":"0.61.0","dialect":"gemini-stream-json"}"#,
+            r#"{"env":["GEMINI_CLI_NO_RELAUNCH"]}"#,
+        );
+        let (bars, _) = drawn(&one);
+        assert_eq!(
+            bars,
+            [(
+                "gemini (GEMINI_CLI_NO_RELAUNCH: one process)".to_string(),
+                Vec::new()
+            )]
+        );
+        let pi = header(r#""pi":{"version":"0.87.1","dialect":"delta-only"}"#, "{}");
+        let (bars, arrows) = drawn(&pi);
+        assert_eq!(bars, [("pi".to_string(), Vec::new())]);
+        assert!(arrows.iter().all(|a| a.starts_with("if sent now: pi ")));
     }
 }

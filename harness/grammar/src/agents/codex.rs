@@ -63,6 +63,8 @@ pub(super) static ROW: AgentSpec = AgentSpec {
     // The npm package's `bin/codex.js` spawns the native binary and forwards the signals.
     process: ProcessShape {
         parent: Some(Parent {
+            role: "node wrapper",
+            child_role: "native binary",
             comm: "node",
             child_comm: "codex",
             on_sigterm: ParentSignal::Forward,

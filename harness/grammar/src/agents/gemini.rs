@@ -53,6 +53,8 @@ pub(super) static ROW: AgentSpec = AgentSpec {
     // that runs the session, ignores SIGTERM and SIGINT, and dies by SIGHUP (node's default).
     process: ProcessShape {
         parent: Some(Parent {
+            role: "relaunch parent",
+            child_role: "relaunched child",
             comm: "node",
             child_comm: "gemini",
             on_sigterm: ParentSignal::Ignore,

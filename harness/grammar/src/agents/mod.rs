@@ -22,12 +22,14 @@
 //! The row's fields, each read where it says:
 //! - `name`, `display_name`, `header_key`: every crate (flags, messages, the header's JSON);
 //! - `dialects`, `one_way`, `two_way`: pi-cassette's header check, the recorder's protocol;
-//! - `releases` ([`Release`]: `version`, `tag`, `packages`), `tag_style`, [`Install`]: the
-//!   grammars' pinned releases, the corpus and drift's file names, `pi-harness install`;
+//! - `releases` ([`Release`]: `version`, `tag`, `packages` with their integrity and how
+//!   each is published), `tag_style`, [`Install`]: the grammars' pinned releases, the corpus
+//!   and drift's file names, `pi-harness install`;
 //! - `version_probe` ([`VersionProbe`]): the recorder and `install` reading a binary's version;
 //! - `home_var`, `api_key_var`, [`Placeholders`]: the recorder's sandbox and redactions,
 //!   `cassette show`'s replay command, fake-pi's config readers;
-//! - `process` ([`ProcessShape`]): fake-pi's process shape, the recorder's version probe.
+//! - `process` ([`ProcessShape`]): fake-pi's process shape, the recorder's version probe,
+//!   the processes and signals of a run's picture (`cassette show --html`, `report --html`).
 
 use std::fmt;
 
@@ -243,6 +245,11 @@ pub enum ParentSignal {
 /// spawns the native binary (Codex), a relaunch of itself (Gemini CLI).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Parent {
+    /// What it is, in words (`node wrapper`, `relaunch parent`): a picture of a run
+    /// (`cassette show --html`) names its bar so.
+    pub role: &'static str,
+    /// What the child that runs the session is, in words (`native binary`, `relaunched child`).
+    pub child_role: &'static str,
     /// What `ps -o comm` shows for it (`node`).
     pub comm: &'static str,
     /// What it shows for the child that runs the session (its `argv[0]`: `codex`).
