@@ -36,7 +36,7 @@ pub use crate::verdict::{judge, CaseResult, Verdict, MAX_DIFFS};
 
 use crate::implementation::collect::DEFAULT_MAX_OUTPUT_BYTES;
 use crate::reference::REFERENCE_NAME;
-use crate::report::shell_quote;
+use crate::shown::shell_quote;
 
 /// Seconds a case may take by default (`--timeout`).
 pub const DEFAULT_TIMEOUT_SECS: u64 = 30;

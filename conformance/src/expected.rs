@@ -15,7 +15,7 @@ use pi_cassette::CassetteReader;
 use crate::capability::capabilities_of;
 use crate::case::Case;
 use crate::compare::{diff_documents, FieldDiff};
-use crate::report::{diff_lines, SHOWN_DIFFS};
+use crate::shown::{diff_lines, shell_quote, SHOWN_DIFFS};
 use crate::request::RequestDoc;
 
 /// An expected stream as exported to `conformance/expected/<case>.json`.
@@ -49,7 +49,7 @@ pub fn load_expected(dir: &Path, case: &str) -> Result<Expected, String> {
         format!(
             "{}: {source} (export the expected streams with `pi-harness conform --export {}`)",
             path.display(),
-            crate::report::shell_quote(&dir.to_string_lossy())
+            shell_quote(&dir.to_string_lossy())
         )
     };
     if let Some(kind) = pi_cassette::input::not_a_regular_file(&path) {

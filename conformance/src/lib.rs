@@ -14,6 +14,7 @@
 //! - [`compare`]: stream against stream, volatile fields ignored;
 //! - [`verdict`]: the verdict on one case;
 //! - [`report`]: the report's text, with a command that reproduces a failure;
+//! - [`shown`]: how a field difference and a word of a command line are shown;
 //! - [`junit`]: the JUnit XML report and `--partition`'s shards, for CI;
 //! - [`expected`]: the expected stream files;
 //! - [`fake_pi`]: where fake-pi is;
@@ -55,6 +56,7 @@ pub mod outline;
 pub mod reference;
 pub mod report;
 pub mod request;
+pub mod shown;
 pub mod verdict;
 
 pub use implementation::collect;

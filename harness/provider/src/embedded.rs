@@ -58,7 +58,7 @@ extern "C" fn supervisor_hook() {
         Ok(cfg) => crate::supervisor::run(cfg),
         Err(e) => {
             eprintln!("pi-supervisor: {e}");
-            2
+            crate::supervisor::exit::USAGE
         }
     };
     std::process::exit(code);

@@ -31,7 +31,7 @@ use nix::sys::socket::{
 };
 use nix::unistd::Pid;
 
-use crate::supervisor::{self, Event};
+use crate::supervisor::{self, exit, Event};
 
 /// A supervisor forked by [`prefork_supervisor`] and not used yet.
 pub(crate) struct Preforked {
@@ -315,7 +315,7 @@ fn zygote(socket: OwnedFd) -> ! {
     supervisor::release_stdio();
     close_all_but(socket.as_raw_fd());
     let code = match receive(&socket) {
-        Ok(None) => 0,
+        Ok(None) => exit::SUCCESS,
         Ok(Some(order)) => obey(order, socket),
         Err(e) => {
             // stderr is /dev/null or pi's pipe, depending on how far the order came; the
@@ -327,7 +327,7 @@ fn zygote(socket: OwnedFd) -> ! {
             .unwrap_or_default();
             let _ = nix::unistd::write(&socket, &line);
             let _ = nix::unistd::write(&socket, b"\n");
-            70
+            exit::CANNOT_SUPERVISE
         }
     };
     std::process::exit(code)
@@ -381,7 +381,8 @@ fn receive(socket: &OwnedFd) -> Result<Option<Order>, String> {
     Order::decode(&body).map(Some)
 }
 
-/// Become the supervisor the order describes; returns the supervisor's exit code.
+/// Become the supervisor the order describes; returns the supervisor's exit code
+/// ([`supervisor::exit`]).
 // The preforked supervisor's own process: a bad order is said on its stderr (pi's pipe by
 // now), as the usual start says it.
 #[allow(clippy::print_stderr)]
@@ -395,7 +396,7 @@ fn obey(order: Order, socket: OwnedFd) -> i32 {
         Ok(c) => c,
         Err(e) => {
             eprintln!("pi-supervisor: {e}");
-            return 2;
+            return exit::USAGE;
         }
     };
     // The environment pi gets: the host's at the time of the run, not at the fork. Given
@@ -412,7 +413,7 @@ fn obey(order: Order, socket: OwnedFd) -> i32 {
             let mut line = serde_json::to_vec(&event).unwrap_or_default();
             line.push(b'\n');
             let _ = nix::unistd::write(&socket, &line);
-            return 0;
+            return exit::SUCCESS;
         }
     }
     cfg.control_fd = Some(socket.as_raw_fd());

@@ -20,6 +20,8 @@
 //! none is left or the kill wait expires. When pi exits on its own, descendants it left behind
 //! (for example a grandchild still holding stdout open) get the same treatment, so the
 //! provider's reader always reaches EOF.
+//!
+//! Its own exit statuses, whichever way it was started, are one table: [`exit`].
 
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -36,6 +38,8 @@ use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
 use pi_procs as procs;
+
+pub mod exit;
 
 /// Options of one supervised run.
 #[derive(Debug, Clone)]
@@ -98,8 +102,38 @@ pub struct Survivor {
     pub command: String,
 }
 
+/// What is wrong with the supervisor's command line (said as `pi-supervisor: ...`, exit
+/// [`exit::USAGE`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArgsError {
+    /// A flag at the end, without its value.
+    #[error("{flag} needs a value")]
+    MissingValue {
+        /// The flag (`--grace-ms`).
+        flag: String,
+    },
+    /// A flag whose value is not a number.
+    #[error("{flag}: {source}")]
+    NotANumber {
+        /// The flag (`--control-fd`).
+        flag: String,
+        /// Why its value is not one.
+        source: std::num::ParseIntError,
+    },
+    /// An argument the supervisor does not know.
+    #[error("unknown argument {0:?}")]
+    Unknown(String),
+    /// `--` with nothing after it.
+    #[error("missing program after --")]
+    NoProgram,
+    /// No `--` and program at all.
+    #[error("usage: pi-supervisor [--control-fd N] [--grace-ms N] [--kill-wait-ms N] -- PROGRAM [ARGS...]")]
+    NoSeparator,
+}
+
 /// Parse the supervisor's command line.
-pub fn parse_args(args: &[String]) -> Result<Config, String> {
+pub fn parse_args(args: &[String]) -> Result<Config, ArgsError> {
     let mut cfg = Config {
         program: String::new(),
         args: Vec::new(),
@@ -109,34 +143,33 @@ pub fn parse_args(args: &[String]) -> Result<Config, String> {
         env: None,
     };
     let mut it = args.iter();
-    let ms = |flag: &str, v: Option<&String>| -> Result<Duration, String> {
-        v.ok_or_else(|| format!("{flag} needs a value"))?
-            .parse::<u64>()
-            // A wait past MAX_WAIT is as good as forever, and cannot overflow the clock.
-            .map(|n| Duration::from_millis(n).min(crate::wait::MAX_WAIT))
-            .map_err(|e| format!("{flag}: {e}"))
-    };
+    fn number<T: std::str::FromStr<Err = std::num::ParseIntError>>(
+        flag: &str,
+        v: Option<&String>,
+    ) -> Result<T, ArgsError> {
+        v.ok_or_else(|| ArgsError::MissingValue { flag: flag.into() })?
+            .parse::<T>()
+            .map_err(|source| ArgsError::NotANumber {
+                flag: flag.into(),
+                source,
+            })
+    }
+    // A wait past MAX_WAIT is as good as forever, and cannot overflow the clock.
+    let ms = |n: u64| Duration::from_millis(n).min(crate::wait::MAX_WAIT);
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--grace-ms" => cfg.grace = ms(a, it.next())?,
-            "--kill-wait-ms" => cfg.kill_wait = ms(a, it.next())?,
-            "--control-fd" => {
-                cfg.control_fd = Some(
-                    it.next()
-                        .ok_or("--control-fd needs a value")?
-                        .parse()
-                        .map_err(|e| format!("--control-fd: {e}"))?,
-                )
-            }
+            "--grace-ms" => cfg.grace = ms(number(a, it.next())?),
+            "--kill-wait-ms" => cfg.kill_wait = ms(number(a, it.next())?),
+            "--control-fd" => cfg.control_fd = Some(number(a, it.next())?),
             "--" => {
-                cfg.program = it.next().ok_or("missing program after --")?.clone();
+                cfg.program = it.next().ok_or(ArgsError::NoProgram)?.clone();
                 cfg.args = it.cloned().collect();
                 return Ok(cfg);
             }
-            other => return Err(format!("unknown argument {other:?}")),
+            other => return Err(ArgsError::Unknown(other.to_string())),
         }
     }
-    Err("usage: pi-supervisor [--control-fd N] [--grace-ms N] [--kill-wait-ms N] -- PROGRAM [ARGS...]".into())
+    Err(ArgsError::NoSeparator)
 }
 
 struct Control {
@@ -188,7 +221,8 @@ impl Control {
 }
 
 /// Run the supervisor to completion; returns the process exit code of the supervisor itself
-/// (0 when it did its job, whatever pi did: pi's status travels on the control socket).
+/// ([`exit`]: [`exit::SUCCESS`] when it did its job, whatever pi did: pi's status travels on
+/// the control socket).
 pub fn run(cfg: Config) -> i32 {
     let mut control = Control {
         fd: cfg.control_fd.map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }),
@@ -214,7 +248,11 @@ pub fn run(cfg: Config) -> i32 {
                 error: format!("cannot start {}: {e}", cfg.program),
                 errno: e.raw_os_error(),
             });
-            return if control.fd.is_some() { 0 } else { 127 };
+            return if control.fd.is_some() {
+                exit::SUCCESS
+            } else {
+                exit::NOT_STARTED
+            };
         }
     };
     let pi = Pid::from_raw(child.id() as i32);
@@ -245,19 +283,19 @@ pub fn run(cfg: Config) -> i32 {
         survivors,
         leftover,
     });
-    0
+    exit::SUCCESS
 }
 
 /// Become a child subreaper and take SIGCHLD, SIGTERM, SIGINT and SIGHUP through a
 /// signalfd (blocked). Returns the signalfd and the signal mask from before, for pi; or
-/// the supervisor's exit code when that fails.
+/// the supervisor's exit code when that fails ([`exit::CANNOT_SUPERVISE`]).
 // The supervisor's own process: it says why it cannot start on its stderr (the provider
 // reads it), as a command-line tool does.
 #[allow(clippy::print_stderr)]
 fn take_signals() -> Result<(SignalFd, SigSet), i32> {
     if let Err(e) = procs::become_subreaper() {
         eprintln!("pi-supervisor: cannot become a child subreaper: {e}");
-        return Err(70);
+        return Err(exit::CANNOT_SUPERVISE);
     }
 
     let mut mask = SigSet::empty();
@@ -274,13 +312,13 @@ fn take_signals() -> Result<(SignalFd, SigSet), i32> {
         .is_err()
     {
         eprintln!("pi-supervisor: cannot block signals");
-        return Err(70);
+        return Err(exit::CANNOT_SUPERVISE);
     }
     match SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC) {
         Ok(s) => Ok((s, old)),
         Err(e) => {
             eprintln!("pi-supervisor: signalfd: {e}");
-            Err(70)
+            Err(exit::CANNOT_SUPERVISE)
         }
     }
 }
@@ -569,15 +607,18 @@ mod tests {
         // A grace past the clock's reach is MAX_WAIT, not an overflow later.
         let c = parse_args(&s(&["--grace-ms", &u64::MAX.to_string(), "--", "pi"])).unwrap();
         assert_eq!(c.grace, crate::wait::MAX_WAIT);
-        assert!(parse_args(&s(&["--bogus"]))
-            .unwrap_err()
-            .contains("unknown argument \"--bogus\""));
-        assert!(parse_args(&s(&["--grace-ms", "x", "--", "pi"]))
-            .unwrap_err()
-            .starts_with("--grace-ms"));
-        assert!(parse_args(&s(&["--"]))
-            .unwrap_err()
-            .contains("missing program"));
+        let e = parse_args(&s(&["--bogus"])).unwrap_err();
+        assert!(matches!(&e, ArgsError::Unknown(a) if a == "--bogus"), "{e:?}");
+        assert_eq!(e.to_string(), "unknown argument \"--bogus\"");
+        let e = parse_args(&s(&["--grace-ms", "x", "--", "pi"])).unwrap_err();
+        assert!(matches!(&e, ArgsError::NotANumber { flag, .. } if flag == "--grace-ms"));
+        assert_eq!(e.to_string(), "--grace-ms: invalid digit found in string");
+        let e = parse_args(&s(&["--control-fd"])).unwrap_err();
+        assert_eq!(e.to_string(), "--control-fd needs a value");
+        let e = parse_args(&s(&["--"])).unwrap_err();
+        assert_eq!(e.to_string(), "missing program after --");
+        let e = parse_args(&s(&["--grace-ms", "5"])).unwrap_err();
+        assert!(matches!(e, ArgsError::NoSeparator), "{e:?}");
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! `pi-supervisor`: owns pi's process tree for the reference provider (see `pi_provider::supervisor`).
+//! `pi-supervisor`: owns pi's process tree for the reference provider (see
+//! `pi_provider::supervisor`); its exit statuses are `pi_provider::supervisor::exit`'s.
 
 // A command-line program: it says why it cannot run on its stderr.
 #![allow(clippy::print_stderr)]
@@ -9,7 +10,7 @@ fn main() {
         Ok(cfg) => std::process::exit(pi_provider::supervisor::run(cfg)),
         Err(e) => {
             eprintln!("pi-supervisor: {e}");
-            std::process::exit(2);
+            std::process::exit(pi_provider::supervisor::exit::USAGE);
         }
     }
 }

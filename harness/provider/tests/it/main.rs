@@ -5,3 +5,4 @@
 
 mod provider;
 mod rpc_session;
+mod supervisor_exit;
