@@ -142,10 +142,8 @@ mod tests {
     #[test]
     fn the_bundle_is_listed_by_case_name_without_scripts() {
         let all = bundled();
-        assert!(all
-            .iter()
-            .any(|(n, p)| n == "codex/codex_text.cx0169"
-                && *p == "cassettes/codex/codex_text.cx0169.cassette.jsonl"));
+        assert!(all.iter().any(|(n, p)| n == "codex/codex_text.cx0169"
+            && *p == "cassettes/codex/codex_text.cx0169.cassette.jsonl"));
         assert!(all.iter().all(|(n, _)| !n.starts_with("scripts/")));
     }
 

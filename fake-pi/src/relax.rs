@@ -99,10 +99,16 @@ mod tests {
 
     #[test]
     fn names_are_checked() {
-        assert_eq!(fields("model, env  stdin").unwrap(), ["model", "env", "stdin"]);
+        assert_eq!(
+            fields("model, env  stdin").unwrap(),
+            ["model", "env", "stdin"]
+        );
         assert!(fields("").unwrap().is_empty());
         let e = fields("model,colour").unwrap_err();
-        assert!(e.starts_with("FAKE_PI_IGNORE: \"colour\" is not a field"), "{e}");
+        assert!(
+            e.starts_with("FAKE_PI_IGNORE: \"colour\" is not a field"),
+            "{e}"
+        );
     }
 
     #[test]

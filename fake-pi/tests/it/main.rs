@@ -17,6 +17,7 @@ mod process;
 mod real_codex_parity;
 mod real_gemini_parity;
 mod real_pi_parity;
+mod relax;
 mod replay_corpus;
 mod report;
 mod rpc;

@@ -134,7 +134,10 @@ fn world_setup(page: &mut Page, f: &Facts) {
             "a fresh directory of the test's".to_string()
         } else {
             let names: Vec<&str> = s.files.iter().map(|f| f.path.as_str()).collect();
-            format!("a fresh directory of the test's, holding {}", names.join(", "))
+            format!(
+                "a fresh directory of the test's, holding {}",
+                names.join(", ")
+            )
         };
         page.row(home, &what);
     }
