@@ -7,6 +7,7 @@ registry's."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -310,3 +311,29 @@ def test_record_mode_once_records_with_the_agent_of_the_marker(tmp_path, monkeyp
     assert not (tmp_path / "hello.cassette.jsonl").exists()
     with pytest.raises(pi_harness.RecordModeUnavailable, match="^recording Claude Code from a test's call is not supported"):
         pi_harness.World(tmp_path / "hello", record_mode="once", agent="claude", real_pi="/x")
+
+
+def test_record_mode_once_records_a_codex_cassette_with_real_codex_then_replays_it(pytester, monkeypatch):
+    codex = os.environ.get("PI_HARNESS_REAL_CODEX", "")
+    if not codex:
+        pytest.skip("PI_HARNESS_REAL_CODEX not set (pi-harness install codex 0.169.0 --print-path)")
+    monkeypatch.delenv("CI", raising=False)
+    (pytester.path / "cassettes").mkdir()
+    (pytester.path / "cassettes" / "hello.llm.json").write_text('{"turns": [{"text": ["Hi ", "there."]}]}')
+    pytester.makepyfile(
+        test_rec=f"""
+import subprocess
+import pytest
+
+@pytest.mark.pi_cassette("cassettes/hello", agent="codex", real_pi={codex!r})
+def test_hello(pi_world):
+    r = subprocess.run(["codex", "exec", "--json", "--skip-git-repo-check", "Say hello."],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert '"text":"Hi there."' in r.stdout
+"""
+    )
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--pi-record-mode", "once").assert_outcomes(passed=1)
+    assert (pytester.path / "cassettes" / "hello.cassette.jsonl").is_file()
+    # Replayed from now on (the cassette sets up Codex: its provider's key, config.toml).
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)

@@ -208,3 +208,24 @@ test('recordMode once records with the agent given (Codex here), Claude Code ref
     message: /^recording Claude Code from a test's call is not supported/,
   });
 });
+
+test('recordMode once records a Codex cassette with real Codex, then replays it', { skip: !process.env.PI_HARNESS_REAL_CODEX && 'PI_HARNESS_REAL_CODEX not set' }, async (t) => {
+  const savedCi = process.env.CI;
+  delete process.env.CI;
+  t.after(() => { if (savedCi !== undefined) process.env.CI = savedCi; });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pih-rec-codex-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  fs.writeFileSync(path.join(dir, 'hello.llm.json'), '{"turns": [{"text": ["Hi ", "there."]}]}');
+  for (const mode of ['once', 'none']) {
+    const w = new PiWorld({ cassette: path.join(dir, 'hello'), recordMode: mode, agent: 'codex', allowUnused: false });
+    try {
+      const r = spawnSync('codex', ['exec', '--json', '--skip-git-repo-check', 'Say hello.'],
+        { env: w.env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 120000 });
+      assert.equal(r.status, 0, `${mode}: ${r.stderr}`);
+      assert.match(r.stdout, /"text":"Hi there\."/);
+    } finally {
+      await w.close();
+    }
+  }
+  assert.ok(fs.existsSync(path.join(dir, 'hello.cassette.jsonl')));
+});
