@@ -22,6 +22,7 @@ mod replay_corpus;
 mod report;
 mod rpc;
 mod secrets;
+mod set_up;
 mod shape;
 mod signal_masks;
 mod streaming;

@@ -29,6 +29,7 @@ const DEFAULT_PI_VERSION = '1.5.2';
 const SUPPORTED = 'linux-x64';
 const PLATFORM_PACKAGE = '@pi-harness/linux-x64';
 const SUFFIXES = ['', '.cassette.jsonl', '.cassette.jsonl.zst', '.cassette.jsonl.gz'];
+
 /** An error that is its own one-line message: test runners print no stack trace for it. */
 function oneLine(ErrorClass, message) {
   const e = new ErrorClass(message);
