@@ -10,8 +10,10 @@
 #      allows (python3.8 .. 3.10, from PATH or pyenv), when this machine has one
 #   2. pip refuses the wheel for another platform, in one line
 #   3. Node: a fresh project, `npm install --offline` of the two tarballs, then the helper's
-#      tests (harness/npm/tests: node --test, and vitest, the one package fetched from the
-#      registry) and examples/node, each under `pi-harness leftovers --`
+#      tests (harness/npm/tests: node --test, and vitest, fetched from the registry), index.d.ts
+#      checked by `tsc --strict` on harness/npm/tests/types/check.ts (typescript: the tests'
+#      devDependency, `npm ci` from their package-lock.json) and examples/node, each under
+#      `pi-harness leftovers --`
 #
 # Needs python3 (>= 3.8, with venv) and node (>= 18.17) with npm. Exit status: 0 when all
 # passed, 1 when something failed, 2 for a usage error.
@@ -104,11 +106,14 @@ proj="$work/node"
 mkdir "$proj"
 (cd "$proj" && npm init -y >/dev/null && npm install -s --offline "$main_tgz" "$bins_tgz" && npm install -s vitest@3.2.7)
 cp -R "$root/harness/npm/tests" "$proj/t"
+(cd "$proj/t" && npm ci -s)
 (
   failed=()
   export PATH="$proj/node_modules/.bin:$PATH"
   [ "$(command -v pi-harness)" = "$proj/node_modules/.bin/pi-harness" ]
-  run "node: harness/npm/tests/node (node --test)" "$proj" node --test t/node/helper.test.js
+  run "node: harness/npm/tests/node (node --test)" "$proj" node --test t/node/helper.test.js t/node/setup.test.js
+  # (types/tsconfig.json: only pi-harness's types, not every @types package the project holds)
+  run "node: index.d.ts (tsc --strict on harness/npm/tests/types/check.ts)" "$proj" t/node_modules/.bin/tsc --strict -p t/types
   run "node: harness/npm/tests/vitest (vitest run)" "$proj" npx vitest run --dir t/vitest
   cp "$root"/examples/node/*.js "$proj/"
   run "node: examples/node (node --test)" "$proj" node --test pi_wrapper.test.js claude_bridge.test.js codex_wrapper.test.js

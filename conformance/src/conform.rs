@@ -249,10 +249,15 @@ fn select_cases(cassettes: &Path, wanted: &[String]) -> Result<Vec<Case>, String
         ));
     }
     if !wanted.is_empty() {
-        for want in wanted {
+        // Any form of a name: `codex/codex_text.cx0169`, or `cassettes/...cassette.jsonl`.
+        let wanted: Vec<String> = wanted.iter().map(|w| crate::names::case_name(w)).collect();
+        for want in &wanted {
             if !cases.iter().any(|c| &c.name == want) {
+                let hint = crate::names::did_you_mean(want, cases.iter().map(|c| c.name.as_str()))
+                    .map(|n| format!("; did you mean {n}?"))
+                    .unwrap_or_default();
                 return Err(format!(
-                    "no case {want:?} in {} (cases are cassette paths without .cassette.jsonl, e.g. recorded/text_only.pi87)",
+                    "no case {want:?} in {} (cases are cassette paths without .cassette.jsonl, e.g. recorded/text_only.pi87){hint}",
                     cassettes.display()
                 ));
             }

@@ -18,7 +18,7 @@
 //! - [`junit`]: the JUnit XML report and `--partition`'s shards, for CI;
 //! - [`expected`]: the expected stream files;
 //! - [`fake_pi`]: where fake-pi is;
-//! - [`bundle`]: the suite embedded in the binary;
+//! - [`bundle`]: the suite embedded in the binary; [`names`]: a cassette's name in the one form every tool takes;
 //! - [`cross_version`]: the documented differences between pi versions' streams of the
 //!   same conversation.
 //!
@@ -52,6 +52,7 @@ pub mod expected;
 pub mod fake_pi;
 pub mod implementation;
 pub mod junit;
+pub mod names;
 pub mod outline;
 pub mod reference;
 pub mod report;

@@ -107,14 +107,9 @@ fn call(header: &Header, argv: &[String], path: &Path) -> Result<(), i32> {
     if mismatches.is_empty() {
         return Ok(());
     }
-    for m in &mismatches {
-        exit::say(&format!(
-            "fake-pi: expectation mismatch: {m} (cassette {}; CODEX_HOME {})",
-            path.display(),
-            home.display()
-        ));
-    }
-    Err(exit::EXPECTATION)
+    let lines: Vec<String> = mismatches.iter().map(ToString::to_string).collect();
+    let place = format!("cassette {}; CODEX_HOME {}", path.display(), home.display());
+    Err(crate::relax::mismatched(&lines, &place))
 }
 
 /// The prompt Codex sends, reading stdin when it does (to its end, bounded as a cassette

@@ -103,13 +103,9 @@ fn call(header: &Header, argv: &[String], path: &Path) -> Result<(), i32> {
     if mismatches.is_empty() {
         return Ok(());
     }
-    for m in &mismatches {
-        exit::say(&format!(
-            "fake-pi: expectation mismatch: {m} (cassette {})",
-            path.display()
-        ));
-    }
-    Err(exit::EXPECTATION)
+    let lines: Vec<String> = mismatches.iter().map(ToString::to_string).collect();
+    let place = format!("cassette {}", path.display());
+    Err(crate::relax::mismatched(&lines, &place))
 }
 
 /// Piped stdin as the CLI reads it: nothing within 500 ms is none; else to its end, at

@@ -16,7 +16,8 @@
 //! client), [`replay`] (the records in time), [`values`] (realistic values for
 //! placeholders), [`signals`] and [`child`] (real signals and processes), [`environ`] and
 //! [`exit`] (the environment read, the statuses given), [`report`] (fake-pi's own lines also
-//! in `FAKE_PI_REPORT`), [`timeline`] (what a start did in time, in `FAKE_PI_TIMELINE`,
+//! in `FAKE_PI_REPORT`), [`played`] (the trace a replay leaves in `FAKE_PI_PLAYED`),
+//! [`relax`] (fields ignored at test time, `FAKE_PI_IGNORE`, and a mismatch's next step), [`timeline`] (what a start did in time, in `FAKE_PI_TIMELINE`,
 //! opt-in), [`hints`] (what to do, in the report; on stderr too only with
 //! `FAKE_PI_HINTS=1`), [`files`] (the files read and written, bounded, never through a link
 //! where fake-pi writes).
@@ -42,6 +43,8 @@ mod gemini_process;
 mod gemini_settings;
 mod hints;
 mod pi;
+mod played;
+mod relax;
 mod replay;
 mod report;
 mod session;
@@ -121,8 +124,11 @@ fn run() -> i32 {
         Ok(r) => r,
         Err(e) => return exit::cassette_failure(e),
     };
-    let header = first.header().clone();
+    let mut header = first.header().clone();
     exit::keep_secrets(&header);
+    if let Err(e) = relax::apply(&mut header) {
+        return fail(exit::MISUSE, e);
+    }
     timeline::header_read();
     hints::unverified(&header);
     match header.agent() {

@@ -282,15 +282,13 @@ fn plan_session(
 
 /// The call must mean what the recording meant: one line per difference, then 99.
 fn check_call(header: &Header, grammar: &Grammar, call: &Call<'_>, path: &Path) -> Result<(), i32> {
-    let mismatches = matching::check(&header.expect, grammar, call);
+    let mismatches: Vec<String> = matching::check(&header.expect, grammar, call)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     if !mismatches.is_empty() {
-        for m in &mismatches {
-            exit::say(&format!(
-                "fake-pi: expectation mismatch: {m} (cassette {})",
-                path.display()
-            ));
-        }
-        return Err(exit::EXPECTATION);
+        let place = format!("cassette {}", path.display());
+        return Err(crate::relax::mismatched(&mismatches, &place));
     }
     Ok(())
 }
@@ -307,11 +305,9 @@ fn two_way_client(
     match &header.mode {
         None => Ok(None),
         Some(m) if mode != AppMode::Rpc => {
-            exit::say(&format!(
-                "fake-pi: expectation mismatch: the cassette holds a `--mode {m}` session (its header's `mode`); this call runs pi in another mode (cassette {})",
-                path.display()
-            ));
-            Err(exit::EXPECTATION)
+            let what = format!("the cassette holds a `--mode {m}` session (its header's `mode`); this call runs pi in another mode");
+            let place = format!("cassette {}", path.display());
+            Err(crate::relax::mismatched(&[what], &place))
         }
         Some(_) => {
             let wait = match environ::rpc_wait() {

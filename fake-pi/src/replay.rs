@@ -201,6 +201,7 @@ pub(crate) fn run<R: BufRead>(
     speed: Speed,
     hooks: &mut Hooks,
 ) -> i32 {
+    crate::played::mark(path);
     let mut player = Player {
         out: fd(1),
         err: fd(2),
@@ -451,6 +452,7 @@ impl Player<'_> {
                         self.path.display()
                     ));
                 }
+                self.own(&crate::relax::next_step(&[]));
                 return Break(exit::EXPECTATION);
             }
         }

@@ -383,6 +383,8 @@ fn expectations_name_field_expected_and_actual() {
             format!("fake-pi: expectation mismatch: expect.effective.tools: expected [\"read\"], got [\"bash\", \"edit\", \"read\", \"write\"] (cassette {file})"),
             format!("fake-pi: expectation mismatch: expect.never_in_argv[0]: expected the value of $PI_TEST_KEY nowhere in argv, got it in argv[5] (cassette {file})"),
             format!("fake-pi: expectation mismatch: expect.never_in_argv[1]: expected the literal secret (not shown) nowhere in argv, got it in argv[6] (cassette {file})"),
+            // The next step names the fields a replay can ignore (not a secret in argv).
+            "fake-pi: next: if the new call is right, record the cassette again (record mode all: --pi-record-mode all, recordMode: 'all' or PI_HARNESS_RECORD_MODE=all; then pi-harness cassette review); if model and tools do not matter, ignore them at replay (the test's ignore option, FAKE_PI_IGNORE=model,tools, or pi-harness cassette relax --ignore model tools)".to_string(),
         ]
     );
     // A cassette that opts in to syntax also checks every flag literally.
@@ -397,7 +399,9 @@ fn expectations_name_field_expected_and_actual() {
     ] {
         assert!(lines.contains(&want), "{want}\nnot in {lines:#?}");
     }
-    assert_eq!(lines.len(), 8, "{lines:#?}");
+    // Eight mismatches (one per field), then the next step.
+    assert_eq!(lines.len(), 9, "{lines:#?}");
+    assert!(lines[8].starts_with("fake-pi: next: "), "{lines:#?}");
 
     cmd(&sb, &c)
         .args(["--model", "fake-model", "-t", "read", "--no-session"])

@@ -55,16 +55,18 @@ pub const FIELDS: &[&str] = &[
     "session",
 ];
 
-/// Every name `expect.irrelevant` accepts: the effective [`FIELDS`], and `env` (the
-/// variables of `expect.env` need not be set; `never_in_argv` is still checked).
+/// Every name `expect.irrelevant` accepts: the effective [`FIELDS`], `env` (the
+/// variables of `expect.env` need not be set; `never_in_argv` is still checked) and `stdin`
+/// (a Claude Code host's stdin may be a terminal or a pipe whatever `expect.stdin` says).
 pub const IGNORABLE: &[&str] = &{
-    let mut names = [""; FIELDS.len() + 1];
+    let mut names = [""; FIELDS.len() + 2];
     let mut i = 0;
     while i < FIELDS.len() {
         names[i] = FIELDS[i];
         i += 1;
     }
     names[FIELDS.len()] = "env";
+    names[FIELDS.len() + 1] = "stdin";
     names
 };
 

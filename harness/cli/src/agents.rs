@@ -95,6 +95,50 @@ pub fn install_after_help() -> String {
     s
 }
 
+/// `pi-harness agents --help`'s fields.
+pub const AGENTS_HELP: &str =
+    "Each agent: its name (--agent, install, the executable a test world puts on PATH), display
+name, the header key its cassettes use, its home variable (PI_CODING_AGENT_DIR, CODEX_HOME,
+GEMINI_CLI_HOME; none for Claude Code), the variable it reads its key from, and its pinned
+releases, oldest first (the newest is what a test records with by default).
+
+--json prints [{name, display_name, header_key, home_var, api_key_var, releases: [{version,
+tag}], newest}].";
+
+/// The registry for `pi-harness agents`: a line per agent, or (`json`) one JSON array.
+pub fn listing(json: bool) -> String {
+    if json {
+        let rows: Vec<serde_json::Value> = Agent::ALL
+            .map(|a| {
+                let s = a.spec();
+                serde_json::json!({
+                    "name": s.name,
+                    "display_name": s.display_name,
+                    "header_key": s.header_key,
+                    "home_var": s.home_var,
+                    "api_key_var": s.api_key_var,
+                    "releases": s.releases.iter().map(|r| serde_json::json!({"version": r.version, "tag": r.tag})).collect::<Vec<_>>(),
+                    "newest": s.newest().version,
+                })
+            })
+            .to_vec();
+        return serde_json::to_string_pretty(&rows).expect("JSON prints");
+    }
+    let mut out = String::new();
+    for a in Agent::ALL {
+        let s = a.spec();
+        out.push_str(&format!(
+            "{:<8}{:<14}home {:<21}key {:<19}releases {}\n",
+            s.name,
+            s.display_name,
+            s.home_var.unwrap_or("-"),
+            s.api_key_var.unwrap_or("-"),
+            s.versions().join(", ")
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

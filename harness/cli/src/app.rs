@@ -143,6 +143,13 @@ enum Command {
     /// Install a real agent CLI (from npm) into the cache, for recording; print its path.
     #[command(about = crate::agents::install_about())]
     Install(crate::install::InstallArgs),
+    /// The agent CLIs pi-harness knows (the registry): names, variables, pinned releases.
+    #[command(after_help = crate::agents::AGENTS_HELP)]
+    Agents {
+        /// One JSON array, an object per agent (the test helpers read it).
+        #[arg(long)]
+        json: bool,
+    },
     /// Compare fresh recordings with committed ones; non-zero exit and a diff when they differ.
     #[command(
         after_help = "Example:\n  pi-harness drift --committed cassettes/recorded --fresh /tmp/fresh"
@@ -468,6 +475,10 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             }
         },
         Command::Install(args) => Ok(crate::install::install_command(&args)),
+        Command::Agents { json } => {
+            crate::say(crate::agents::listing(json).trim_end());
+            Ok(EXIT_OK)
+        }
         Command::RecordCorpus {
             manifest,
             pis,

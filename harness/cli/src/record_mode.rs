@@ -256,7 +256,8 @@ fn replay(
     stdin: Option<Vec<u8>>,
 ) -> anyhow::Error {
     let mut cmd = std::process::Command::new(fake_pi);
-    cmd.arg0("pi")
+    let agent = set_up(&mut cmd, cassette);
+    cmd.arg0(agent)
         .args(pi_args)
         .env("FAKE_PI_CASSETTE", cassette);
     if let Some(bytes) = stdin {
@@ -268,6 +269,51 @@ fn replay(
     }
     let e = cmd.exec();
     anyhow::anyhow!("--replay-with {}: {e}", fake_pi.display())
+}
+
+/// What the fresh cassette asks of the call that the recorder gave its CLI itself (the
+/// cassette's setup, as `cassette show --json` says it): each variable it needs that this
+/// environment lacks (the key of the recorder's provider), and the config files written into
+/// the agent's home when this environment names one that is an empty directory (a test
+/// world's agent dir; a home with files of its own is the caller's and left alone). The
+/// agent's name, for the replay's argv[0].
+fn set_up(cmd: &mut std::process::Command, cassette: &Path) -> &'static str {
+    let Ok((recording, path)) = crate::show::load(cassette) else {
+        return "pi";
+    };
+    let agent = recording.header.agent();
+    let Ok(facts) = crate::show::facts(&recording, path.as_deref()) else {
+        return agent.name();
+    };
+    for (k, v) in &facts.setup.env {
+        if std::env::var_os(k).map_or(true, |v| v.is_empty()) {
+            cmd.env(k, v);
+        }
+    }
+    let home = facts
+        .setup
+        .home_var
+        .and_then(std::env::var_os)
+        .map(PathBuf::from);
+    let empty = home.as_deref().is_some_and(|h| {
+        std::fs::symlink_metadata(h).is_ok_and(|m| m.is_dir())
+            && std::fs::read_dir(h).is_ok_and(|mut d| d.next().is_none())
+    });
+    if let (Some(home), true) = (home, empty) {
+        for f in &facts.setup.files {
+            let p = home.join(&f.path);
+            if p.components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+            {
+                continue;
+            }
+            if let Some(dir) = p.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let _ = std::fs::write(&p, &f.content);
+        }
+    }
+    agent.name()
 }
 
 /// An unlinked temp file holding `bytes`, positioned at its start.

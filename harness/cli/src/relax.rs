@@ -20,7 +20,9 @@ pub struct RelaxArgs {
     pub file: PathBuf,
     /// A field a replay stops comparing (several after one --ignore, or repeated): provider,
     /// model, thinking, tools, prompt, session, env (the variables the recording needed
-    /// set), or another effective field (mode, system_prompt, follow_ups, ...).
+    /// set), stdin (a Claude Code host's stdin, a terminal or a pipe), or another effective
+    /// field (mode, system_prompt, follow_ups, ...). At replay only, without rewriting the
+    /// file: FAKE_PI_IGNORE=model,env (the test helpers' ignore option sets it).
     #[arg(long, required = true, num_args = 1.., value_name = "FIELD", value_parser = ignorable)]
     pub ignore: Vec<String>,
     /// Write the relaxed cassette here instead of replacing FILE.

@@ -1,6 +1,6 @@
-// pi-harness for Node: fake-pi (the native binary, never a Node shim) replaying recorded pi
-// and Claude Code runs for the wrapper you test, and the proof that nothing your test started
-// is left. Works with node:test, vitest and jest alike; typed in index.d.ts.
+// pi-harness for Node: fake-pi (the native binary, never a Node shim) replaying recorded runs of
+// pi, Claude Code, Codex and Gemini CLI for the wrapper you test, and the proof that nothing your
+// test started is left. Works with node:test, vitest and jest alike; typed in index.d.ts.
 'use strict';
 
 const fs = require('node:fs');
@@ -10,6 +10,12 @@ const crypto = require('node:crypto');
 const { execFileSync, spawnSync } = require('node:child_process');
 
 const { version } = require('./package.json');
+const {
+  AGENTS, IGNORE_VAR, PLAYED_VAR, caseName, showCassette: show, runsOf, playedIn, isFile, isDir, defaultCassette,
+} = require('./cassette.js');
+
+/** `pi-harness cassette show --json CASSETTE`: `{ facts }` or `{ error }` (one line). */
+const showCassette = (cassette) => show(binaries().piHarness, cassette);
 
 const MARKER_VAR = 'PI_HARNESS_TEST_MARKER';
 const REPORT_VAR = 'FAKE_PI_REPORT';
@@ -36,6 +42,9 @@ class UnsupportedPlatformError extends Error {
 }
 class CassetteNotFoundError extends Error {
   constructor(message) { super(message); this.name = 'CassetteNotFoundError'; }
+}
+class UnusedCassetteError extends Error {
+  constructor(message) { super(message); this.name = 'UnusedCassetteError'; }
 }
 class LeftoverError extends Error {
   constructor(message, leftovers, evasive = false) {
@@ -101,23 +110,26 @@ function corpus() {
   return corpusDir;
 }
 
-/** A cassette file: the path itself, else a name in the bundled corpus (`recorded/text_only.pi87`). */
+/**
+ * A cassette file: the path itself (or a directory of runs), else a name in the bundled corpus in
+ * any form (`codex/codex_text.cx0169`, `cassettes/codex/codex_text.cx0169.cassette.jsonl`); the
+ * error names the nearest bundled name when there is one.
+ */
 function resolveCassette(cassette) {
   const given = String(cassette);
   if (isFile(given)) return path.resolve(given);
+  if (isDir(given) && runsOf(given).length) return path.resolve(given);
   if (!path.isAbsolute(given) && !given.split(/[\\/]/).includes('..')) {
     const root = path.join(corpus(), 'cassettes');
     for (const suffix of SUFFIXES) {
-      const p = path.join(root, given + suffix);
+      const p = path.join(root, caseName(given) + suffix);
       if (isFile(p)) return p;
     }
   }
+  const why = showCassette(given).error || '';
+  const near = why.includes('; did you mean ') ? `; did you mean ${why.split('; did you mean ')[1]}` : '';
   throw oneLine(CassetteNotFoundError,
-    `no cassette '${given}': not a file, nor a name in the bundled corpus (pi-harness corpus list shows them, e.g. recorded/text_only.pi87)`);
-}
-
-function isFile(p) {
-  try { return fs.statSync(p).isFile(); } catch { return false; }
+    `no cassette '${given}': not a file, nor a name in the bundled corpus (pi-harness corpus list shows them, e.g. recorded/text_only.pi87)${near}`);
 }
 
 /**
@@ -195,24 +207,38 @@ function existing(cassette) {
 /** A word for `sh`, quoted. */
 const sh = (word) => `'${String(word).replace(/'/g, "'\\''")}'`;
 
-/** What recording `target` needs: its LLM script and a real pi. */
+/**
+ * What recording `target` needs: the agent (`opts.agent`, else the existing cassette's, else pi),
+ * its LLM script and the real CLI (`realPi`, else `$PI_HARNESS_REAL_<AGENT>`, else `pi-harness
+ * install AGENT VERSION`: `piVersion`, `$PI_HARNESS_PI_VERSION` and 1.5.2 for pi, the newest
+ * pinned release for the others).
+ */
 function recordingPlan(target, opts) {
-  if ((opts.agent && opts.agent !== 'pi') || (isFile(target) && agentOf(target) !== 'pi')) {
-    throw oneLine(Error, 'recording from tests is for pi\'s json mode; record Claude Code, Codex and Gemini CLI cassettes with pi-harness record --agent claude|codex|gemini');
+  const agent = opts.agent || (isFile(target) ? agentOf(target) : 'pi');
+  if (!Object.prototype.hasOwnProperty.call(AGENTS, agent)) {
+    throw oneLine(Error, `agent '${agent}': expected one of ${Object.keys(AGENTS).map((a) => `'${a}'`).join(', ')}`);
+  }
+  if (agent === 'claude') {
+    throw oneLine(Error, "recording Claude Code from a test's call is not supported: its stream-json session needs a client script; record it with pi-harness record --agent claude --client-script FILE");
   }
   const script = opts.script ? path.resolve(opts.script) : scriptBeside(target);
   if (!isFile(script)) {
     throw oneLine(CassetteNotFoundError,
       `no LLM script '${script}' to record '${target}' from (write it beside the cassette, or pass script; format: pi-harness record --help)`);
   }
-  let pi = opts.realPi || process.env.PI_HARNESS_REAL_PI;
+  let pi = opts.realPi || process.env[`PI_HARNESS_REAL_${agent.toUpperCase()}`];
   if (!pi) {
-    const version = opts.piVersion || process.env.PI_HARNESS_PI_VERSION || DEFAULT_PI_VERSION;
-    const r = spawnSync(binaries().piHarness, ['install', 'pi', version, '--print-path'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-    if (r.status !== 0) throw oneLine(Error, (r.stderr || '').trim() || `pi-harness install pi ${version} failed`);
+    let version = opts.piVersion;
+    if (!version && agent === 'pi') version = process.env.PI_HARNESS_PI_VERSION || DEFAULT_PI_VERSION;
+    if (!version) {
+      const rows = JSON.parse(execFileSync(binaries().piHarness, ['agents', '--json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
+      version = rows.find((r) => r.name === agent).newest;
+    }
+    const r = spawnSync(binaries().piHarness, ['install', agent, version, '--print-path'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    if (r.status !== 0) throw oneLine(Error, (r.stderr || '').trim() || `pi-harness install ${agent} ${version} failed`);
     pi = r.stdout.trim();
   }
-  return { script, pi };
+  return { script, pi, agent };
 }
 
 // ---- processes, as /proc shows them (the rules of `pi-harness leftovers --marker`) ----
@@ -431,8 +457,18 @@ class PiWorld {
     } else {
       this.cassette = found;
     }
-    this.agent = opts.agent || (isFile(this.cassette) ? agentOf(this.cassette) : 'pi');
-    if (!['pi', 'claude', 'codex', 'gemini'].includes(this.agent)) throw oneLine(Error, `agent '${this.agent}': expected 'pi', 'claude', 'codex' or 'gemini'`);
+    // What the recording asks of the call (none while recording: there is no cassette yet); a
+    // directory of runs: its first run's.
+    const first = this.recording === null ? runsOf(this.cassette)[0] : this.cassette;
+    const facts = this.recording === null && first ? (showCassette(first).facts || null) : null;
+    const shown = facts && facts.pi && facts.pi.agent;
+    this.agent = opts.agent || (this.recording && this.recording.agent) || (AGENTS[shown] ? shown : null)
+      || (isFile(first) ? agentOf(first) : 'pi');
+    if (!Object.prototype.hasOwnProperty.call(AGENTS, this.agent)) {
+      throw oneLine(Error, `agent '${this.agent}': expected one of ${Object.keys(AGENTS).map((a) => `'${a}'`).join(', ')}`);
+    }
+    /** Whether close() lets a cassette that was never replayed (or a directory of runs replayed in part) pass. */
+    this.allowUnused = opts.allowUnused === undefined ? true : Boolean(opts.allowUnused);
     const clean = String(opts.name || 'test').replace(/[^A-Za-z0-9]/g, '_').slice(0, 60);
     this.path = fs.mkdtempSync(path.join(os.tmpdir(), `pih-${clean}-`));
     this.binDir = path.join(this.path, 'bin');
@@ -442,7 +478,7 @@ class PiWorld {
       fs.symlinkSync(this.fakePi, this.agentPath);
     } else {
       // Recording: `pi` records the call with real pi, then fake-pi replays it.
-      const words = [binaries().piHarness, 'record', '--record-mode', this.recordMode,
+      const words = [binaries().piHarness, 'record', '--agent', this.agent, '--record-mode', this.recordMode,
         '--script', this.recording.script, '--out', this.cassette, '--pi', this.recording.pi,
         '--replay-with', this.fakePi, '--'];
       fs.writeFileSync(this.agentPath, `#!/bin/sh\nexec ${words.map(sh).join(' ')} "$@"\n`, { mode: 0o755 });
@@ -452,18 +488,46 @@ class PiWorld {
     this.reportFile = path.join(this.path, 'fake-pi-report.jsonl');
     this.marker = `${clean}-${process.pid}-${crypto.randomUUID()}`;
     this.grace = opts.grace === undefined ? 500 : opts.grace;
+    this.playedFile = path.join(this.path, 'fake-pi-played.jsonl');
+    const homeVar = AGENTS[this.agent].homeVar;
     this.variables = {
       PATH: this.binDir + path.delimiter + (process.env.PATH || ''),
       FAKE_PI_CASSETTE: this.cassette,
       FAKE_PI_SPEED: String(opts.speed === undefined ? '0' : opts.speed),
       PI_CODING_AGENT_DIR: this.agentDir,
-      // Codex reads its config.toml from here: empty, so only the caller's flags and -c count.
-      ...(this.agent === 'codex' ? { CODEX_HOME: this.agentDir } : {}),
-      // Gemini CLI reads GEMINI_CLI_HOME/.gemini/settings.json: none, only the caller's flags count.
-      ...(this.agent === 'gemini' ? { GEMINI_CLI_HOME: this.agentDir } : {}),
+      // The agent reads its config from here (Codex's config.toml, Gemini CLI's
+      // .gemini/settings.json, pi's settings.json): the recording's, unless the test's own.
+      ...(homeVar ? { [homeVar]: this.agentDir } : {}),
       [MARKER_VAR]: this.marker,
       [REPORT_VAR]: this.reportFile,
+      [PLAYED_VAR]: this.playedFile,
     };
+    // The cassette sets up its CLI where the test gave nothing of its own: a dummy key, the
+    // config that gives the recorded values in the agent's home (not in a home of the test's).
+    const setup = (facts && facts.setup) || {};
+    /** The test's own variables (they win over the cassette's setup). */
+    this.ownEnv = { ...(opts.env || {}) };
+    /** The variables set from the cassette's setup. */
+    this.setUp = {};
+    for (const [k, v] of Object.entries(setup.env || {})) {
+      // (a variable the test's environment already has is the test's: left as it is)
+      if (!Object.prototype.hasOwnProperty.call(this.ownEnv, k) && !process.env[k]) this.setUp[k] = String(v);
+    }
+    /** The files written into the agent's home from the cassette's setup. */
+    this.setupFiles = [];
+    if (homeVar && !Object.prototype.hasOwnProperty.call(this.ownEnv, homeVar)) {
+      for (const f of setup.files || []) {
+        const p = path.resolve(this.agentDir, String(f.path));
+        if (!p.startsWith(this.agentDir + path.sep)) continue;
+        fs.mkdirSync(path.dirname(p), { recursive: true });
+        fs.writeFileSync(p, String(f.content));
+        this.setupFiles.push(p);
+      }
+    }
+    Object.assign(this.variables, this.setUp);
+    const ignore = typeof opts.ignore === 'string' ? [opts.ignore] : (opts.ignore || []);
+    if (ignore.length) this.variables[IGNORE_VAR] = ignore.join(',');
+    Object.assign(this.variables, this.ownEnv);
     // PI_HARNESS_HTML=DIR: the leftover check (and a failing test, where the runner tells) writes
     // the replay page there; fake-pi then writes what each start did for it. Unset: nothing.
     this.htmlDir = process.env[HTML_VAR] ? path.resolve(process.env[HTML_VAR]) : null;
@@ -525,6 +589,51 @@ class PiWorld {
     }
     this.html = out;
     return out;
+  }
+
+  /**
+   * What this world set up for the call, a line each: the cassette and agent, each variable it
+   * gave (from the cassette, or the test's own), the agent's home and its files, the fields ignored.
+   */
+  describe() {
+    const lines = [`cassette ${this.cassette} (${AGENTS[this.agent].displayName}, as ${this.agent} on PATH)`];
+    for (const k of Object.keys(this.setUp).sort()) lines.push(`${k}=${this.setUp[k]} (from the cassette: the call needs it set)`);
+    for (const k of Object.keys(this.ownEnv).sort()) lines.push(`${k}=${this.ownEnv[k]} (the test's own)`);
+    const homeVar = AGENTS[this.agent].homeVar;
+    if (homeVar && !Object.prototype.hasOwnProperty.call(this.ownEnv, homeVar)) {
+      const held = this.setupFiles.map((p) => path.relative(this.agentDir, p)).join(', ') || 'nothing';
+      lines.push(`${homeVar}=${this.agentDir} (the world's, holding ${held})`);
+      for (const p of this.setupFiles) {
+        if (!isFile(p)) continue;
+        for (const l of fs.readFileSync(p, 'utf8').split('\n').filter(Boolean)) lines.push(`    ${path.relative(this.agentDir, p)}: ${l}`);
+      }
+    }
+    if (this.variables[IGNORE_VAR]) lines.push(`${IGNORE_VAR}=${this.variables[IGNORE_VAR]} (not compared at replay)`);
+    return lines.join('\n');
+  }
+
+  /**
+   * Throws UnusedCassetteError (one line) when the cassette was never replayed, or a directory of
+   * runs only in part (by fake-pi's FAKE_PI_PLAYED trace).
+   */
+  checkPlayed() {
+    const names = playedIn(this.playedFile);
+    const runs = runsOf(this.cassette);
+    let problem = null;
+    if (!names.length) {
+      // A refused start (fake-pi's report says why) is the CLI run: a test of a refused call
+      // (exit 99) is not one whose cassette went unused.
+      if (!this.report().some((e) => e.exit !== undefined)) {
+        problem = `cassette ${this.cassette} was never replayed: the test's code never ran the CLI (say allowUnused: true if that is expected)`;
+      }
+    } else if (runs.length > 1) {
+      const seen = new Set(names.map((n) => path.basename(n)));
+      const left = runs.map((r) => path.basename(r)).filter((n) => !seen.has(n));
+      if (left.length) {
+        problem = `cassette ${this.cassette} was replayed in part: ${runs.length - left.length} of ${runs.length} runs; never played: ${left.join(', ')} (say allowUnused: true if that is expected)`;
+      }
+    }
+    if (problem) throw oneLine(UnusedCassetteError, problem);
   }
 
   /** Re-recordings of this world's cassette waiting for `pi-harness cassette review`. */
@@ -664,6 +773,7 @@ class PiWorld {
     this.closed = true;
     try {
       await this.checkNoneLeft();
+      if (!this.allowUnused && this.recording === null) this.checkPlayed();
     } finally {
       closeWorld(this.marker);
       fs.rmSync(this.path, { recursive: true, force: true });
@@ -684,9 +794,22 @@ class PiWorld {
  * and its leftovers fail it; a failing test gets fake-pi's own lines added to its error.
  */
 function piWorld(context, options) {
-  if (options === undefined) { options = context; context = undefined; }
-  const opts = typeof options === 'string' ? { cassette: options } : { ...options };
+  return configured({}, context, options);
+}
+
+/** piWorld with `defaults` under the test's options (`env` merged, `ignore` joined). */
+function configured(defaults, context, options) {
+  if (options === undefined && !(context && (context.after || context.onTestFinished || context.task))) {
+    options = context; context = undefined;
+  }
+  const given = typeof options === 'string' ? { cassette: options } : { ...(options || {}) };
+  const opts = { ...defaults, ...given };
+  if (defaults.env && given.env) opts.env = { ...defaults.env, ...given.env };
+  if (defaults.ignore && given.ignore) opts.ignore = [].concat(defaults.ignore, given.ignore);
   if (context && !opts.name) opts.name = context.name || (context.task && context.task.name) || 'test';
+  if (!opts.cassette && context) opts.cassette = defaultCassette(context, opts.cassetteDir);
+  // A world of a test context fails its test when its cassette was never replayed.
+  if (context && opts.allowUnused === undefined) opts.allowUnused = false;
   const world = new PiWorld(opts);
   if (context && typeof context.after === 'function') {
     // node:test: what fake-pi said of its own becomes the test's diagnostics.
@@ -717,8 +840,25 @@ function piWorld(context, options) {
   return world;
 }
 
+/**
+ * A `piWorld` with defaults for every test that uses it (a module's, a suite's): `agent`,
+ * `cassetteDir`, `recordMode`, `ignore`, `env`, `allowUnused`, ...; a test's own options win
+ * (`env` merged, `ignore` joined).
+ */
+piWorld.configure = (defaults) => {
+  const d = { ...(defaults || {}) };
+  const world = (context, options) => configured(d, context, options);
+  world.configure = (more) => piWorld.configure({ ...d, ...more });
+  return world;
+};
+
 module.exports = {
   piWorld,
+  AGENTS,
+  caseName,
+  UnusedCassetteError,
+  IGNORE_VAR,
+  PLAYED_VAR,
   PiWorld,
   binaries,
   corpus,

@@ -60,7 +60,10 @@ class WorldTest(unittest.TestCase):
         self.assertEqual(w.agent, "codex")
         self.assertEqual(os.path.basename(w.agent_path), "codex")
         self.assertEqual(w.env["CODEX_HOME"], str(w.agent_dir))
-        self.assertEqual(os.listdir(w.agent_dir), [])
+        # The cassette set up its CLI: the recorded model and provider in config.toml, a key.
+        self.assertEqual(os.listdir(w.agent_dir), ["config.toml"])
+        self.assertIn('model = "gpt-5.5"', (w.agent_dir / "config.toml").read_text())
+        self.assertTrue(w.env["CODEX_API_KEY"])
         p = subprocess.Popen(
             ["codex", "exec", "--json", "--skip-git-repo-check", "-m", "gpt-5.5", "Say hello."],
             env={**w.env, "CODEX_API_KEY": "sk-test"},
@@ -79,7 +82,7 @@ class WorldTest(unittest.TestCase):
         self.assertEqual(w.agent, "gemini")
         self.assertEqual(os.path.basename(w.agent_path), "gemini")
         self.assertEqual(w.env["GEMINI_CLI_HOME"], str(w.agent_dir))
-        self.assertEqual(os.listdir(w.agent_dir), [])
+        self.assertEqual(os.listdir(w.agent_dir), [".gemini"])
         p = subprocess.Popen(
             ["gemini", "--output-format", "stream-json", "-m", "gemini-2.5-flash", "-y", "-p", "Say hello."],
             env={**w.env, "GEMINI_API_KEY": "test-key-for-gemini"},
@@ -232,7 +235,7 @@ class WorldTest(unittest.TestCase):
             os.environ.pop("CI", None)
             pi_harness.World("mine/hello", record_mode="once")
         self.assertFalse(os.path.exists("mine"))
-        with self.assertRaisesRegex(ValueError, "agent 'opencode': expected 'pi', 'claude', 'codex' or 'gemini'"):
+        with self.assertRaisesRegex(ValueError, "agent 'opencode': expected one of 'pi', 'claude', 'codex', 'gemini'"):
             pi_harness.World("recorded/text_only.pi87", agent="opencode")
 
 

@@ -18,7 +18,8 @@
 //! world.assert_none_left();
 //! ```
 //!
-//! Modules: [`world`] (the world and its cassettes), [`bins`] (where fake-pi and
+//! Modules: [`world`] (the world and its cassettes), [`setup`] (what a cassette sets up for
+//! its call: [`World::fake_pi_set_up`]), [`bins`] (where fake-pi and
 //! pi-supervisor are), [`records`] (cassette lines for hand-made runs), `invariants`
 //! (the normalized stream's rules, checked independently of the mapper), [`messages`]
 //! (reading a message list in assertions), [`process`]
@@ -42,6 +43,7 @@ pub mod process;
 pub mod records;
 #[cfg(feature = "rpc")]
 pub mod rpc;
+pub mod setup;
 pub mod world;
 
 #[cfg(feature = "provider")]

@@ -305,9 +305,10 @@ fn invalid_expectations() {
 }
 
 #[test]
-fn every_effective_field_and_env_can_be_ignored() {
+fn every_effective_field_env_and_stdin_can_be_ignored() {
     let mut want: Vec<&str> = FIELDS.to_vec();
     want.push("env");
+    want.push("stdin");
     assert_eq!(IGNORABLE, &want[..]);
 }
 

@@ -119,6 +119,7 @@ fn assemble(
 ) -> Facts {
     let h = &c.header;
     let total = c.duration_ms;
+    let setup = super::setup::setup(h.agent(), &h.expect, &call.want, &replay);
     Facts {
         file: path.map(Path::to_path_buf),
         scenario: Scenario {
@@ -161,6 +162,8 @@ fn assemble(
             .as_ref()
             .map_or(0, |client| client.steps.left_out()),
         replay,
+        setup,
+        bundled: None,
     }
 }
 

@@ -15,6 +15,8 @@
 //! - `replay`: [`Replay`], a command line that replays the cassette with fake-pi, checked
 //!   against the matching contract before it is printed; `codex`: a Codex cassette's
 //!   (`codex exec ...` and the `CODEX_HOME/config.toml` it needs);
+//! - `setup`: [`setup::Setup`], what a test world sets up for the call (a dummy key, the
+//!   agent's home with the config that gives the recorded values), for the test helpers;
 //! - `text`: [`render_text`], the model as text for a person.
 //!
 //! This module is the command itself: its arguments, reading the cassette, printing.
@@ -34,6 +36,7 @@ pub mod html;
 mod model;
 mod read;
 mod replay;
+pub mod setup;
 #[cfg(test)]
 mod tests;
 mod text;
@@ -51,7 +54,9 @@ pub use text::{action_text, render_text};
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = SHOW_HELP)]
 pub struct ShowArgs {
-    /// The cassette (`.cassette.jsonl`, or compressed: `.zst`, `.gz`); `-` reads it from stdin.
+    /// The cassette (`.cassette.jsonl`, or compressed: `.zst`, `.gz`), or a name in the
+    /// bundled corpus (`codex/codex_text.cx0169`, or as `corpus list` prints it); `-` reads
+    /// it from stdin.
     #[arg(value_name = "FILE|-")]
     pub file: PathBuf,
     /// Print the same facts as one JSON object (its fields are listed below).
@@ -65,6 +70,7 @@ pub struct ShowArgs {
 
 const SHOW_HELP: &str = "Examples:
   pi-harness cassette show cassettes/recorded/text_only.pi87.cassette.jsonl
+  pi-harness cassette show codex/codex_text.cx0169     # a name in the bundled corpus
   pi-harness cassette show --json cassettes/recorded/session_resume.pi152.cassette.jsonl | jq .replay.command
   zcat x.cassette.jsonl.gz | pi-harness cassette show -
   pi-harness cassette show cassettes/recorded/tool_bash.pi87.cassette.jsonl --html tool_bash.html
@@ -78,7 +84,7 @@ unless the cassette says `syntax: true`. The replay command runs fake-pi (on PAT
   file          the cassette's absolute path (null for stdin)
   scenario      {name, description, tags}
   pi            {version, dialect, replayable: whether fake-pi knows this pi version,
-                agent: pi, claude or codex, the program the cassette imitates}
+                agent: pi, claude, codex or gemini, the program the cassette imitates}
   origin        {kind, timing, source, notes}
   expects       what the caller must send: {any: true when nothing is checked,
                 effective: {mode, provider, model, thinking, tools, system_prompt,
@@ -106,6 +112,14 @@ unless the cassette says `syntax: true`. The replay command runs fake-pi (on PAT
                 gemini_settings (a Gemini CLI cassette: the settings.json the
                 command writes into a fresh GEMINI_CLI_HOME's .gemini; else null),
                 hangs, notes: [...]}
+  setup         what a test world (pytest's pi_world, Node's piWorld, pi_testkit::World)
+                sets up where the test did not: {env: {NAME: value} (a dummy key; a
+                variable the CLI sets itself, as it sets it), home_var (the agent's home
+                variable, pointed at a fresh directory, or null), files: [{path (below
+                that home), content}] (pi's settings.json, Codex's config.toml, Gemini
+                CLI's .gemini/settings.json: the recorded model and settings)}
+  bundled       the name the cassette was given by, when it is the bundled corpus's
+                (codex/codex_text.cx0169), else null
 
 --html OUT.html writes one page (no network, nothing fetched: open it in any browser): a
 row of marks per kind of record (session, assistant text, thinking, tool call/result,
@@ -130,17 +144,26 @@ is a symbolic link, a directory or not a regular file, or the cassette itself.";
 /// Run `pi-harness cassette show`; returns the exit status.
 pub fn show_command(args: &ShowArgs) -> i32 {
     if let Some(out) = &args.html {
-        return match html::write_page(&args.file, out) {
+        let file = match conformance::names::resolve(&args.file) {
+            Ok((file, _)) => file,
+            Err(e) => return CliError::usage(e).report(),
+        };
+        return match html::write_page(&file, out) {
             Ok(()) => EXIT_OK,
             Err(e) => e.report(),
         };
     }
-    let (cassette, path) = match load(&args.file) {
+    // A file, else a name in the bundled corpus (any form of it); else "did you mean".
+    let (file, bundled) = match conformance::names::resolve(&args.file) {
+        Ok(x) => x,
+        Err(e) => return CliError::usage(e).report(),
+    };
+    let (cassette, path) = match load(&file) {
         Ok(x) => x,
         Err(e) => return e.report(),
     };
     let facts = match facts(&cassette, path.as_deref()) {
-        Ok(f) => f,
+        Ok(f) => Facts { bundled, ..f },
         Err(what) => {
             let name = path
                 .as_deref()

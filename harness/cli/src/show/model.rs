@@ -13,6 +13,7 @@ use serde::{Serialize, Serializer};
 use serde_json::{json, Value};
 
 use super::replay::Replay;
+use super::setup::Setup;
 
 /// Everything `show` says about a cassette.
 #[derive(Debug, Clone, Serialize)]
@@ -52,6 +53,10 @@ pub struct Facts {
     pub client_left_out: usize,
     /// A command line that replays the cassette with fake-pi.
     pub replay: Replay,
+    /// What a test world sets up for the call (the test helpers read it from `--json`).
+    pub setup: Setup,
+    /// The bundled cassette's name, when the cassette was named so (`codex/codex_text.cx0169`).
+    pub bundled: Option<String>,
 }
 
 /// The recorded scenario: what the run is about.

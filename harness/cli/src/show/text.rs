@@ -40,6 +40,8 @@ pub fn render_text(f: &Facts, color: bool) -> String {
     page.blank();
     placeholders(&mut page, f);
     page.blank();
+    world_setup(&mut page, f);
+    page.blank();
     let heading = page.bold("Replay with fake-pi");
     page.line(&heading);
     page.line(&format!("  {}", f.replay.command_line()));
@@ -111,6 +113,38 @@ fn title(page: &mut Page, f: &Facts) {
     }
     if let Some(p) = &f.file {
         page.row("file", &p.display().to_string());
+    }
+    if let Some(n) = &f.bundled {
+        page.row("bundled as", n);
+    }
+}
+
+/// What a test world sets up (`--json`'s `setup`): the variables, the home and its files.
+fn world_setup(page: &mut Page, f: &Facts) {
+    let s = &f.setup;
+    let heading = page.bold(
+        "What a test world sets up (pytest's pi_world, Node's piWorld, pi_testkit::World; the test's own values win)",
+    );
+    page.line(&heading);
+    for (k, v) in &s.env {
+        page.row(k, v);
+    }
+    if let Some(home) = s.home_var {
+        let what = if s.files.is_empty() {
+            "a fresh directory of the test's".to_string()
+        } else {
+            let names: Vec<&str> = s.files.iter().map(|f| f.path.as_str()).collect();
+            format!(
+                "a fresh directory of the test's, holding {}",
+                names.join(", ")
+            )
+        };
+        page.row(home, &what);
+    }
+    for file in &s.files {
+        for l in file.content.lines() {
+            page.line(&format!("    {}: {l}", file.path));
+        }
     }
 }
 

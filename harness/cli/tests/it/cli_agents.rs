@@ -72,3 +72,40 @@ fn an_agent_nobody_registered_is_refused_with_every_registered_name() {
         );
     }
 }
+
+/// `pi-harness agents --json` is the registry as the test helpers read it (the Python and
+/// Node packages' tests compare what they name with it): each row's variables and releases,
+/// in the registry's order; the text form has a line per agent.
+#[test]
+fn agents_json_is_the_registry() {
+    let o = pih().args(["agents", "--json"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows.len(), Agent::ALL.len());
+    for (row, agent) in rows.iter().zip(Agent::ALL) {
+        let s = agent.spec();
+        assert_eq!(row["name"], s.name);
+        assert_eq!(row["display_name"], s.display_name);
+        assert_eq!(row["header_key"], s.header_key);
+        assert_eq!(row["home_var"].as_str(), s.home_var);
+        assert_eq!(row["api_key_var"].as_str(), s.api_key_var);
+        assert_eq!(row["newest"], s.newest().version);
+        let versions: Vec<&str> = row["releases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["version"].as_str().unwrap())
+            .collect();
+        assert_eq!(versions, s.versions());
+    }
+    let (code, text) = output(&["agents"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(text.lines().count(), Agent::ALL.len(), "{text}");
+    for agent in Agent::ALL {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{} ", agent.name())))
+            .unwrap_or_else(|| panic!("no line for {agent}:\n{text}"));
+        assert!(line.contains(agent.display_name()), "{line}");
+    }
+}

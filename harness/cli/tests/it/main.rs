@@ -24,6 +24,7 @@ mod cli_record_mode;
 mod cli_record_names;
 mod cli_run;
 mod cli_serve_llm;
+mod cli_setup;
 mod cli_show;
 mod closed_stdout;
 mod codex_run;

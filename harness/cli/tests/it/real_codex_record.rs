@@ -262,3 +262,72 @@ fn real_codex_that_never_reaches_the_model_writes_nothing() {
     assert!(!out.exists());
     w.assert_none_left_within(Duration::from_secs(2));
 }
+
+/// `record --record-mode once --replay-with fake-pi` as a test world's `codex` runs it: a
+/// wrapper's call with no model, no key and an empty CODEX_HOME of the world's is recorded,
+/// then replayed with what the recording needs that the recorder gave real Codex itself (the
+/// key of its provider, config.toml with the model), so the first call passes as the next
+/// ones do. Before, the replay right after the recording was refused (exit 99: model,
+/// provider and key), and only a later world got the cassette's setup.
+#[test]
+fn real_codex_record_once_then_replay_passes_with_no_setup_of_the_callers() {
+    let Some(codex) = real_codex() else {
+        return;
+    };
+    let w = World::new("real_codex_once");
+    let home = w.path().join("codex-home");
+    std::fs::create_dir(&home).unwrap();
+    let script = w.write(
+        "hello.llm.json",
+        r#"{"turns": [{"text": ["Hi ", "there."]}]}"#,
+    );
+    let out = w.path().join("hello.cassette.jsonl");
+    let run = || {
+        pih()
+            .env(MARKER_VAR, w.marker())
+            .env("CODEX_HOME", &home)
+            .env_remove("CI")
+            .env_remove("FAKE_API_KEY")
+            .args([
+                "record",
+                "--agent",
+                "codex",
+                "--record-mode",
+                "once",
+                "--script",
+            ])
+            .arg(&script)
+            .arg("--out")
+            .arg(&out)
+            .arg("--pi")
+            .arg(&codex)
+            .arg("--replay-with")
+            .arg(pi_testkit::fake_pi())
+            .args([
+                "--",
+                "exec",
+                "--json",
+                "--skip-git-repo-check",
+                "Say hello.",
+            ])
+            .write_stdin("")
+            .timeout(Duration::from_secs(180))
+            .output()
+            .unwrap()
+    };
+    for pass in ["records, then replays", "replays"] {
+        let o = run();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{pass}: {err}");
+        assert!(
+            String::from_utf8_lossy(&o.stdout)
+                .contains(r#""type":"agent_message","text":"Hi there.""#),
+            "{pass}: {err}"
+        );
+        assert!(!err.contains("expectation mismatch"), "{pass}: {err}");
+    }
+    assert!(std::fs::read_to_string(home.join("config.toml"))
+        .unwrap()
+        .contains("model"));
+    w.assert_none_left_within(Duration::from_secs(5));
+}

@@ -76,10 +76,10 @@ test('ten lines replay a bundled cassette through a wrapper', async (t) => {
 
 test('zstd cassettes run under their agent\'s name', async (t) => {
   // The bundled long answer is zstd (what the recorder writes for a large run).
-  const w = piWorld(t, { cassette: 'recorded/long_answer.pi73' });
+  const w = piWorld(t, { cassette: 'recorded/long_answer.pi73', allowUnused: true });
   assert.match(w.cassette, /\.cassette\.jsonl\.zst$/);
   assert.equal(w.agent, 'pi');
-  const c = piWorld(t, { cassette: path.join(here, 'fixtures', 'claude_text.cc21330.cassette.jsonl.zst') });
+  const c = piWorld(t, { cassette: path.join(here, 'fixtures', 'claude_text.cc21330.cassette.jsonl.zst'), allowUnused: true });
   assert.equal(c.agent, 'claude');
   assert.equal(path.basename(c.agentPath), 'claude');
 });
@@ -102,8 +102,8 @@ test('the pi the wrapper starts is the native fake-pi', async (t) => {
 });
 
 test('the world: a private PATH, the cassette, instant replay, an empty agent dir, a marker', (t) => {
-  const a = piWorld(t, 'claude/claude_bridge_default.cc21332');
-  const b = piWorld(t, { cassette: 'recorded/text_only.pi87', speed: 1 });
+  const a = piWorld(t, { cassette: 'claude/claude_bridge_default.cc21332', allowUnused: true });
+  const b = piWorld(t, { cassette: 'recorded/text_only.pi87', speed: 1, allowUnused: true });
   assert.equal(a.agent, 'claude');
   assert.equal(path.basename(a.agentPath), 'claude');
   assert.equal(b.agent, 'pi');
@@ -343,7 +343,9 @@ test('a Codex cassette gives a codex with a CODEX_HOME of its own', async (t) =>
   assert.equal(w.agent, 'codex');
   assert.equal(path.basename(w.agentPath), 'codex');
   assert.equal(w.env.CODEX_HOME, w.agentDir);
-  assert.deepEqual(fs.readdirSync(w.agentDir), []);
+  // The cassette set up its CLI: the recorded model and provider in config.toml.
+  assert.deepEqual(fs.readdirSync(w.agentDir), ['config.toml']);
+  assert.match(fs.readFileSync(path.join(w.agentDir, 'config.toml'), 'utf8'), /^model = "gpt-5\.5"$/m);
   const out = execFileSync('codex', ['exec', '--json', '--skip-git-repo-check', '-m', 'gpt-5.5', 'Say hello.'],
     { env: { ...w.env, CODEX_API_KEY: 'sk-test' }, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
   assert.match(out, /"type":"agent_message","text":"Hello from the scripted model\."/);
@@ -372,7 +374,7 @@ test('bad input: one clear line', (t) => {
     fs.rmSync(dir, { recursive: true, force: true });
   }
   assert.throws(() => new PiWorld({ cassette: 'recorded/text_only.pi87', agent: 'opencode' }), {
-    message: "agent 'opencode': expected 'pi', 'claude', 'codex' or 'gemini'",
+    message: "agent 'opencode': expected one of 'pi', 'claude', 'codex', 'gemini'",
   });
 });
 

@@ -1,5 +1,5 @@
-"""pi-harness for Python: fake-pi (a native binary) replaying recorded pi and Claude Code
-runs for the wrapper you test, and the proof that nothing your test started is left.
+"""pi-harness for Python: fake-pi (a native binary) replaying recorded runs of pi, Claude Code,
+Codex and Gemini CLI for the wrapper you test, and the proof that nothing your test started is left.
 
 pytest (the plugin loads itself)::
 
@@ -28,13 +28,16 @@ from ._world import (
     CassetteNotFound,
     LeftoverError,
     RecordModeUnavailable,
+    UnusedCassette,
     World,
     resolve_cassette,
 )
+from ._setup import AGENTS, case_name
 
 __version__ = _version()
 
 __all__ = [
+    "AGENTS",
     "HTML_VAR",
     "MARKER_VAR",
     "RECORD_MODES",
@@ -43,9 +46,11 @@ __all__ = [
     "LeftoverError",
     "Proc",
     "RecordModeUnavailable",
+    "UnusedCassette",
     "UnsupportedPlatform",
     "World",
     "__version__",
+    "case_name",
     "check_platform",
     "corpus",
     "fake_pi_path",

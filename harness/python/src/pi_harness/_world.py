@@ -1,7 +1,8 @@
 """One test's world, without pytest: a temp dir, fake-pi on a private ``PATH`` under the
-agent's name (``pi`` or ``claude``), a cassette, an empty agent dir, instant replay, a unique
-marker, fake-pi's report file, and at the end the proof that nothing the test started is
-left (what is left is killed and named)."""
+agent's name (``pi``, ``claude``, ``codex``, ``gemini``), a cassette, the agent's home with what the
+cassette sets up (a dummy key, the recorded config), instant replay, a unique marker, fake-pi's
+report file, and at the end the proof that nothing the test started is left (what is left is
+killed and named) and, when asked, that the cassette was replayed."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
-from . import _bins, _procs
+from . import _bins, _procs, _setup
+from ._setup import AGENTS, IGNORE_VAR, PLAYED_VAR, case_name
 
 MARKER_VAR = "PI_HARNESS_TEST_MARKER"
 REPORT_VAR = "FAKE_PI_REPORT"
@@ -45,6 +47,11 @@ class LeftoverError(AssertionError):
 
 class CassetteNotFound(FileNotFoundError):
     """A cassette that is neither a file nor a name in the bundled corpus."""
+
+
+class UnusedCassette(AssertionError):
+    """The test's cassette was never replayed (its code never ran the CLI), or a directory of
+    runs was replayed only in part; raised by :meth:`World.close` unless ``allow_unused``."""
 
 
 class RecordModeUnavailable(ValueError):
@@ -138,21 +145,25 @@ def parse_report(data: bytes, name: str) -> List[Dict[str, Any]]:
 
 def resolve_cassette(cassette: Union[str, "os.PathLike[str]"]) -> Path:
     """A cassette file: ``cassette`` itself when it is a file, else a name in the bundled
-    corpus (``recorded/text_only.pi87``, ``claude/claude_bridge_default.cc21332``, with or
-    without ``.cassette.jsonl``)."""
+    corpus in any form ``pi-harness corpus list`` prints or the tools take
+    (``codex/codex_text.cx0169``, ``cassettes/codex/codex_text.cx0169.cassette.jsonl``).
+    :class:`CassetteNotFound` says the nearest bundled name when there is one."""
     given = Path(cassette)
-    if given.is_file():
+    if given.is_file() or (given.is_dir() and _setup.runs_of(given)):
         return given.resolve()
     name = str(cassette)
     if not given.is_absolute() and ".." not in given.parts:
         root = _bins.corpus() / "cassettes"
         for suffix in SUFFIXES:
-            p = root / (name + suffix)
+            p = root / (case_name(name) + suffix)
             if p.is_file():
                 return p
+    _, why = _setup.show(name)
+    hint = why.split("; did you mean ", 1)[1] if "; did you mean " in why else ""
     raise CassetteNotFound(
         f"no cassette {name!r}: not a file, nor a name in the bundled corpus"
         " (pi-harness corpus list shows them, e.g. recorded/text_only.pi87)"
+        + (f"; did you mean {hint}" if hint else "")
     )
 
 
@@ -221,6 +232,20 @@ class World:
     ``pi-harness cassette review``: :meth:`pending`). Real pi: ``real_pi``, else
     ``$PI_HARNESS_REAL_PI``, else ``pi-harness install pi VERSION --print-path`` (``pi_version``,
     ``$PI_HARNESS_PI_VERSION``, default 1.5.2).
+
+    **The cassette sets up its CLI.** Where the test gives nothing of its own, the world gives
+    the call what the recording had (``pi-harness cassette show --json``'s ``setup``): a dummy
+    key in the variable the CLI reads (``CODEX_API_KEY``, ``GEMINI_API_KEY``,
+    ``ANTHROPIC_API_KEY``) and the agent's home (``PI_CODING_AGENT_DIR``, ``CODEX_HOME``,
+    ``GEMINI_CLI_HOME``: the world's agent dir) holding the config that gives the recorded
+    values (pi's ``settings.json``, Codex's ``config.toml``, Gemini CLI's
+    ``.gemini/settings.json``). ``env`` (variable -> value) overrides any of it: a home of the
+    test's own gets no file. A wrapper that passes its own flags or config is still compared
+    exactly. :meth:`describe` lists what was set up. ``ignore``: fields fake-pi does not
+    compare for this world (``FAKE_PI_IGNORE``: ``model``, ``env``, ``stdin``, ...; the file
+    is not rewritten). ``allow_unused=False``: :meth:`close` raises :class:`UnusedCassette`
+    when the cassette was never replayed, or a directory of runs only in part (the pytest
+    plugin and ``piWorld`` with a test context check it unless told ``allow_unused``).
     """
 
     def __init__(
@@ -236,6 +261,9 @@ class World:
         real_pi: Optional[Union[str, "os.PathLike[str]"]] = None,
         pi_version: Optional[str] = None,
         subreaper: bool = True,
+        env: Optional[Dict[str, str]] = None,
+        ignore: Sequence[str] = (),
+        allow_unused: bool = True,
     ) -> None:
         record_mode = record_mode or os.environ.get("PI_HARNESS_RECORD_MODE") or "none"
         check_record_mode(record_mode)
@@ -259,9 +287,16 @@ class World:
             raise CassetteNotFound(str(missing))
         else:
             self.cassette = found
-        self.agent = agent or agent_of(self.cassette)
-        if self.agent not in ("pi", "claude", "codex", "gemini"):
-            raise ValueError(f"agent {self.agent!r}: expected 'pi', 'claude', 'codex' or 'gemini'")
+        # What the recording asks of the call (none while recording: there is no cassette yet).
+        # (a directory of runs: its first run's)
+        first = _setup.runs_of(Path(self.cassette))[0] if self.recording is None else Path(self.cassette)
+        facts = _setup.show(str(first))[0] if self.recording is None else None
+        shown = ((facts or {}).get("pi") or {}).get("agent")
+        recorded_as = self.recording["agent"] if self.recording is not None else None
+        self.agent = agent or recorded_as or (shown if shown in AGENTS else None) or agent_of(first)
+        if self.agent not in AGENTS:
+            raise ValueError(f"agent {self.agent!r}: expected one of {', '.join(repr(a) for a in AGENTS)}")
+        self.allow_unused = allow_unused
         clean = "".join(c if c.isalnum() else "_" for c in name)[:60]
         self.path = Path(tempfile.mkdtemp(prefix=f"pih-{clean}-"))
         self.bin_dir = self.path / "bin"
@@ -271,7 +306,7 @@ class World:
         else:
             # Recording: `pi` records the call (once) with real pi, then fake-pi replays it.
             r = self.recording
-            words = [str(_bins.pi_harness()), "record", "--record-mode", self.record_mode,
+            words = [str(_bins.pi_harness()), "record", "--agent", self.agent, "--record-mode", self.record_mode,
                      "--script", str(r["script"]), "--out", str(self.cassette), "--pi", str(r["pi"]),
                      "--replay-with", str(self.fake_pi), "--"]
             shim = self.bin_dir / self.agent
@@ -290,13 +325,28 @@ class World:
             MARKER_VAR: self.marker,
             REPORT_VAR: str(self.report_file),
         }
-        if self.agent == "codex":
-            # Codex reads its config.toml from here: empty, so only the caller's flags and -c count.
-            self.variables["CODEX_HOME"] = str(self.agent_dir)
-        if self.agent == "gemini":
-            # Gemini CLI reads GEMINI_CLI_HOME/.gemini/settings.json (not HOME's): none, so only
-            # the caller's flags and environment count.
-            self.variables["GEMINI_CLI_HOME"] = str(self.agent_dir)
+        home_var = AGENTS[self.agent]["home_var"]
+        if home_var:
+            # The agent reads its config from here (Codex's config.toml, Gemini CLI's
+            # .gemini/settings.json, pi's settings.json): the recording's, unless the test's own.
+            self.variables[home_var] = str(self.agent_dir)
+        self.played_file = self.path / "fake-pi-played.jsonl"
+        self.variables[PLAYED_VAR] = str(self.played_file)
+        self.setup = _setup.Setup(facts)
+        own = dict(env or {})
+        # (a variable the test's environment already has is the test's: left as it is)
+        self.set_up: Dict[str, str] = {
+            k: v for k, v in self.setup.env.items() if k not in own and not os.environ.get(k)
+        }
+        self.variables.update(self.set_up)
+        self.setup_files: List[Path] = []
+        if home_var and home_var not in own:
+            self.setup_files = self.setup.write_files(self.agent_dir)
+        if ignore:
+            names = [ignore] if isinstance(ignore, str) else list(ignore)
+            self.variables[IGNORE_VAR] = ",".join(names)
+        self.own_env = own
+        self.variables.update(own)
         # PI_HARNESS_HTML=DIR: a failing test (and the leftover check) writes its replay page
         # there; fake-pi then writes what each start did for it. Unset: nothing is written.
         self.html_dir: Optional[Path] = Path(os.environ[HTML_VAR]).absolute() if os.environ.get(HTML_VAR) else None
@@ -316,11 +366,18 @@ class World:
         real_pi: Optional[Union[str, "os.PathLike[str]"]],
         pi_version: Optional[str],
         agent: Optional[str],
-    ) -> Dict[str, Path]:
-        """What recording ``target`` needs: its LLM script and a real pi."""
-        if agent not in (None, "pi") or (target.is_file() and agent_of(target) != "pi"):
+    ) -> Dict[str, Any]:
+        """What recording ``target`` needs: the agent (``agent``, else the existing cassette's,
+        else pi), its LLM script and the real CLI (``real_pi``, else
+        ``$PI_HARNESS_REAL_<AGENT>``, else ``pi-harness install AGENT VERSION``: ``pi_version``,
+        ``$PI_HARNESS_PI_VERSION`` and 1.5.2 for pi, the newest pinned release for the others)."""
+        agent = agent or (agent_of(target) if target.is_file() else "pi")
+        if agent not in AGENTS:
+            raise ValueError(f"agent {agent!r}: expected one of {', '.join(repr(a) for a in AGENTS)}")
+        if agent == "claude":
             raise RecordModeUnavailable(
-                "recording from tests is for pi's json mode; record Claude Code, Codex and Gemini CLI cassettes with pi-harness record --agent claude|codex|gemini"
+                "recording Claude Code from a test's call is not supported: its stream-json session needs a client"
+                " script; record it with pi-harness record --agent claude --client-script FILE"
             )
         script_path = Path(script).absolute() if script is not None else script_beside(target)
         if not script_path.is_file():
@@ -328,19 +385,60 @@ class World:
                 f"no LLM script {str(script_path)!r} to record {str(target)!r} from"
                 " (write it beside the cassette, or pass script=...; format: pi-harness record --help)"
             )
-        pi = real_pi or os.environ.get("PI_HARNESS_REAL_PI")
-        if not pi:
-            version = pi_version or os.environ.get("PI_HARNESS_PI_VERSION") or DEFAULT_PI_VERSION
+        real = real_pi or os.environ.get(f"PI_HARNESS_REAL_{agent.upper()}")
+        if not real:
+            if agent == "pi":
+                version = pi_version or os.environ.get("PI_HARNESS_PI_VERSION") or DEFAULT_PI_VERSION
+            else:
+                rows = json.loads(
+                    subprocess.run(
+                        [str(_bins.pi_harness()), "agents", "--json"], stdin=subprocess.DEVNULL,
+                        capture_output=True, text=True, check=True,
+                    ).stdout
+                )
+                version = pi_version or next(r["newest"] for r in rows if r["name"] == agent)
             p = subprocess.run(
-                [str(_bins.pi_harness()), "install", "pi", version, "--print-path"],
+                [str(_bins.pi_harness()), "install", agent, version, "--print-path"],
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 text=True,
             )
             if p.returncode != 0:
-                raise RecordModeUnavailable(p.stderr.strip() or f"pi-harness install pi {version} failed")
-            pi = p.stdout.strip()
-        return {"script": script_path, "pi": Path(pi)}
+                raise RecordModeUnavailable(p.stderr.strip() or f"pi-harness install {agent} {version} failed")
+            real = p.stdout.strip()
+        return {"script": script_path, "pi": Path(real), "agent": agent}
+
+    def describe(self) -> str:
+        """What this world set up for the call, a line each: the cassette and agent, each
+        variable it gave (from the cassette, or the test's own), the agent's home and the files
+        written there, the fields ignored at replay."""
+        lines = [f"cassette {self.cassette} ({AGENTS[self.agent]['display_name']}, as {self.agent} on PATH)"]
+        for k, v in sorted(self.set_up.items()):
+            lines.append(f"{k}={v} (from the cassette: the call needs it set)")
+        for k, v in sorted(self.own_env.items()):
+            lines.append(f"{k}={v} (the test's own)")
+        home_var = AGENTS[self.agent]["home_var"]
+        if home_var and home_var not in self.own_env:
+            held = ", ".join(str(p.relative_to(self.agent_dir)) for p in self.setup_files) or "nothing"
+            lines.append(f"{home_var}={self.agent_dir} (the world's, holding {held})")
+            for p in self.setup_files:
+                try:
+                    text = p.read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError):
+                    text = "(gone)"
+                for line in text.splitlines():
+                    lines.append(f"    {p.relative_to(self.agent_dir)}: {line}")
+        if IGNORE_VAR in self.variables:
+            lines.append(f"{IGNORE_VAR}={self.variables[IGNORE_VAR]} (not compared at replay)")
+        return "\n".join(lines)
+
+    def check_played(self) -> None:
+        """Raise :class:`UnusedCassette` when the cassette was never replayed, or a directory of
+        runs only in part (by fake-pi's ``FAKE_PI_PLAYED`` trace)."""
+        refused = any("exit" in entry for entry in self.report())
+        problem = _setup.unused(Path(self.cassette), self.played_file, refused=refused)
+        if problem is not None:
+            raise UnusedCassette(problem)
 
     def pending(self) -> List[Path]:
         """Re-recordings of this world's cassette waiting for ``pi-harness cassette review``."""
@@ -436,9 +534,11 @@ class World:
         if self._closed:
             return
         self._last_report = self.report()
-        self._closed = True
+        self._closed = True  # (report() now gives the last one: the temp dir goes)
         try:
             self.check_none_left()
+            if not self.allow_unused and self.recording is None:
+                self.check_played()
         finally:
             self._watch.close()
             shutil.rmtree(self.path, ignore_errors=True)
