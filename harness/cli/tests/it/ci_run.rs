@@ -376,3 +376,86 @@ fn the_lanes_install_every_pinned_release_and_nothing_else() {
     .collect();
     assert_eq!(lanes, pinned, ".ci/run's LANES against the pinned releases");
 }
+
+/// `bash -c SCRIPT` in a temp dir holding a copy of `.ci/` and `scripts/jobs.sh`.
+fn in_ci_copy(w: &pi_testkit::World, script: &str) -> Output {
+    copy_tree(&repo().join(".ci"), &w.path().join(".ci"));
+    copy_tree(
+        &repo().join("scripts/jobs.sh"),
+        &w.path().join("scripts/jobs.sh"),
+    );
+    Command::new("bash")
+        .args(["-c", script])
+        .current_dir(w.path())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_timing_table_is_printed_when_a_step_fails_and_the_run_stops_there() {
+    let w = pi_testkit::World::new("ci_table");
+    let o = in_ci_copy(
+        &w,
+        "set -euo pipefail; source .ci/lib.sh; trap ci_table EXIT
+         ci_step first true
+         ci_step second bash -c 'echo to the log; exit 3'
+         ci_step third true",
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let table: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("=== timing"))
+        .collect();
+    assert!(table.len() >= 5, "{out}");
+    assert!(
+        table[2].starts_with("first ") && table[2].ends_with(" ok"),
+        "{out}"
+    );
+    assert!(
+        table[3].starts_with("second ") && table[3].ends_with("FAILED (exit 3)"),
+        "{out}"
+    );
+    assert!(table[4].starts_with("total "), "{out}");
+    assert!(!out.contains("third"), "{out}");
+    assert!(out.contains("to the log"), "{out}");
+}
+
+#[test]
+fn jobs_side_by_side_print_each_output_whole_and_name_the_one_that_failed() {
+    let w = pi_testkit::World::new("ci_jobs");
+    let o = in_ci_copy(
+        &w,
+        "source scripts/jobs.sh
+         job() {
+           echo \"$1 begins\"
+           # 3 ends only once 1 has: it must run beside 2 and then 1 (at most 10 s).
+           if [ \"$1\" = 3 ]; then
+             for i in $(seq 100); do [ -e one-ended ] && break; sleep 0.1; done
+             [ -e one-ended ] || echo '3 waited in vain'
+           fi
+           if [ \"$1\" = 1 ]; then touch one-ended; fi
+           echo \"$1 ends\"
+           [ \"$1\" != 2 ]
+         }
+         run_jobs 2 job 3 2 1",
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    for j in ["1", "2", "3"] {
+        assert!(
+            out.contains(&format!("{j} begins\n{j} ends\n")),
+            "job {j} whole: {out}"
+        );
+    }
+    // 2 and 1 ran beside 3 (two at a time): they ended before it.
+    assert!(
+        out.find("1 ends").unwrap() < out.find("3 ends").unwrap(),
+        "{out}"
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("run_jobs: failed: 2\n"),
+        "{}",
+        text(&o)
+    );
+}
