@@ -59,8 +59,8 @@ release_of() { # CLI path -> NAME@VERSION of the first package.json above its re
   dir="$(dirname "$(readlink -f "$1")")"
   while :; do
     if [ -f "$dir/package.json" ]; then
-      # Its top-level keys: on lines indented by two spaces at most (npm writes them so).
-      top="$(grep -E '^( {0,2}|\{ *)"' "$dir/package.json" || true)"
+      # Its top-level keys: on lines indented by one tab or two spaces at most.
+      top="$(grep -E '^(	| {0,2}|\{ *)"' "$dir/package.json" || true)"
       name="$(grep -o '"name": *"[^"]*"' <<<"$top" | head -1 | sed 's/.*: *"//; s/"$//')"
       version="$(grep -o '"version": *"[^"]*"' <<<"$top" | head -1 | sed 's/.*: *"//; s/"$//')"
       if [ -n "$name" ] && [ -n "$version" ]; then
@@ -71,7 +71,7 @@ release_of() { # CLI path -> NAME@VERSION of the first package.json above its re
     [ "$dir" != / ] || break
     dir="$(dirname "$dir")"
   done
-  echo "no package.json above $1"
+  echo "no package.json above the CLI"
 }
 
 inputs() { # the stamp's lines for the gate read by gate_row (what the inputs are now)

@@ -117,11 +117,7 @@ impl Gate {
             } else {
                 let pkg = w.path().join(name).join("cli").join(&input);
                 std::fs::create_dir_all(&pkg).unwrap();
-                std::fs::write(
-                    pkg.join("package.json"),
-                    format!(r#"{{"name": "@x/{input}", "version": "1.0.0"}}"#),
-                )
-                .unwrap();
+                std::fs::write(pkg.join("package.json"), package_json(&input, "1.0.0")).unwrap();
                 executable(&pkg.join("cli"), "#!/bin/sh\n");
                 vars.insert(input, pkg.join("cli"));
             }
@@ -202,6 +198,14 @@ impl Gate {
     }
 }
 
+/// A CLI's package.json as npm packages have them: tab-indented here (as pi's), with a nested
+/// `name` before the package's own.
+fn package_json(var: &str, version: &str) -> String {
+    format!(
+        "{{\n\t\"author\": {{\n\t\t\"name\": \"someone\"\n\t}},\n\t\"name\": \"@x/{var}\",\n\t\"version\": \"{version}\"\n}}\n"
+    )
+}
+
 fn first_file(dir: &Path) -> PathBuf {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
@@ -260,7 +264,14 @@ fn fires_when_any_input_changes(gate: usize) {
         let o = g.run(&[name]);
         assert!(o.status.success(), "{name}: {}", text(&o));
         assert_eq!(g.calls(), format!("{check}\n"), "{name}: what ran");
-        assert!(!g.stamp().is_empty());
+        for v in g.vars.keys() {
+            let line = format!("\nrelease  {v}=@x/{v}@1.0.0\n");
+            assert!(
+                g.stamp().contains(&line),
+                "{name}: {line:?} in {}",
+                g.stamp()
+            );
+        }
         // The stamp current: nothing runs.
         assert_eq!(g.fires(), None, "{name}: just stamped");
         let o = g.run(&[name]);
@@ -282,11 +293,7 @@ fn fires_when_any_input_changes(gate: usize) {
         }
         for (v, cli) in &g.vars {
             let pj = cli.parent().unwrap().join("package.json");
-            g.fires_on(
-                &pj,
-                &format!(r#"{{"name": "@x/{v}", "version": "1.0.1"}}"#),
-                v,
-            );
+            g.fires_on(&pj, &package_json(v, "1.0.1"), v);
         }
         if g.node {
             let version = Path::new(&g.path[..g.path.find(':').unwrap()]).join("node-version");
