@@ -218,6 +218,6 @@ ci_table() {
   # Dependencies compiled more than once for one (profile, mode): each should be once.
   local twice
   twice=$(cat "$ci_out"/rustc/* 2>/dev/null | awk -F'\t' '$2 != "local"' | sort | uniq -d | awk -F'\t' '{ printf "%s %s (%s, %s); ", $2, $1, $3, $4 }')
-  echo "dependencies compiled twice for one profile and mode: ${twice:-none}"
+  echo "dependencies compiled twice for one profile and mode (in one target directory): ${twice:-none}"
   return "$status"
 }
