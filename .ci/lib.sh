@@ -154,7 +154,7 @@ ci_jobs() { # MAX FUNC ARG...: `FUNC ARG` for each ARG as a job, at most MAX at 
       for pid in "${mine[@]}"; do [ -n "${ci_name_of[$pid]:-}" ] && left+=("$pid"); done
       mine=("${left[@]+"${left[@]}"}")
     done
-    ci_start "$func-$arg" "$func" "$arg"
+    ci_start "$arg" "$func" "$arg"
     mine+=("$!")
   done
   while [ ${#mine[@]} -gt 0 ]; do
