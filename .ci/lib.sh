@@ -25,6 +25,8 @@ ci_job=010-main
 ci_nstep=0
 
 export RUSTC_WRAPPER="$PWD/.ci/rustc-log"
+# wait_any
+source scripts/jobs.sh
 
 ci_secs() { # START -> seconds since START, one decimal
   awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'
@@ -100,8 +102,10 @@ ci_start() { # [--nice] NAME CMD...: start CMD as the job NAME
 }
 
 ci_wait_one() { # PID...: wait for one of these jobs to end, print its log
-  local pid status=0 name
-  wait -n -p pid "$@" || status=$?
+  local pid status name
+  wait_any "$@"
+  pid=$REAPED status=$REAPED_STATUS
+  [ -n "$pid" ] || return 0
   name="${ci_name_of[$pid]}"
   printf '\n=== job %s: %s after %s s; its log:\n' "$name" \
     "$([ "$status" -eq 0 ] && echo passed || echo "FAILED (exit $status)")" "$(ci_secs "${ci_start_of[$pid]}")"

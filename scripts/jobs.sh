@@ -3,11 +3,32 @@
 #   run_jobs N FUNC ARG...   runs `FUNC ARG` for each ARG, at most N at a time (N=1: one after
 #                            another, as written), each job's output printed whole when it ends;
 #                            returns 1 when one failed (after all ended), naming those that did
+#   wait_any PID...          waits until one of these background jobs has ended: its pid in
+#                            REAPED, its exit status in REAPED_STATUS
 #
 # The jobs wait on the CPU, not on each other: a recording waits mostly on its CLI and its
 # scripted model's pauses, so two or three share 2 cores well.
+wait_any() {
+  local p status=0
+  REAPED=""
+  wait -n -p REAPED "$@" || status=$?
+  if [ -z "$REAPED" ]; then
+    # `wait -n` can miss a job that ended before it was called (and return at once): find it.
+    for p in "$@"; do
+      if ! kill -0 "$p" 2>/dev/null; then
+        REAPED=$p status=0
+        wait "$p" || status=$?
+        break
+      fi
+    done
+    # Nothing ended (a signal woke the shell): no busy loop.
+    [ -n "$REAPED" ] || sleep 0.1
+  fi
+  REAPED_STATUS=$status
+}
+
 run_jobs() {
-  local max="$1" func="$2" pid status logs
+  local max="$1" func="$2" pid logs
   shift 2
   if [ "$max" -le 1 ]; then
     local arg failed=()
@@ -25,10 +46,11 @@ run_jobs() {
       running[$!]="$n ${queue[0]}"
       queue=("${queue[@]:1}")
     done
-    status=0
-    wait -n -p pid "${!running[@]}" || status=$?
+    wait_any "${!running[@]}"
+    pid=$REAPED
+    [ -n "$pid" ] || continue
     cat "$logs/${running[$pid]%% *}"
-    [ "$status" -eq 0 ] || failed+=("${running[$pid]#* }")
+    [ "$REAPED_STATUS" -eq 0 ] || failed+=("${running[$pid]#* }")
     unset "running[$pid]"
   done
   rm -rf "$logs"

@@ -466,3 +466,44 @@ fn jobs_side_by_side_print_each_output_whole_and_name_the_one_that_failed() {
         text(&o)
     );
 }
+
+#[test]
+fn the_rustc_wrapper_runs_the_compiler_with_all_of_cargos_environment_and_logs_the_crate() {
+    // Cargo hands integration tests their binaries as CARGO_BIN_EXE_<name>, names with `-`,
+    // which a POSIX sh drops from the environment of what it execs.
+    let w = pi_testkit::World::new("ci_rustc_log");
+    let log = w.path().join("rustc.log");
+    let out = w.path().join("target/dist/deps");
+    // The compiler's stand-in: says what it got.
+    let rustc = w.write(
+        "rustc",
+        "#!/usr/bin/env python3\nimport os, sys\nprint(sys.argv[1:3], os.environ.get('CARGO_BIN_EXE_pi-harness'))\n",
+    );
+    std::fs::set_permissions(&rustc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = Command::new(repo().join(".ci/rustc-log"))
+        .arg(&rustc)
+        .args(["--crate-name", "serde", "--edition=2021"])
+        .arg("/home/u/.cargo/registry/src/index.crates.io-x/serde-1.0.0/src/lib.rs")
+        .arg("--emit=dep-info,metadata,link")
+        .arg("--out-dir")
+        .arg(&out)
+        .env("CARGO_BIN_EXE_pi-harness", "/x/pi-harness")
+        .env("PI_CI_RUSTC_LOG", &log)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "['--crate-name', 'serde'] /x/pi-harness\n",
+        "{}",
+        text(&o)
+    );
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        logged,
+        format!(
+            "serde\tserde-1.0.0\tdist in {}\tbuild\n",
+            w.path().join("target").display()
+        )
+    );
+}
