@@ -11,19 +11,18 @@
 wait_any() {
   local p status=0
   REAPED=""
+  # `wait -n` does not return for a job that ended before it was called: look for one first.
+  for p in "$@"; do
+    if ! kill -0 "$p" 2>/dev/null; then
+      REAPED=$p
+      wait "$p" || status=$?
+      REAPED_STATUS=$status
+      return 0
+    fi
+  done
   wait -n -p REAPED "$@" || status=$?
-  if [ -z "$REAPED" ]; then
-    # `wait -n` can miss a job that ended before it was called (and return at once): find it.
-    for p in "$@"; do
-      if ! kill -0 "$p" 2>/dev/null; then
-        REAPED=$p status=0
-        wait "$p" || status=$?
-        break
-      fi
-    done
-    # Nothing ended (a signal woke the shell): no busy loop.
-    [ -n "$REAPED" ] || sleep 0.1
-  fi
+  # Nothing reaped (one ended between the look and the wait): the next call finds it.
+  [ -n "$REAPED" ] || sleep 0.1
   REAPED_STATUS=$status
 }
 

@@ -485,6 +485,7 @@ fn the_rustc_wrapper_runs_the_compiler_with_all_of_cargos_environment_and_logs_t
         .args(["--crate-name", "serde", "--edition=2021"])
         .arg("/home/u/.cargo/registry/src/index.crates.io-x/serde-1.0.0/src/lib.rs")
         .arg("--emit=dep-info,metadata,link")
+        .args(["-C", "opt-level=3"])
         .arg("--out-dir")
         .arg(&out)
         .env("CARGO_BIN_EXE_pi-harness", "/x/pi-harness")
@@ -502,7 +503,7 @@ fn the_rustc_wrapper_runs_the_compiler_with_all_of_cargos_environment_and_logs_t
     assert_eq!(
         logged,
         format!(
-            "serde\tserde-1.0.0\tdist in {}\tbuild\n",
+            "serde\tserde-1.0.0\tdist in {}\tbuild -O3\n",
             w.path().join("target").display()
         )
     );
