@@ -359,6 +359,52 @@ fn every_gate_has_a_committed_stamp_of_its_inputs() {
     }
 }
 
+/// The releases a gate's CLIs come from are pinned in the agent's row of the registry
+/// (`harness/grammar/src/agents/AGENT.rs`: versions, npm packages, integrity): that file is an
+/// input of the gate, so pinning a release, or changing what it is installed from, fires it.
+#[test]
+fn each_gate_reads_the_row_that_pins_its_clis_releases() {
+    let rows = [
+        ("pi-grammar", "pi", pi_grammar::KNOWN_VERSIONS.to_vec()),
+        (
+            "claude-grammar",
+            "claude",
+            pi_grammar::claude::known_versions(),
+        ),
+        (
+            "codex-grammar",
+            "codex",
+            pi_grammar::codex::known_versions(),
+        ),
+        (
+            "gemini-grammar",
+            "gemini",
+            pi_grammar::gemini::known_versions(),
+        ),
+    ];
+    assert_eq!(rows.len(), GATES.len(), "a gate without its agent here");
+    for (gate, agent, versions) in rows {
+        let row = format!("harness/grammar/src/agents/{agent}.rs");
+        let pinned = std::fs::read_to_string(repo().join(&row)).unwrap();
+        for v in &versions {
+            assert!(
+                pinned.contains(&format!("version: \"{v}\"")),
+                "{row} does not pin {agent} {v}"
+            );
+        }
+        let o = Command::new("bash")
+            .arg(repo().join(".ci/gate.sh"))
+            .args(["--inputs", gate])
+            .output()
+            .unwrap();
+        assert!(
+            lines(&o).contains(&row),
+            "{gate}: {row} is no input: {}",
+            text(&o)
+        );
+    }
+}
+
 #[test]
 fn the_lanes_install_every_pinned_release_and_nothing_else() {
     let run = std::fs::read_to_string(repo().join(".ci/run")).unwrap();
