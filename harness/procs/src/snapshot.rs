@@ -135,13 +135,7 @@ pub(crate) fn has_entry(env: &[u8], needle: &str) -> bool {
 /// The live processes whose environment holds `NAME=value` ([`pids_with_env`]: never this
 /// process or one of its ancestors), sorted by pid.
 pub fn marked(name: &str, value: &str) -> Vec<ProcInfo> {
-    let mut out: Vec<ProcInfo> = pids_with_env(name, value)
-        .into_iter()
-        .filter_map(read_proc)
-        // A zombie, or a process with SIGKILL pending, is already gone for every purpose
-        // but the kernel's bookkeeping: counting it would fail a clean test at random.
-        .filter(|p| !p.is_zombie() && !sigkill_pending(p.pid))
-        .collect();
+    let mut out = scan_marked(name, value);
     out.sort_by_key(|p| p.pid);
     out
 }
@@ -166,22 +160,90 @@ fn sigkill_in_status(status: &str) -> bool {
 }
 
 /// Pids of live processes whose environment holds `NAME=value` exactly (tests prove with
-/// this that nothing they started is left behind). This process and its ancestors never
-/// count: a marker that leaked into the test runner's own environment must not make the
-/// runner a "survivor", let alone a process to kill.
+/// this that nothing they started is left behind), newest first. This process and its
+/// ancestors never count: a marker that leaked into the test runner's own environment must
+/// not make the runner a "survivor", let alone a process to kill.
 pub fn pids_with_env(name: &str, value: &str) -> Vec<i32> {
+    scan_marked(name, value).iter().map(|p| p.pid).collect()
+}
+
+/// The live marked processes, newest first, found by a [`settled_scan`] (a process that
+/// forks and exits at once is not missed). A zombie, or a process with SIGKILL pending, is
+/// already gone for every purpose but the kernel's bookkeeping: counting it would fail a
+/// clean test at random.
+fn scan_marked(name: &str, value: &str) -> Vec<ProcInfo> {
     let needle = format!("{name}={value}");
     let mine = self_and_ancestors();
-    newest_first()
-        .into_iter()
-        .filter(|pid| {
-            !mine.contains(pid)
-                && read_env(*pid).is_some_and(|env| has_entry(&env, &needle))
-                && read_proc(*pid).is_some_and(|p| !p.is_zombie())
-                // SIGKILL pending: gone for every purpose but the kernel's bookkeeping.
-                && !sigkill_pending(*pid)
-        })
-        .collect()
+    let mut out = Vec::new();
+    settled_scan(&mut newest_first, &mut |pid| {
+        if mine.contains(&pid) {
+            return Seen::Other;
+        }
+        let seen = marked_env(pid, &needle);
+        if seen != Seen::Match {
+            return seen;
+        }
+        match read_proc(pid).filter(|p| !p.is_zombie()) {
+            None => Seen::Gone,
+            Some(p) => {
+                if !sigkill_pending(pid) {
+                    out.push(p);
+                }
+                Seen::Match
+            }
+        }
+    });
+    out
+}
+
+/// What one pid was when a scan read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Seen {
+    /// One the scan looks for.
+    Match,
+    /// Another process.
+    Other,
+    /// Listed, but gone (or dead) by the time it was read.
+    Gone,
+}
+
+/// Whether `pid`'s environment holds `needle` (`NAME=value`); [`Seen::Gone`] when it
+/// cannot be read, or reads empty from a dead process (a zombie's environment is empty).
+pub(crate) fn marked_env(pid: i32, needle: &str) -> Seen {
+    match read_env(pid) {
+        None => Seen::Gone,
+        Some(env) if has_entry(&env, needle) => Seen::Match,
+        Some(env) if env.is_empty() && !read_proc(pid).is_some_and(|p| !p.is_zombie()) => {
+            Seen::Gone
+        }
+        Some(_) => Seen::Other,
+    }
+}
+
+/// Passes a [`settled_scan`] makes at most (a machine that starts and ends processes
+/// without pause would otherwise keep it going).
+const SCAN_PASSES: usize = 64;
+
+/// Read every pid `list` gives (newest first) with `visit`, then list again and read the
+/// pids not read yet, as long as a pass met a pid gone before it was read; at most
+/// [`SCAN_PASSES`] passes. One listing can miss a process that forks a copy and exits at
+/// once: the copy listed is gone when read, and its successor was born after the listing.
+/// But that successor was born before the read that found its parent gone, so the next
+/// listing holds it (or, if it too is gone by then, its own successor): a chain with one
+/// live member at every moment is seen alive in some pass.
+pub(crate) fn settled_scan(list: &mut dyn FnMut() -> Vec<i32>, visit: &mut dyn FnMut(i32) -> Seen) {
+    let mut read: BTreeSet<i32> = BTreeSet::new();
+    for _ in 0..SCAN_PASSES {
+        let mut gone = false;
+        for pid in list() {
+            if read.insert(pid) {
+                gone |= visit(pid) == Seen::Gone;
+            }
+        }
+        if !gone {
+            return;
+        }
+    }
 }
 
 /// This process and every ancestor up to pid 1.
@@ -200,6 +262,58 @@ pub fn self_and_ancestors() -> BTreeSet<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A copy listed, gone when read, and its successor born after the listing: the one
+    /// listing missed it (a marker check said "nothing left" while it forked on); the scan
+    /// lists again and finds it.
+    #[test]
+    fn a_scan_lists_again_after_a_pid_was_gone_when_read() {
+        let mut listings = vec![vec![30, 20, 10], vec![40, 30, 20, 10]].into_iter();
+        let mut visited = Vec::new();
+        settled_scan(&mut || listings.next().unwrap_or_default(), &mut |pid| {
+            visited.push(pid);
+            match pid {
+                30 => Seen::Gone,
+                40 => Seen::Match,
+                _ => Seen::Other,
+            }
+        });
+        // Each pid read once; 40 found in the second pass; no third pass (none gone).
+        assert_eq!(visited, [30, 20, 10, 40]);
+    }
+
+    #[test]
+    fn a_scan_with_nothing_gone_lists_once_and_a_busy_one_stops() {
+        let mut lists = 0;
+        settled_scan(
+            &mut || {
+                lists += 1;
+                vec![3, 2, 1]
+            },
+            &mut |_| Seen::Other,
+        );
+        assert_eq!(lists, 1);
+        // Every pass meets a new pid gone: bounded.
+        let mut next = 0;
+        settled_scan(
+            &mut || {
+                next += 1;
+                vec![next]
+            },
+            &mut |_| Seen::Gone,
+        );
+        assert_eq!(next, SCAN_PASSES as i32);
+    }
+
+    /// An empty environment is a zombie's (gone) or a kernel thread's (another process).
+    #[test]
+    fn an_unreadable_environment_is_gone_and_our_own_is_read() {
+        assert_eq!(marked_env(i32::MAX - 1, "A=b"), Seen::Gone);
+        let me = std::process::id() as i32;
+        assert_eq!(marked_env(me, "PI_PROCS_NO_SUCH_VAR=1"), Seen::Other);
+        let path = std::env::var("PATH").expect("tests run with a PATH");
+        assert_eq!(marked_env(me, &format!("PATH={path}")), Seen::Match);
+    }
 
     #[test]
     fn a_pending_sigkill_is_read_from_status() {

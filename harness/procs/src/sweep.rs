@@ -22,7 +22,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitid, Id, WaitPidFlag};
 use nix::unistd::Pid;
 
-use crate::snapshot::{has_entry, newest_first, read_env, read_proc};
+use crate::snapshot::{marked_env, newest_first, read_proc, settled_scan, Seen};
 use crate::{groups_only_of, live_descendants, sigkill_pending, ProcInfo};
 
 /// Looks in a row that find nothing before a sweep without an exact answer stops.
@@ -154,20 +154,34 @@ pub fn freeze_below(root: i32, protected: &BTreeSet<i32>) -> Look {
 }
 
 /// One look for a sweep: every live process whose environment holds `NAME=value` (never
-/// this process or an ancestor), newest first, each stopped the moment it is found.
+/// this process or an ancestor), newest first, each stopped the moment it is found; listed
+/// again while a marked process was gone before it could be stopped ([`settled_scan`]).
 pub fn freeze_marked(name: &str, value: &str) -> Look {
     let needle = format!("{name}={value}");
     let mine = crate::self_and_ancestors();
     let mut live = Vec::new();
-    for pid in newest_first() {
-        if mine.contains(&pid) || !read_env(pid).is_some_and(|env| has_entry(&env, &needle)) {
-            continue;
+    settled_scan(&mut newest_first, &mut |pid| {
+        if mine.contains(&pid) {
+            return Seen::Other;
+        }
+        let seen = marked_env(pid, &needle);
+        if seen != Seen::Match {
+            return seen;
         }
         let _ = kill(Pid::from_raw(pid), Signal::SIGSTOP);
-        if let Some(p) = read_proc(pid).filter(|p| !p.is_zombie() && !sigkill_pending(pid)) {
-            live.push(p);
+        match read_proc(pid).filter(|p| !p.is_zombie()) {
+            // Stopped, or dying: either way it forks no more.
+            Some(p) => {
+                if !sigkill_pending(pid) {
+                    live.push(p);
+                }
+                Seen::Match
+            }
+            // Exited before the stop reached it: a copy it forked may be newer than the
+            // listing.
+            None => Seen::Gone,
         }
-    }
+    });
     Look {
         live,
         groups: Vec::new(),
