@@ -219,7 +219,10 @@ fn marker_mode_kill_catches_a_process_that_forks_and_exits_at_once() {
             // Tell a miss (the forker still running) from a forker that ended by itself.
             let after = none_with(&tag, Duration::from_millis(300));
             w.kill_all();
-            panic!("run {run}: exit {:?}, {err:?}; the forker: {after:?}", out.status);
+            panic!(
+                "run {run}: exit {:?}, {err:?}; the forker: {after:?}",
+                out.status
+            );
         }
         assert!(err.contains(" alive; killed"), "run {run}: {err}");
         if let Err(e) = none_with(&tag, Duration::from_millis(300)) {
