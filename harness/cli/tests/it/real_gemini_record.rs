@@ -265,7 +265,7 @@ fn real_gemini_signalled_as_a_group_mid_tool_leaves_its_tool_as_spawns_and_nothi
             "--signal-to",
             "group",
             "--at",
-            "tool_use+500",
+            "tool_use+1500",
             "--allow-exhausted",
         ],
         &gemini_args("Run it."),
