@@ -1,6 +1,7 @@
 //! `pi-harness record` end to end with a tiny fake "pi" (a bash script that really talks
 //! to the scripted server over /dev/tcp), so no real pi is needed.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -106,28 +107,39 @@ pub(crate) fn record_with(
     let mut cmd = Command::cargo_bin("pi-harness").unwrap();
     cmd.env(MARKER_VAR, s.world.marker())
         .env("FAKE_PI_MODE", mode)
-        .arg("record")
-        .arg("--script")
-        .arg(&s.script)
-        .arg("--out")
-        .arg(out)
-        .arg("--pi")
-        .arg(&s.pi)
-        .args([
+        .args(record_args(s, out, extra, pi_args))
+        .timeout(Duration::from_secs(90));
+    cmd.assert()
+}
+
+/// The arguments of [`record_with`]'s `pi-harness` command line.
+fn record_args(s: &Setup, out: &Path, extra: &[&str], pi_args: &[&str]) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec!["record".into(), "--script".into(), s.script.clone().into()];
+    args.extend([
+        "--out".into(),
+        out.into(),
+        "--pi".into(),
+        s.pi.clone().into(),
+    ]);
+    args.extend(
+        [
             "--pi-version",
             "0.87.1",
             "--stdin",
             "say hi",
             "--timeout",
             "60",
-        ])
-        .arg("--request-log")
-        .arg(s.path().join("requests.jsonl"))
-        .args(extra)
-        .arg("--")
-        .args(pi_args)
-        .timeout(Duration::from_secs(90));
-    cmd.assert()
+        ]
+        .map(OsString::from),
+    );
+    args.extend([
+        "--request-log".into(),
+        s.path().join("requests.jsonl").into(),
+    ]);
+    args.extend(extra.iter().map(OsString::from));
+    args.push("--".into());
+    args.extend(pi_args.iter().map(OsString::from));
+    args
 }
 
 /// Nothing carrying the marker may be left, within a short deadline (exits are asynchronous).
@@ -240,6 +252,55 @@ fn sigint_mid_tool_records_the_orphan_and_leaves_nothing() {
         notes.contains("survived pi: `sleep 301` (own session)"),
         "{notes}"
     );
+}
+
+/// Started as a non-interactive shell starts a background job (`pi-harness record ... &`, as a
+/// CI step is), the recorder inherits SIGINT ignored; the CLI it records must not: it ran on
+/// for 10 s after the SIGINT ("pi was still running 10 s after SIGINT", nothing written).
+#[test]
+fn a_recorder_started_with_sigint_ignored_still_records_the_cli_s_answer() {
+    let s = setup();
+    let out = s.path().join("sigint-bg.cassette.jsonl");
+    let args = record_args(
+        &s,
+        &out,
+        &["--signal", "SIGINT", "--at", "tool_execution_start+100"],
+        &[
+            "--mode",
+            "json",
+            "--provider",
+            "fake",
+            "--model",
+            "fake-model",
+            "--no-session",
+        ],
+    );
+    // POSIX: an asynchronous list of a shell without job control ignores SIGINT and SIGQUIT.
+    let o = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "grep '^SigIgn' /proc/self/status >&2 & wait $!; \"$@\" & wait $!",
+            "sh",
+        ])
+        .arg(assert_cmd::cargo::cargo_bin("pi-harness"))
+        .args(args)
+        .env(MARKER_VAR, s.world.marker())
+        .env("FAKE_PI_MODE", "sigint")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    // The premise: what sh's background job starts with (SIGINT is bit 2, SIGQUIT bit 3).
+    let ignored = err
+        .lines()
+        .find_map(|l| l.strip_prefix("SigIgn:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .unwrap_or_else(|| panic!("no SigIgn line: {err}"));
+    assert_eq!(ignored & 0b110, 0b110, "{err}");
+    assert!(o.status.success(), "{err}");
+    assert_nothing_left(&s);
+    let c = Cassette::load(&out).unwrap();
+    let notes = c.header.origin.notes.as_deref().unwrap();
+    assert!(notes.contains("died by SIGINT"), "{notes}");
 }
 
 #[test]

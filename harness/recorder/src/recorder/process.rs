@@ -185,11 +185,34 @@ pub(crate) fn command(pi: &Path, args: &[String], env: &PiEnv) -> tokio::process
     cmd
 }
 
-/// Start `cmd` (the CLI at `pi`).
+/// The signals a recording sends or a CLI answers: the CLI starts with each at its default
+/// disposition, whatever the recorder inherited.
+const RESET_SIGNALS: [Signal; 4] = [
+    Signal::SIGINT,
+    Signal::SIGQUIT,
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+];
+
+/// Start `cmd` (the CLI at `pi`), with [`RESET_SIGNALS`] at their default disposition. A
+/// signal ignored is inherited across `exec` (a handler is not): run from a non-interactive
+/// shell's background job (`cmd &`, a CI step), the recorder ignores SIGINT and SIGQUIT, and
+/// so would the CLI, which then recorded "ignores SIGINT" or never ended.
 pub(crate) fn spawn(
     cmd: &mut tokio::process::Command,
     pi: &Path,
 ) -> Result<tokio::process::Child, RecordError> {
+    // SAFETY: between fork and exec only sigaction(2) runs, which is async-signal-safe; no
+    // allocation, no lock.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in RESET_SIGNALS {
+                nix::sys::signal::signal(sig, nix::sys::signal::SigHandler::SigDfl)
+                    .map_err(std::io::Error::from)?;
+            }
+            Ok(())
+        });
+    }
     cmd.spawn().map_err(|source| RecordError::Start {
         path: pi.to_path_buf(),
         source,
