@@ -48,6 +48,9 @@ ci_step() {
   start=$EPOCHREALTIME
   # A process of its own, so that `set -e` holds inside CMD (it would not in `CMD || ...`).
   (
+    # An asynchronous list of a shell without job control starts with SIGINT and SIGQUIT
+    # ignored (POSIX), and what it runs inherits that: the tests that send SIGINT need them back.
+    trap - INT QUIT
     set -euo pipefail
     export PI_CI_RUSTC_LOG="$log"
     # The CPU seconds of what the step ran (children's user + system time, once reaped).
@@ -90,6 +93,7 @@ ci_start() { # [--nice] NAME CMD...: start CMD as the job NAME
   printf '\n=== job %s: started (%s)%s\n' "$name" "$(date -u +%H:%M:%S)" \
     "$([ "$nice" = 1 ] && echo ", at the lowest CPU priority: it takes what the others leave")"
   (
+    trap - INT QUIT # as in ci_step: a background job's commands would ignore them
     # Below everything else: what runs beside it gets the CPU first.
     if [ "$nice" = 1 ]; then renice -n 19 -p "$BASHPID" >/dev/null; fi
     ci_job="$(printf '%03d-%02d' "$((ci_group + 10))" "$ci_njob")-$name"

@@ -41,7 +41,9 @@ run_jobs() {
   while [ ${#queue[@]} -gt 0 ] || [ ${#running[@]} -gt 0 ]; do
     while [ ${#queue[@]} -gt 0 ] && [ ${#running[@]} -lt "$max" ]; do
       n=$((n + 1))
-      "$func" "${queue[0]}" >"$logs/$n" 2>&1 </dev/null &
+      # (trap - INT QUIT: a background job would start with them ignored, and so would
+      # the CLIs it records.)
+      (trap - INT QUIT; "$func" "${queue[0]}") >"$logs/$n" 2>&1 </dev/null &
       running[$!]="$n ${queue[0]}"
       queue=("${queue[@]:1}")
     done

@@ -474,6 +474,38 @@ fn the_timing_table_is_printed_when_a_step_fails_and_the_run_stops_there() {
     assert!(out.contains("to the log"), "{out}");
 }
 
+/// Each step and each job runs in the background of a shell without job control, which would
+/// start it with SIGINT and SIGQUIT ignored (POSIX): the cancel and record tests that send
+/// SIGINT then saw processes run on. Every way .ci/ runs a command gives them back.
+#[test]
+fn steps_and_jobs_run_with_sigint_and_sigquit_at_their_default() {
+    let w = pi_testkit::World::new("ci_sigint");
+    let o = in_ci_copy(
+        &w,
+        "set -euo pipefail; source .ci/lib.sh; source scripts/jobs.sh
+         ign() { grep '^SigIgn' /proc/self/status | sed \"s/^/$1 /\"; }
+         ( trap 'true' EXIT; ign plain ) & wait $!
+         ci_step step ign step
+         ci_start job ign job; ci_wait job
+         job() { ign \"run_jobs $1\"; }
+         run_jobs 2 job a",
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o));
+    let mask = |who: &str| {
+        out.lines()
+            .find_map(|l| l.split_once(&format!("{who} SigIgn:")).map(|(_, m)| m))
+            .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+            .unwrap_or_else(|| panic!("no mask of {who}: {out}"))
+    };
+    // The premise: a background subshell as ci_step made one (with an EXIT trap) runs its
+    // commands with SIGINT ignored (bit 2; SIGQUIT is bit 3).
+    assert_eq!(mask("plain") & 0b10, 0b10, "{out}");
+    for who in ["step", "job", "run_jobs a"] {
+        assert_eq!(mask(who) & 0b110, 0, "{who}: {out}");
+    }
+}
+
 #[test]
 fn jobs_side_by_side_print_each_output_whole_and_name_the_one_that_failed() {
     let w = pi_testkit::World::new("ci_jobs");
