@@ -9,8 +9,9 @@
 #   dist/pi-harness-linux-x64-VERSION.tgz       its optional dependency @pi-harness/linux-x64:
 #                                               the two binaries
 #
-# VERSION is the workspace's (Cargo.toml [workspace.package]); the binaries are built with
-# the `dist` profile (stripped, fat LTO). The wheel's platform tag is the one its binaries
+# VERSION is the workspace's (Cargo.toml [workspace.package]); the binaries are built once, with
+# the `dist` profile (stripped, fat LTO): maturin finds pi-harness built, and both packages carry
+# the same two binaries. The wheel's platform tag is the one its binaries
 # need (maturin reads their glibc symbols); auditwheel checks it again here. Needs cargo,
 # python3 (>= 3.8, with venv; maturin and auditwheel are installed from PyPI into a build
 # venv under target/) and npm. Nothing is published: see README.md for installing the files.
@@ -52,6 +53,16 @@ tag="$(basename "$wheel" .whl | sed 's/.*-py3-none-//')"
     exit 1
   }
 echo "wheel: $(basename "$wheel") (auditwheel: consistent with $tag)"
+# maturin builds pi-harness with the cargo command above, whose build it finds fresh (the
+# workspace-hack gives pi-harness alone the features it had beside fake-pi): the wheel carries
+# the very binary the npm package does, linked once.
+python3 - "$wheel" "$bin/pi-harness" <<'PY' || { echo "build-packages.sh: the wheel's pi-harness is not $bin/pi-harness (maturin built it again)" >&2; exit 1; }
+import hashlib, sys, zipfile
+wheel, built = sys.argv[1:]
+with zipfile.ZipFile(wheel) as z:
+    names = [n for n in z.namelist() if n.endswith(".data/scripts/pi-harness")]
+    sys.exit(len(names) != 1 or hashlib.sha256(z.read(names[0])).digest() != hashlib.sha256(open(built, "rb").read()).digest())
+PY
 
 echo "== npm packages (npm pack)"
 stage="$target/packages/npm"

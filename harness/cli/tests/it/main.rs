@@ -11,6 +11,7 @@
 mod util;
 
 mod ci_notice;
+mod ci_run;
 mod cli_agents;
 mod cli_cassette;
 mod cli_import_agents;
