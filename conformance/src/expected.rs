@@ -15,8 +15,8 @@ use pi_cassette::CassetteReader;
 use crate::capability::capabilities_of;
 use crate::case::Case;
 use crate::compare::{diff_documents, FieldDiff};
-use crate::shown::{diff_lines, shell_quote, SHOWN_DIFFS};
 use crate::request::RequestDoc;
+use crate::shown::{diff_lines, shell_quote, SHOWN_DIFFS};
 
 /// An expected stream as exported to `conformance/expected/<case>.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

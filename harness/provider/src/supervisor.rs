@@ -608,7 +608,10 @@ mod tests {
         let c = parse_args(&s(&["--grace-ms", &u64::MAX.to_string(), "--", "pi"])).unwrap();
         assert_eq!(c.grace, crate::wait::MAX_WAIT);
         let e = parse_args(&s(&["--bogus"])).unwrap_err();
-        assert!(matches!(&e, ArgsError::Unknown(a) if a == "--bogus"), "{e:?}");
+        assert!(
+            matches!(&e, ArgsError::Unknown(a) if a == "--bogus"),
+            "{e:?}"
+        );
         assert_eq!(e.to_string(), "unknown argument \"--bogus\"");
         let e = parse_args(&s(&["--grace-ms", "x", "--", "pi"])).unwrap_err();
         assert!(matches!(&e, ArgsError::NotANumber { flag, .. } if flag == "--grace-ms"));

@@ -16,8 +16,14 @@ fn supervisor(args: &[&str]) -> std::process::Output {
 #[test]
 fn a_bad_command_line_is_usage_said_in_one_line() {
     for (args, says) in [
-        (&["--bogus"][..], "pi-supervisor: unknown argument \"--bogus\"\n"),
-        (&["--grace-ms"][..], "pi-supervisor: --grace-ms needs a value\n"),
+        (
+            &["--bogus"][..],
+            "pi-supervisor: unknown argument \"--bogus\"\n",
+        ),
+        (
+            &["--grace-ms"][..],
+            "pi-supervisor: --grace-ms needs a value\n",
+        ),
         (
             &["--kill-wait-ms", "soon", "--", "true"][..],
             "pi-supervisor: --kill-wait-ms: invalid digit found in string\n",
